@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages carma needs to build and test, when they are missing.
+# Used by `make run` and `make test`; safe to run again (it installs only what is missing).
+set -euo pipefail
+
+packages=(
+    gcc make meson ninja-build pkg-config python3    # build
+    libjansson-dev                                   # JSON (reading with line/column errors)
+    libcmocka-dev                                    # unit tests
+    python3-numpy                                    # reference numbers in tests
+    clang-format                                     # format check
+)
+if [ "${1:-}" = "--print" ]; then
+    printf '%s\n' "${packages[@]}"
+    exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "carma: installing missing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+else
+    echo "carma: not root and no sudo: install these packages first: ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

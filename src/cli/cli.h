@@ -1,0 +1,9 @@
+/* cli: the subcommands' entry points, dispatched by main.c. */
+#ifndef CARMA_CLI_CLI_H
+#define CARMA_CLI_CLI_H
+
+/* Each returns the process exit status. */
+int cmd_sensors(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+
+#endif

@@ -1,0 +1,242 @@
+/* common: shared options and output helpers of the subcommands (see common.h). */
+#include "cli/common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/parse.h"
+#include "sources/model.h"
+
+void common_opts_init(struct common_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->sampler.root = "/";
+    o->sampler.interval_ns = SAMPLER_INTERVAL_DEFAULT_NS;
+    o->sampler.model.tdp_w = 0;
+    o->sampler.model.idle_w = -1;
+    o->sampler.model.idle_fraction = MODEL_IDLE_FRACTION_DEFAULT;
+    o->sampler.model.curve = MODEL_CURVE_FAN;
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("carma: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static int positive_watts(const char *opt, const char *arg, double *ret, bool allow_zero)
+{
+    double v;
+    if (parse_double(arg, &v) < 0 || v < 0 || (!allow_zero && v == 0) || v > 100000) {
+        cli_error("%s: '%s' is not a valid power in watts", opt, arg);
+        return -1;
+    }
+    *ret = v;
+    return 1;
+}
+
+int common_opts_handle(struct common_opts *o, int c, const char *arg)
+{
+    switch (c) {
+    case OPT_ROOT:
+        o->sampler.root = arg;
+        return 1;
+    case OPT_INTERVAL: {
+        int64_t ns;
+        int r = parse_duration_ns(arg, &ns);
+        if (r < 0 || ns < SAMPLER_INTERVAL_MIN_NS || ns > SAMPLER_INTERVAL_MAX_NS) {
+            cli_error("--interval: '%s' is not a duration between 1ms and 60s "
+                      "(write it with a unit: 100ms, 1s, 250us)",
+                      arg);
+            return -1;
+        }
+        o->sampler.interval_ns = ns;
+        return 1;
+    }
+    case OPT_SOURCES:
+        o->sampler.sources = arg;
+        return 1;
+    case OPT_CPU_TDP:
+        return positive_watts("--cpu-tdp", arg, &o->sampler.model.tdp_w, false);
+    case OPT_CPU_IDLE:
+        return positive_watts("--cpu-idle", arg, &o->sampler.model.idle_w, true);
+    case OPT_MODEL_CURVE:
+        if (model_curve_parse(arg, &o->sampler.model.curve) < 0) {
+            cli_error("--model-curve: '%s' is not fan or linear", arg);
+            return -1;
+        }
+        return 1;
+    case OPT_CPU_TABLE:
+        o->sampler.model.table_path = arg;
+        return 1;
+    case OPT_JSON:
+        o->json = true;
+        return 1;
+    case 'q':
+        o->verbose = -1;
+        return 1;
+    case 'v':
+        o->verbose = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+const char *reading_error_text(int err)
+{
+    switch (err) {
+    case 0:
+        return "ok";
+    case -EINVAL:
+        return "content is not a valid number";
+    case -ENODEV:
+        return "device vanished (ENODEV)";
+    case -ENOENT:
+        return "file vanished (ENOENT)";
+    case -EIO:
+        return "I/O error reading the sensor";
+    case -EACCES:
+    case -EPERM:
+        return "permission denied";
+    case -EAGAIN:
+        return "no reading yet";
+    default:
+        return strerror(-err);
+    }
+}
+
+void json_set_num(json_t *obj, const char *key, double v)
+{
+    json_object_set_new(obj, key, isfinite(v) ? json_real(v) : json_null());
+}
+
+int json_write_file(const json_t *j, const char *path)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    int r = 0;
+    if (!text) {
+        r = -ENOMEM;
+    } else {
+        size_t n = strlen(text), off = 0;
+        while (off < n) {
+            ssize_t w = write(fd, text + off, n - off);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                r = -errno;
+                break;
+            }
+            off += (size_t)w;
+        }
+        if (r == 0 && write(fd, "\n", 1) != 1)
+            r = -errno;
+        free(text);
+    }
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (close(fd) < 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, path) < 0)
+        r = -errno;
+    if (r < 0)
+        unlink(tmp);
+    return r;
+}
+
+int mkdir_p(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+json_t *channels_json(const struct sampler *s)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < s->set.n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(c->name));
+        json_object_set_new(o, "source", json_string(c->source));
+        json_object_set_new(o, "kind", json_string(channel_kind_name(c->kind)));
+        json_object_set_new(o, "zone", json_string(c->zone));
+        json_object_set_new(o, "domain", json_string(channel_domain_name(c->domain)));
+        json_object_set_new(o, "parent",
+                            c->parent >= 0 ? json_string(s->set.ch[c->parent].name) : json_null());
+        json_object_set_new(o, "method", json_string(channel_method_name(c->method)));
+        json_object_set_new(o, "socket", c->socket >= 0 ? json_integer(c->socket) : json_null());
+        json_object_set_new(o, "form", json_string(c->form == FORM_COUNTER ? "counter" : "gauge"));
+        if (c->form == FORM_COUNTER) {
+            json_object_set_new(o, "counter_unit_j", json_real(c->counter_unit_j));
+            json_object_set_new(o, "counter_range",
+                                c->counter_range ? json_integer((json_int_t)c->counter_range)
+                                                 : json_null());
+        }
+        json_object_set_new(o, "label", json_string(c->label));
+        json_object_set_new(o, "path", json_string(c->path));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+json_t *unavailable_json(const struct sampler *s)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < s->nsrc; i++) {
+        const struct source *src = &s->src[i];
+        if (src->status == 0)
+            continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "source", json_string(src->ops->name));
+        json_object_set_new(o, "reason", json_string(src->reason));
+        json_array_append_new(arr, o);
+    }
+    if (!s->have_util) {
+        json_t *o = json_object();
+        json_object_set_new(o, "source", json_string("procfs"));
+        json_object_set_new(o, "reason", json_string(s->util_err.msg));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+json_t *notes_json(const struct sampler *s)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < s->nsrc; i++) {
+        const struct source *src = &s->src[i];
+        if (src->status != 0 || !src->note[0])
+            continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "source", json_string(src->ops->name));
+        json_object_set_new(o, "note", json_string(src->note));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}

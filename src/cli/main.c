@@ -1,0 +1,49 @@
+/*
+ * carma: measure the power, energy and carbon of GPU and CPU workloads.
+ * main dispatches to one file per subcommand in src/cli/.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/common.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *what;
+} commands[] = {
+    {"sensors", cmd_sensors, "list every power source and channel with a current reading"},
+    {"stat", cmd_stat, "run a command and report its energy, power and CO2e"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: carma COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
+    fprintf(f, "\n`carma COMMAND --help` describes each. `carma --version` prints the version.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("carma %s\n", CARMA_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    cli_error("unknown command '%s'", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,654 @@
+/*
+ * carma stat: run one command under measurement, like time(1) or perf stat.
+ *
+ * The command runs in its own process group; carma samples every channel on its clock
+ * while it runs, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT to the group, and when it ends
+ * prints per channel energy and average power, the CPU energy attributed to the command by
+ * its process tree's share of the node's CPU time, and the operational CO2e. carma exits
+ * with the command's exit status (128+N when killed by signal N, 127 when not found).
+ * With -o DIR it keeps a run directory: manifest.json, samples.csv, summary.json.
+ */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analysis/attribution.h"
+#include "analysis/carbon.h"
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "core/parse.h"
+#include "core/timeutil.h"
+#include "sampler/samples_csv.h"
+#include "workload/launcher.h"
+#include "workload/proctree.h"
+
+#define ATTRIB_EPOCH_MIN_NS (500 * NS_PER_MS)
+
+struct stat_opts {
+    struct common_opts c;
+    const char *run_dir;
+    const char *json_out;
+    const char *region;
+    double intensity;
+    double pue;
+    int64_t baseline_ns;
+    char **argv;
+};
+
+struct stat_run {
+    struct stat_opts *o;
+    struct sampler *s;
+    struct samples_csv *csv;
+    char csv_path[4200];
+    bool csv_failed;
+    int sigfd;
+    sigset_t old_mask;
+    pid_t pid;
+    bool exited;
+    int exit_status;
+    int wstatus;
+    struct proctree tree;
+    bool have_tree;
+    uint64_t tree_prev_ns;
+    struct cpu_attrib attrib;
+    int cpu_idx[CHANNELS_MAX];
+    size_t ncpu_idx;
+    double static_w;           /* CPU-side static power, NAN when unknown */
+    const char *static_source; /* "baseline", "model" or NULL */
+    int64_t cmd_start_real, cmd_end_real, cmd_start_mono, cmd_end_mono;
+    int forwarded_signal;
+    struct carbon_intensity ci;
+};
+
+static void help(void)
+{
+    printf("usage: carma stat [OPTIONS] -- CMD [ARGS...]\n\n"
+           "Runs CMD under measurement and prints, when it ends, per channel energy and\n"
+           "average power, the CPU energy attributed to CMD (its process tree's share of the\n"
+           "node's CPU busy time) and the operational CO2e. Exits with CMD's exit status\n"
+           "(128+N if a signal N killed it, 127 if it was not found).\n\n"
+           "options:\n" COMMON_OPTIONS_HELP
+           "  -o, --output DIR    keep a run directory: manifest.json, samples.csv, summary.json\n"
+           "  --json-out FILE     write the summary as JSON to FILE\n"
+           "  --baseline T        measure the node's idle power for T before starting CMD, so\n"
+           "                      that CMD's dynamic (above-idle) CPU energy can be reported\n"
+           "  --region CODE       grid carbon intensity of a region (data/grid_intensity.csv,\n"
+           "                      e.g. USA, FRA; default WORLD, 475 g/kWh)\n"
+           "  --intensity G       grid carbon intensity in gCO2e/kWh\n"
+           "  --pue X             power usage effectiveness of the facility (default 1.0)\n");
+}
+
+static int parse_args(struct stat_opts *o, int argc, char **argv)
+{
+    enum {
+        OPT_JSON_OUT = OPT_COMMON_LAST + 1,
+        OPT_BASELINE,
+        OPT_REGION,
+        OPT_INTENSITY,
+        OPT_PUE,
+    };
+    static const struct option longopts[] = {
+        COMMON_LONG_OPTIONS,
+        {"output", required_argument, NULL, 'o'},
+        {"json-out", required_argument, NULL, OPT_JSON_OUT},
+        {"baseline", required_argument, NULL, OPT_BASELINE},
+        {"region", required_argument, NULL, OPT_REGION},
+        {"intensity", required_argument, NULL, OPT_INTENSITY},
+        {"pue", required_argument, NULL, OPT_PUE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+qvho:", longopts, NULL)) != -1) {
+        int r = common_opts_handle(&o->c, c, optarg);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case 'o':
+            o->run_dir = optarg;
+            break;
+        case OPT_JSON_OUT:
+            o->json_out = optarg;
+            break;
+        case OPT_BASELINE:
+            if (strcmp(optarg, "0") == 0) {
+                o->baseline_ns = 0;
+            } else if (parse_duration_ns(optarg, &o->baseline_ns) < 0 ||
+                       o->baseline_ns > 600 * NS_PER_S) {
+                cli_error("--baseline: '%s' is not a duration up to 10m", optarg);
+                return -1;
+            }
+            break;
+        case OPT_REGION:
+            o->region = optarg;
+            break;
+        case OPT_INTENSITY:
+            if (parse_double(optarg, &o->intensity) < 0 || o->intensity <= 0 ||
+                o->intensity > 5000) {
+                cli_error("--intensity: '%s' is not a carbon intensity in gCO2e/kWh "
+                          "(0 < G <= 5000)",
+                          optarg);
+                return -1;
+            }
+            break;
+        case OPT_PUE:
+            if (parse_double(optarg, &o->pue) < 0 || o->pue < 1.0 || o->pue > 5.0) {
+                cli_error("--pue: '%s' is not a PUE between 1.0 and 5.0", optarg);
+                return -1;
+            }
+            break;
+        case 'h':
+            help();
+            return 1;
+        default:
+            return -1;
+        }
+    }
+    if (o->region && o->intensity > 0) {
+        cli_error("give --region or --intensity, not both");
+        return -1;
+    }
+    if (optind >= argc) {
+        cli_error("stat: no command given (usage: carma stat [OPTIONS] -- CMD [ARGS...])");
+        return -1;
+    }
+    o->argv = argv + optind;
+    return 0;
+}
+
+/* CPU-side energy of the current tick. */
+static double cpu_tick_j(const struct stat_run *r)
+{
+    double j = 0;
+    for (size_t k = 0; k < r->ncpu_idx; k++)
+        j += r->s->st[r->cpu_idx[k]].tick_energy_j;
+    return j;
+}
+
+static void write_samples(struct stat_run *r)
+{
+    if (!r->csv)
+        return;
+    struct carma_err e = {0};
+    if (samples_csv_write_tick(r->csv, r->s, &e) < 0 && !r->csv_failed) {
+        r->csv_failed = true;
+        cli_error("%s; measuring goes on, the summary will still be printed", e.msg);
+    }
+}
+
+/* One tick during the command: sample, journal, attribute. */
+static void run_tick(struct stat_run *r)
+{
+    sampler_tick(r->s);
+    write_samples(r);
+    if (!r->have_tree)
+        return;
+    uint64_t tree = proctree_update(&r->tree, r->s->t_now, false);
+    uint64_t tree_d = tree - r->tree_prev_ns;
+    r->tree_prev_ns = tree;
+    uint64_t busy_d = 0;
+    if (r->s->have_util)
+        busy_d = r->s->util.busy_ticks_delta * (uint64_t)(NS_PER_S / r->tree.clk_tck);
+    cpu_attrib_add(&r->attrib, cpu_tick_j(r), r->s->t_now - r->s->t_prev, busy_d, tree_d);
+}
+
+static void reap(struct stat_run *r)
+{
+    for (;;) {
+        int ws;
+        struct rusage ru;
+        pid_t p = wait4(-1, &ws, WNOHANG, &ru);
+        if (p <= 0)
+            break;
+        if (r->have_tree)
+            proctree_reaped(&r->tree, p, &ru);
+        if (p == r->pid) {
+            r->exited = true;
+            r->wstatus = ws;
+            r->exit_status = launcher_exit_status(ws);
+        }
+    }
+}
+
+/* Handles pending signals; returns false when carma should stop waiting (baseline abort). */
+static bool handle_signals(struct stat_run *r)
+{
+    struct signalfd_siginfo si;
+    bool keep = true;
+    while (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD) {
+            reap(r);
+            continue;
+        }
+        if (r->pid > 0 && !r->exited) {
+            kill(-r->pid, sig);
+            r->forwarded_signal = sig;
+        } else {
+            r->forwarded_signal = sig;
+            keep = false;
+        }
+    }
+    return keep;
+}
+
+/* Waits for the next event; returns 1 for a tick, 0 for signals, -1 on error. */
+static int wait_event(struct stat_run *r)
+{
+    struct pollfd pfd[2] = {
+        {.fd = sampler_fd(r->s), .events = POLLIN},
+        {.fd = r->sigfd, .events = POLLIN},
+    };
+    int n = poll(pfd, 2, -1);
+    if (n < 0)
+        return errno == EINTR ? 0 : -1;
+    if (pfd[0].revents & POLLIN) {
+        sampler_ack(r->s);
+        return 1;
+    }
+    return 0;
+}
+
+static int measure_baseline(struct stat_run *r)
+{
+    int64_t end = r->s->t_now + r->o->baseline_ns;
+    double j = 0;
+    int64_t t0 = r->s->t_now;
+    while (r->s->t_now < end) {
+        int ev = wait_event(r);
+        if (ev < 0)
+            return -errno;
+        if (ev == 0) {
+            if (!handle_signals(r))
+                return -EINTR;
+            continue;
+        }
+        sampler_tick(r->s);
+        write_samples(r);
+        j += cpu_tick_j(r);
+    }
+    double dt = (double)(r->s->t_now - t0) / (double)NS_PER_S;
+    if (dt > 0 && r->ncpu_idx > 0) {
+        r->static_w = j / dt;
+        r->static_source = "baseline";
+    }
+    return 0;
+}
+
+static json_t *manifest_json(const struct stat_run *r, bool final)
+{
+    json_t *m = json_object();
+    struct utsname u;
+    uname(&u);
+    json_object_set_new(m, "schema_version", json_integer(1));
+    json_object_set_new(m, "producer", json_string("carma stat"));
+    json_object_set_new(m, "carma_version", json_string(CARMA_VERSION));
+    json_t *sv = json_object();
+    json_object_set_new(sv, "samples_csv", json_integer(1));
+    json_object_set_new(sv, "summary_json", json_integer(1));
+    json_object_set_new(m, "schema_versions", sv);
+    json_t *host = json_object();
+    json_object_set_new(host, "hostname", json_string(u.nodename));
+    json_object_set_new(host, "kernel", json_string(u.release));
+    json_object_set_new(host, "machine", json_string(u.machine));
+    if (r->s->have_util) {
+        json_object_set_new(host, "cpu_model", json_string(r->s->util.model_name));
+        json_object_set_new(host, "cpus", json_integer(r->s->util.ncpu));
+        json_object_set_new(host, "sockets", json_integer(r->s->util.nsockets));
+    }
+    json_object_set_new(m, "host", host);
+    json_t *opts = json_object();
+    json_object_set_new(opts, "root", json_string(r->s->root.path));
+    json_object_set_new(opts, "interval_s", json_real((double)r->s->interval_ns / 1e9));
+    json_object_set_new(opts, "sources",
+                        r->o->c.sampler.sources ? json_string(r->o->c.sampler.sources)
+                                                : json_null());
+    json_object_set_new(opts, "baseline_s", json_real((double)r->o->baseline_ns / 1e9));
+    json_object_set_new(m, "options", opts);
+    json_t *argv = json_array();
+    for (char **a = r->o->argv; *a; a++)
+        json_array_append_new(argv, json_string(*a));
+    json_object_set_new(m, "command", argv);
+    json_object_set_new(m, "channels", channels_json(r->s));
+    json_object_set_new(m, "unavailable", unavailable_json(r->s));
+    json_object_set_new(m, "notes", notes_json(r->s));
+    json_object_set_new(m, "status", json_string(final ? "complete" : "running"));
+    return m;
+}
+
+static void write_manifest(struct stat_run *r, bool final)
+{
+    if (!r->o->run_dir)
+        return;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/manifest.json", r->o->run_dir);
+    json_t *m = manifest_json(r, final);
+    int e = json_write_file(m, path);
+    if (e < 0)
+        cli_error("cannot write %s: %s", path, strerror(-e));
+    json_decref(m);
+}
+
+static json_t *summary_json(struct stat_run *r)
+{
+    const struct sampler *s = r->s;
+    json_t *j = json_object();
+    json_object_set_new(j, "exit_status", json_integer(r->exit_status));
+    double dur = (double)(r->cmd_end_mono - r->cmd_start_mono) / (double)NS_PER_S;
+    json_set_num(j, "duration_s", dur);
+    json_set_num(j, "start_unix", (double)s->real_first / 1e9);
+    json_set_num(j, "end_unix", (double)s->real_now / 1e9);
+    json_set_num(j, "command_start_unix", (double)r->cmd_start_real / 1e9);
+    json_set_num(j, "command_end_unix", (double)r->cmd_end_real / 1e9);
+    json_set_num(j, "interval_s", (double)s->interval_ns / 1e9);
+    json_object_set_new(j, "ticks", json_integer((json_int_t)s->ticks));
+    double elapsed = sampler_elapsed_s(s);
+    json_t *chans = json_array();
+    for (size_t i = 0; i < s->set.n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        const struct chan_state *st = &s->st[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(c->name));
+        json_object_set_new(o, "source", json_string(c->source));
+        json_object_set_new(o, "kind", json_string(channel_kind_name(c->kind)));
+        json_object_set_new(o, "domain", json_string(channel_domain_name(c->domain)));
+        json_object_set_new(o, "method", json_string(channel_method_name(c->method)));
+        json_object_set_new(o, "socket", c->socket >= 0 ? json_integer(c->socket) : json_null());
+        bool known = st->samples >= (c->form == FORM_COUNTER ? 2u : 1u);
+        json_set_num(o, "energy_j", known ? st->energy_j : NAN);
+        json_set_num(o, "avg_power_w", known && elapsed > 0 ? st->energy_j / elapsed : NAN);
+        json_set_num(o, "min_power_w", isfinite(st->min_w) ? st->min_w : NAN);
+        json_set_num(o, "max_power_w", isfinite(st->max_w) ? st->max_w : NAN);
+        json_object_set_new(o, "samples", json_integer((json_int_t)st->samples));
+        json_object_set_new(o, "invalid", json_integer((json_int_t)st->invalid));
+        json_object_set_new(o, "wraps", json_integer((json_int_t)st->wraps));
+        json_object_set_new(o, "resets", json_integer((json_int_t)st->resets));
+        if (st->invalid)
+            json_object_set_new(o, "last_error", json_string(reading_error_text(st->last_err)));
+        json_array_append_new(chans, o);
+    }
+    json_object_set_new(j, "channels", chans);
+    int node_idx[CHANNELS_MAX];
+    size_t nn = sampler_select_node(s, node_idx);
+    double node_j = 0;
+    json_t *node_names = json_array();
+    for (size_t k = 0; k < nn; k++) {
+        node_j += s->st[node_idx[k]].energy_j;
+        json_array_append_new(node_names, json_string(s->set.ch[node_idx[k]].name));
+    }
+    json_t *node = json_object();
+    json_object_set_new(node, "channels", node_names);
+    json_set_num(node, "energy_j", nn ? node_j : NAN);
+    json_object_set_new(node, "method",
+                        nn ? json_string(channel_method_name(s->set.ch[node_idx[0]].method))
+                           : json_null());
+    json_object_set_new(j, "node", node);
+    json_t *cmd = json_object();
+    json_t *cpu_names = json_array();
+    for (size_t k = 0; k < r->ncpu_idx; k++)
+        json_array_append_new(cpu_names, json_string(s->set.ch[r->cpu_idx[k]].name));
+    json_object_set_new(cmd, "cpu_channels", cpu_names);
+    json_object_set_new(cmd, "method",
+                        r->ncpu_idx
+                            ? json_string(channel_method_name(s->set.ch[r->cpu_idx[0]].method))
+                            : json_null());
+    bool attr = r->have_tree && r->ncpu_idx > 0;
+    json_set_num(cmd, "cpu_energy_j", attr ? r->attrib.energy_j : NAN);
+    json_set_num(cmd, "cpu_share", attr ? cpu_attrib_share(&r->attrib) : NAN);
+    json_set_num(cmd, "cpu_time_s", r->have_tree ? (double)r->attrib.tree_ns / 1e9 : NAN);
+    json_set_num(cmd, "node_busy_time_s", r->have_tree ? (double)r->attrib.busy_ns / 1e9 : NAN);
+    json_set_num(cmd, "node_cpu_energy_j", attr ? r->attrib.node_j : NAN);
+    json_set_num(cmd, "dynamic_cpu_energy_j",
+                 attr && r->attrib.have_static ? r->attrib.dynamic_j : NAN);
+    json_set_num(cmd, "static_power_w", r->static_w);
+    json_object_set_new(cmd, "static_source",
+                        r->static_source ? json_string(r->static_source) : json_null());
+    json_object_set_new(j, "command", cmd);
+    json_t *carbon = json_object();
+    json_set_num(carbon, "g_co2e",
+                 nn ? carbon_operational_g(node_j, r->o->pue, r->ci.g_per_kwh) : NAN);
+    json_set_num(carbon, "command_cpu_g_co2e",
+                 attr ? carbon_operational_g(r->attrib.energy_j, r->o->pue, r->ci.g_per_kwh) : NAN);
+    json_set_num(carbon, "g_per_kwh", r->ci.g_per_kwh);
+    json_set_num(carbon, "pue", r->o->pue);
+    json_object_set_new(carbon, "region",
+                        r->ci.region[0] ? json_string(r->ci.region) : json_null());
+    json_object_set_new(carbon, "intensity_source", json_string(r->ci.source));
+    json_object_set_new(carbon, "energy_basis", json_string("node"));
+    json_object_set_new(j, "carbon", carbon);
+    return j;
+}
+
+static void print_summary(struct stat_run *r, const json_t *j)
+{
+    const struct sampler *s = r->s;
+    FILE *f = stderr;
+    double dur = (double)(r->cmd_end_mono - r->cmd_start_mono) / (double)NS_PER_S;
+    fprintf(f, "\n carma stat: '%s", r->o->argv[0]);
+    for (char **a = r->o->argv + 1; *a; a++)
+        fprintf(f, " %s", *a);
+    if (WIFSIGNALED(r->wstatus))
+        fprintf(f, "' killed by signal %d after %.3f s\n\n", WTERMSIG(r->wstatus), dur);
+    else
+        fprintf(f, "' exited with status %d after %.3f s\n\n", r->exit_status, dur);
+    if (s->set.n == 0) {
+        fprintf(f, "  no power channel: nothing measured or estimated (see `carma sensors`)\n");
+    } else {
+        fprintf(f, "  %-40s %-6s %-9s %-9s %12s %12s %10s\n", "channel", "kind", "domain", "method",
+                "energy J", "energy Wh", "avg W");
+        json_t *chans = json_object_get(j, "channels");
+        for (size_t i = 0; i < s->set.n; i++) {
+            const struct channel *c = &s->set.ch[i];
+            const struct chan_state *st = &s->st[i];
+            json_t *o = json_array_get(chans, i);
+            json_t *ej = json_object_get(o, "energy_j"), *pw = json_object_get(o, "avg_power_w");
+            if (json_is_real(ej))
+                fprintf(f, "  %-40s %-6s %-9s %-9s %12.3f %12.6f %10.3f", c->name,
+                        channel_kind_name(c->kind), channel_domain_name(c->domain),
+                        channel_method_name(c->method), json_real_value(ej),
+                        json_real_value(ej) / 3600.0, json_is_real(pw) ? json_real_value(pw) : NAN);
+            else
+                fprintf(f, "  %-40s %-6s %-9s %-9s %12s %12s %10s", c->name,
+                        channel_kind_name(c->kind), channel_domain_name(c->domain),
+                        channel_method_name(c->method), "?", "?", "?");
+            if (st->invalid)
+                fprintf(f, "  (%llu missing readings: %s)", (unsigned long long)st->invalid,
+                        reading_error_text(st->last_err));
+            if (st->resets)
+                fprintf(f, "  (%llu counter reset(s) skipped)", (unsigned long long)st->resets);
+            fprintf(f, "\n");
+        }
+    }
+    json_t *node = json_object_get(j, "node");
+    json_t *nj = json_object_get(node, "energy_j");
+    if (json_is_real(nj)) {
+        fprintf(f, "\n  node energy   %.3f J = %.6f Wh (%s: ", json_real_value(nj),
+                json_real_value(nj) / 3600.0, json_string_value(json_object_get(node, "method")));
+        json_t *names = json_object_get(node, "channels");
+        for (size_t k = 0; k < json_array_size(names); k++)
+            fprintf(f, "%s%s", k ? " + " : "", json_string_value(json_array_get(names, k)));
+        fprintf(f, ")\n");
+    }
+    json_t *cmd = json_object_get(j, "command");
+    json_t *ce = json_object_get(cmd, "cpu_energy_j");
+    if (json_is_real(ce)) {
+        fprintf(f,
+                "  command CPU   %.3f J, %.1f%% of the node's CPU busy time "
+                "(%.3f s of %.3f s)\n",
+                json_real_value(ce), 100 * json_real_value(json_object_get(cmd, "cpu_share")),
+                json_real_value(json_object_get(cmd, "cpu_time_s")),
+                json_real_value(json_object_get(cmd, "node_busy_time_s")));
+        json_t *dyn = json_object_get(cmd, "dynamic_cpu_energy_j");
+        if (json_is_real(dyn))
+            fprintf(f, "  command dyn.  %.3f J above a static %.3f W (%s)\n", json_real_value(dyn),
+                    r->static_w, r->static_source);
+    }
+    json_t *carbon = json_object_get(j, "carbon");
+    json_t *g = json_object_get(carbon, "g_co2e");
+    if (json_is_real(g))
+        fprintf(f, "  carbon        %.4f g CO2e (node energy x PUE %.2g x %.4g g/kWh)\n",
+                json_real_value(g), r->o->pue, r->ci.g_per_kwh);
+    fprintf(f, "                intensity: %s\n", r->ci.source);
+    for (size_t i = 0; i < s->nsrc; i++)
+        if (s->src[i].status == 0 && s->src[i].note[0])
+            fprintf(f, "  note (%s): %s\n", s->src[i].ops->name, s->src[i].note);
+    fprintf(f, "\n");
+}
+
+static int setup_run_dir(struct stat_run *r)
+{
+    if (!r->o->run_dir)
+        return 0;
+    int e = mkdir_p(r->o->run_dir);
+    if (e < 0) {
+        cli_error("cannot create run directory %s: %s", r->o->run_dir, strerror(-e));
+        return -1;
+    }
+    snprintf(r->csv_path, sizeof r->csv_path, "%s/samples.csv", r->o->run_dir);
+    struct carma_err err = {0};
+    r->csv = samples_csv_open(r->csv_path, r->s, &err);
+    if (!r->csv) {
+        cli_error("%s", err.msg);
+        return -1;
+    }
+    write_manifest(r, false);
+    return 0;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+    struct stat_opts o = {.pue = 1.0};
+    common_opts_init(&o.c);
+    int pr = parse_args(&o, argc, argv);
+    if (pr != 0)
+        return pr > 0 ? 0 : 2;
+    struct stat_run r = {.o = &o, .sigfd = -1, .static_w = NAN};
+    struct carma_err e = {0};
+    if (carbon_intensity_resolve(o.region, o.intensity, &r.ci, &e) < 0) {
+        cli_error("--region: %s", e.msg);
+        return 2;
+    }
+    if (o.baseline_ns && o.baseline_ns < 2 * o.c.sampler.interval_ns) {
+        cli_error("--baseline must be at least two sampling intervals");
+        return 2;
+    }
+    r.s = sampler_new(&o.c.sampler, &e);
+    if (!r.s) {
+        cli_error("%s", e.msg);
+        return 2;
+    }
+    int status = 1;
+    r.ncpu_idx = sampler_select_cpu(r.s, r.cpu_idx);
+    /* the model knows its static power; a baseline measurement replaces it */
+    if (r.ncpu_idx) {
+        double idle = 0;
+        bool all = true;
+        for (size_t k = 0; k < r.ncpu_idx; k++) {
+            double w = r.s->set.ch[r.cpu_idx[k]].idle_w;
+            if (isnan(w))
+                all = false;
+            else
+                idle += w;
+        }
+        if (all) {
+            r.static_w = idle;
+            r.static_source = "model";
+        }
+    }
+    r.sigfd = launcher_signals_open(&r.old_mask);
+    if (r.sigfd < 0) {
+        cli_error("cannot set up signal handling: %s", strerror(-r.sigfd));
+        goto out;
+    }
+    /* orphans of the command's tree are reparented to carma, which reaps them and counts
+     * their CPU time */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    if (setup_run_dir(&r) < 0)
+        goto out;
+    if (sampler_start(r.s) < 0) {
+        cli_error("cannot start the sampling timer: %s", strerror(errno));
+        goto out;
+    }
+    sampler_tick(r.s);
+    write_samples(&r);
+    if (o.baseline_ns) {
+        int b = measure_baseline(&r);
+        if (b == -EINTR) {
+            cli_error("interrupted during the baseline; the command was not started");
+            status = 128 + r.forwarded_signal;
+            goto out;
+        }
+    }
+    r.cmd_start_real = time_real_ns();
+    r.cmd_start_mono = time_mono_ns();
+    struct launch_opts lo = {.argv = o.argv, .mask = &r.old_mask};
+    int sr = launcher_spawn(&lo, &r.pid, &e);
+    if (sr < 0) {
+        cli_error("%s", e.msg);
+        status = sr == -ENOENT ? 127 : 126;
+        goto out;
+    }
+    cpu_attrib_init(&r.attrib,
+                    r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS,
+                    isnan(r.static_w) ? -1.0 : r.static_w);
+    if (proctree_init(&r.tree, r.pid, "/proc", 100 * NS_PER_MS) == 0) {
+        r.have_tree = true;
+        r.tree.adopter = getpid();
+        r.tree_prev_ns = proctree_update(&r.tree, time_mono_ns(), true);
+    }
+    /* the tick before the command started opens the attribution window */
+    while (!r.exited) {
+        int ev = wait_event(&r);
+        if (ev < 0) {
+            cli_error("poll: %s", strerror(errno));
+            break;
+        }
+        if (ev == 1)
+            run_tick(&r);
+        else
+            handle_signals(&r);
+    }
+    r.cmd_end_real = time_real_ns();
+    r.cmd_end_mono = time_mono_ns();
+    /* a last tick so that the energy covers the command to its end */
+    run_tick(&r);
+    if (r.have_tree)
+        cpu_attrib_finish(&r.attrib);
+    status = r.exit_status;
+    json_t *j = summary_json(&r);
+    if (o.c.verbose >= 0)
+        print_summary(&r, j);
+    if (o.json_out) {
+        int w = json_write_file(j, o.json_out);
+        if (w < 0)
+            cli_error("cannot write %s: %s", o.json_out, strerror(-w));
+    }
+    if (o.run_dir) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/summary.json", o.run_dir);
+        int w = json_write_file(j, path);
+        if (w < 0)
+            cli_error("cannot write %s: %s", path, strerror(-w));
+        write_manifest(&r, true);
+    }
+    json_decref(j);
+out:
+    if (r.have_tree)
+        proctree_done(&r.tree);
+    samples_csv_close(r.csv);
+    if (r.sigfd >= 0)
+        close(r.sigfd);
+    sampler_free(r.s);
+    return status;
+}

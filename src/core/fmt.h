@@ -1,0 +1,32 @@
+/*
+ * fmt: fast, locale-independent number formatting for the sampling path.
+ *
+ * samples.csv is written at up to 1 kHz × every channel, so its numbers are printed with
+ * integer arithmetic, not printf: fixed point with up to 6 decimals (µW / µJ resolution,
+ * finer than any sensor this tool reads), trailing zeros removed, never in exponent form.
+ * Elsewhere (summaries, JSON) fmt_double() gives the shortest string that round-trips.
+ */
+#ifndef CARMA_CORE_FMT_H
+#define CARMA_CORE_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Writes v rounded to 1e-6 into buf (cap >= 32), e.g. "150.5", "0.000123", "-3", and
+ * returns the length. Non-finite values and |v| >= 9e12 are written as "" (blank cell):
+ * callers should not produce them. No allocation, no locale.
+ */
+size_t fmt_fixed6(char *buf, double v);
+
+/* Writes unsigned v in decimal, returns the length (cap >= 21). */
+size_t fmt_u64(char *buf, uint64_t v);
+
+/*
+ * Writes the shortest "%.*g" form of v (up to 17 digits) that reads back as v. C locale
+ * only (carma never calls setlocale). Returns the length; non-finite → "null" is the
+ * caller's business: this writes "nan"/"inf" as printf would.
+ */
+size_t fmt_double(char *buf, size_t cap, double v);
+
+#endif

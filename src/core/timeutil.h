@@ -1,0 +1,33 @@
+/*
+ * timeutil: carma's one time type, int64 nanoseconds.
+ *
+ * Monotonic time measures intervals (integration, scheduling); realtime stamps records.
+ * The two are never mixed in one computation.
+ */
+#ifndef CARMA_CORE_TIMEUTIL_H
+#define CARMA_CORE_TIMEUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NS_PER_S  1000000000LL
+#define NS_PER_MS 1000000LL
+#define NS_PER_US 1000LL
+
+/* CLOCK_MONOTONIC in ns. */
+int64_t time_mono_ns(void);
+
+/* CLOCK_REALTIME in ns since the Unix epoch. */
+int64_t time_real_ns(void);
+
+/*
+ * Formats realtime t as local ISO 8601 with microseconds and the UTC offset, e.g.
+ * "2026-09-01T17:29:03.627448-07:00" (the fraction is left out when it is zero, as Python's
+ * isoformat does). Returns the length written (buf is always NUL-terminated), or -EINVAL.
+ */
+int time_format_local_iso(int64_t real_ns, char *buf, size_t cap);
+
+/* Formats a duration in ns as a short human string ("100ms", "1.5s", "250us"). */
+void time_format_duration(int64_t ns, char *buf, size_t cap);
+
+#endif

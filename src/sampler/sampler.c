@@ -1,0 +1,288 @@
+/* sampler: the tick loop that reads all sources and integrates energy (see sampler.h). */
+#include "sampler/sampler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "core/timeutil.h"
+
+static bool selected(const char *list, const char *name)
+{
+    if (!list)
+        return true;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+static int check_source_list(const char *list, struct carma_err *e)
+{
+    if (!list)
+        return 0;
+    if (!*list)
+        return carma_err_set(e, -EINVAL, "--sources: empty list");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!source_find(tok)) {
+            char known[128] = "";
+            for (size_t i = 0; i < source_table_len; i++) {
+                strncat(known, source_table[i]->name, sizeof known - strlen(known) - 3);
+                if (i + 1 < source_table_len)
+                    strncat(known, ", ", sizeof known - strlen(known) - 1);
+            }
+            return carma_err_set(e, -EINVAL, "--sources: unknown source '%s' (known: %s)", tok,
+                                 known);
+        }
+    }
+    return 0;
+}
+
+static bool measured_cpu_side(const struct channel_set *set, size_t from)
+{
+    for (size_t i = from; i < set->n; i++) {
+        const struct channel *c = &set->ch[i];
+        if (c->method == METHOD_MEASURED && c->domain == DOMAIN_TOTAL &&
+            (c->kind == KIND_CPU || c->kind == KIND_SYSTEM))
+            return true;
+    }
+    return false;
+}
+
+struct sampler *sampler_new(const struct sampler_opts *o, struct carma_err *e)
+{
+    int64_t interval = o->interval_ns ? o->interval_ns : SAMPLER_INTERVAL_DEFAULT_NS;
+    if (interval < SAMPLER_INTERVAL_MIN_NS || interval > SAMPLER_INTERVAL_MAX_NS) {
+        carma_err_set(e, -ERANGE, "--interval must be between 1ms and 60s");
+        return NULL;
+    }
+    if (check_source_list(o->sources, e) < 0)
+        return NULL;
+    struct sampler *s = calloc(1, sizeof *s);
+    if (!s) {
+        carma_err_set(e, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->timerfd = -1;
+    s->interval_ns = interval;
+    if (fsroot_open(&s->root, o->root ? o->root : "/", e) < 0) {
+        free(s);
+        return NULL;
+    }
+    s->have_util = procstat_open(&s->util, &s->root, &s->util_err) == 0;
+    if (!s->have_util)
+        procstat_close(&s->util);
+    struct probe_ctx ctx = {
+        .root = &s->root,
+        .set = &s->set,
+        .util = s->have_util ? &s->util : NULL,
+        .model = &o->model,
+    };
+    for (size_t i = 0; i < source_table_len && s->nsrc < SAMPLER_SOURCES_MAX; i++) {
+        const struct source_ops *ops = source_table[i];
+        if (!selected(o->sources, ops->name))
+            continue;
+        struct source *src = &s->src[s->nsrc++];
+        src->ops = ops;
+        src->first = s->set.n;
+        ctx.forced = o->sources != NULL;
+        ctx.have_measured_cpu = measured_cpu_side(&s->set, 0);
+        int r = ops->probe(src, &ctx);
+        if (r <= 0) {
+            /* drop whatever a failed probe may have appended */
+            s->set.n = src->first;
+            src->count = 0;
+            src->status = r == 0 ? -ENOENT : r;
+            if (!src->reason[0])
+                snprintf(src->reason, sizeof src->reason, "%s", strerror(-src->status));
+            if (ops->close)
+                ops->close(src);
+        } else {
+            src->status = 0;
+            src->count = s->set.n - src->first;
+        }
+    }
+    for (size_t i = 0; i < s->set.n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        struct chan_state *st = &s->st[i];
+        energy_counter_init(&st->ctr, c->counter_range, c->counter_unit_j, SAMPLER_MAX_POWER_W);
+        st->watts = NAN;
+        st->min_w = INFINITY;
+        st->max_w = -INFINITY;
+    }
+    return s;
+}
+
+void sampler_free(struct sampler *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nsrc; i++)
+        if (s->src[i].status == 0 && s->src[i].ops->close)
+            s->src[i].ops->close(&s->src[i]);
+    if (s->have_util)
+        procstat_close(&s->util);
+    if (s->timerfd >= 0)
+        close(s->timerfd);
+    fsroot_close(&s->root);
+    free(s);
+}
+
+int sampler_start(struct sampler *s)
+{
+    if (s->timerfd < 0) {
+        s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (s->timerfd < 0)
+            return -errno;
+    }
+    struct itimerspec its = {
+        .it_interval = {.tv_sec = s->interval_ns / NS_PER_S, .tv_nsec = s->interval_ns % NS_PER_S},
+        .it_value = {.tv_sec = s->interval_ns / NS_PER_S, .tv_nsec = s->interval_ns % NS_PER_S},
+    };
+    if (timerfd_settime(s->timerfd, 0, &its, NULL) < 0)
+        return -errno;
+    return 0;
+}
+
+int sampler_fd(const struct sampler *s)
+{
+    return s->timerfd;
+}
+
+void sampler_ack(struct sampler *s)
+{
+    uint64_t n;
+    if (read(s->timerfd, &n, sizeof n) == (ssize_t)sizeof n && n > 1)
+        s->overruns += n - 1;
+}
+
+static void integrate(struct sampler *s, size_t i, int64_t t)
+{
+    const struct channel *c = &s->set.ch[i];
+    const struct reading *rd = &s->readings[i];
+    struct chan_state *st = &s->st[i];
+    st->tick_energy_j = 0.0;
+    st->watts = NAN;
+    st->tick_valid = false;
+    unsigned want = c->form == FORM_COUNTER ? READING_ENERGY : READING_POWER;
+    if (!(rd->valid & want)) {
+        st->invalid++;
+        st->last_err = rd->err ? rd->err : -EAGAIN;
+        return;
+    }
+    st->tick_valid = true;
+    st->samples++;
+    if (c->form == FORM_COUNTER) {
+        int64_t dt = st->have_last ? t - st->last_t : 0;
+        double j;
+        enum energy_step step = energy_counter_update(&st->ctr, rd->energy_raw, dt, &j);
+        st->wraps = st->ctr.wraps;
+        st->resets = st->ctr.resets;
+        if ((step == ENERGY_OK || step == ENERGY_WRAP) && dt > 0) {
+            st->tick_energy_j = j;
+            st->energy_j += j;
+            st->watts = j / ((double)dt / (double)NS_PER_S);
+        }
+    } else {
+        if (st->have_last && t > st->last_t) {
+            double j = energy_trapezoid_j(st->last_power_w, rd->power_w, t - st->last_t);
+            st->tick_energy_j = j;
+            st->energy_j += j;
+        }
+        st->watts = rd->power_w;
+        st->last_power_w = rd->power_w;
+    }
+    st->have_last = true;
+    st->last_t = t;
+    if (isfinite(st->watts)) {
+        if (st->watts < st->min_w)
+            st->min_w = st->watts;
+        if (st->watts > st->max_w)
+            st->max_w = st->watts;
+    }
+}
+
+void sampler_tick(struct sampler *s)
+{
+    int64_t t = time_mono_ns();
+    s->real_now = time_real_ns();
+    if (s->ticks == 0) {
+        s->t_first = t;
+        s->real_first = s->real_now;
+        s->t_prev = t;
+    } else {
+        s->t_prev = s->t_now;
+    }
+    s->t_now = t;
+    if (s->have_util)
+        procstat_sample(&s->util);
+    for (size_t k = 0; k < s->nsrc; k++) {
+        struct source *src = &s->src[k];
+        if (src->status == 0 && src->count)
+            src->ops->read(src, &s->readings[src->first]);
+    }
+    for (size_t i = 0; i < s->set.n; i++)
+        integrate(s, i, t);
+    s->ticks++;
+}
+
+double sampler_elapsed_s(const struct sampler *s)
+{
+    return (double)(s->t_now - s->t_first) / (double)NS_PER_S;
+}
+
+static size_t pick(const struct sampler *s, int *out, enum channel_method m, bool system_only,
+                   bool cpu_only)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->set.n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        if (c->domain != DOMAIN_TOTAL || c->method != m)
+            continue;
+        if (system_only && c->kind != KIND_SYSTEM)
+            continue;
+        if (cpu_only && c->kind != KIND_CPU && c->kind != KIND_DRAM && c->kind != KIND_SOC)
+            continue;
+        out[n++] = (int)i;
+    }
+    return n;
+}
+
+size_t sampler_select_node(const struct sampler *s, int *out)
+{
+    size_t n = pick(s, out, METHOD_MEASURED, true, false);
+    if (n)
+        return n;
+    n = pick(s, out, METHOD_MEASURED, false, false);
+    if (n)
+        return n;
+    return pick(s, out, METHOD_ESTIMATED, false, false);
+}
+
+size_t sampler_select_cpu(const struct sampler *s, int *out)
+{
+    static const enum channel_method order[] = {METHOD_MEASURED, METHOD_ESTIMATED};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = pick(s, out, order[k], false, true);
+        if (n)
+            return n;
+        n = pick(s, out, order[k], true, false);
+        if (n)
+            return n;
+    }
+    return 0;
+}

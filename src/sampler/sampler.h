@@ -1,0 +1,107 @@
+/*
+ * sampler: one clock, one tick. Probes the sources once, then on every tick reads every
+ * channel, turns readings into energy (wrap-safe counters, trapezoid on gauges), updates
+ * node utilization, and hands the tick to whoever listens (samples.csv, attribution).
+ *
+ * The tick path allocates nothing and opens nothing. The clock is a timerfd on
+ * CLOCK_MONOTONIC; integration uses monotonic time and records carry realtime stamps.
+ */
+#ifndef CARMA_SAMPLER_SAMPLER_H
+#define CARMA_SAMPLER_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/energy.h"
+#include "core/err.h"
+#include "core/fsroot.h"
+#include "sources/procfs.h"
+#include "sources/source.h"
+
+#define SAMPLER_INTERVAL_MIN_NS     1000000LL     /* 1 ms */
+#define SAMPLER_INTERVAL_MAX_NS     60000000000LL /* 60 s */
+#define SAMPLER_INTERVAL_DEFAULT_NS 100000000LL   /* 100 ms */
+#define SAMPLER_MAX_POWER_W         20000.0 /* a counter step implying more than this is a reset */
+#define SAMPLER_SOURCES_MAX         8
+
+struct sampler_opts {
+    const char *root;    /* "/" when NULL */
+    int64_t interval_ns; /* 0: default */
+    const char *sources; /* comma-separated names, NULL: all in priority order */
+    struct model_opts model;
+};
+
+/* Per-channel integration state and running figures. */
+struct chan_state {
+    struct energy_counter ctr;
+    int64_t last_t; /* mono time of the last valid reading */
+    double last_power_w;
+    bool have_last;
+    double energy_j;      /* since the first valid reading */
+    double tick_energy_j; /* energy of the last tick (0 if unknown) */
+    double watts;         /* power over the last tick, NAN when unknown */
+    bool tick_valid;      /* this tick's reading was valid */
+    uint64_t samples;     /* valid readings */
+    uint64_t invalid;     /* missing readings */
+    int last_err;         /* negative errno of the last missing reading */
+    uint64_t wraps, resets;
+    double min_w, max_w;
+};
+
+struct sampler {
+    struct fsroot root;
+    struct procstat util;
+    bool have_util;
+    struct carma_err util_err;
+    struct source src[SAMPLER_SOURCES_MAX];
+    size_t nsrc;
+    struct channel_set set;
+    struct reading readings[CHANNELS_MAX];
+    struct chan_state st[CHANNELS_MAX];
+    int64_t interval_ns;
+    int timerfd;
+    int64_t t_first, t_prev, t_now; /* monotonic */
+    int64_t real_first, real_now;   /* realtime of the first and the current tick */
+    uint64_t ticks;
+    uint64_t overruns; /* timer expirations missed */
+};
+
+/*
+ * Allocates a sampler, opens the root, probes the selected sources. Returns NULL with e set
+ * on a fatal error (bad root, unknown source name, out of memory). A source that is absent
+ * or unusable is not fatal: it is kept with its status and reason for `carma sensors`.
+ */
+struct sampler *sampler_new(const struct sampler_opts *o, struct carma_err *e);
+
+/* Closes every source and frees the sampler (NULL-safe). */
+void sampler_free(struct sampler *s);
+
+/* Arms the timer (first expiry one interval from now). Returns 0 or -errno. */
+int sampler_start(struct sampler *s);
+
+/* The timer's fd, readable when a tick is due (for poll). */
+int sampler_fd(const struct sampler *s);
+
+/* Consumes the timer expirations (call when sampler_fd() is readable). */
+void sampler_ack(struct sampler *s);
+
+/* Takes one tick now: reads every channel and integrates. No allocation, no open. */
+void sampler_tick(struct sampler *s);
+
+/* Seconds of monotonic time between the first tick and the current one. */
+double sampler_elapsed_s(const struct sampler *s);
+
+/*
+ * Which channels to add up, so that nothing is counted twice and measured and estimated
+ * figures are not mixed: writes the chosen indexes to out (capacity CHANNELS_MAX) and
+ * returns how many.
+ * - node: total-domain channels; when a measured whole-system channel (psys, ACPI meter)
+ *   exists, only those; otherwise all measured totals; estimated ones only when nothing is
+ *   measured.
+ * - cpu: total-domain channels of kind cpu, dram and soc (or system when there are none),
+ *   measured ones when any exists, else estimated ones.
+ */
+size_t sampler_select_node(const struct sampler *s, int *out);
+size_t sampler_select_cpu(const struct sampler *s, int *out);
+
+#endif

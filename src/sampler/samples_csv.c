@@ -1,0 +1,167 @@
+/* samples_csv: the samples journal writer (see samples_csv.h). */
+#include "sampler/samples_csv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/csv.h"
+#include "core/fmt.h"
+#include "core/timeutil.h"
+
+struct samples_csv {
+    int fd;
+    char path[4096];
+    char *buf;
+    size_t cap;
+    char **mid; /* per channel: ",channel,source,kind,domain,method," */
+    size_t *mid_len;
+    size_t n;
+    uint64_t rows;
+    off_t good; /* bytes of complete rows on disk */
+};
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, struct carma_err *e)
+{
+    struct samples_csv *w = calloc(1, sizeof *w);
+    if (!w) {
+        carma_err_set(e, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    w->fd = -1;
+    snprintf(w->path, sizeof w->path, "%s", path);
+    w->n = s->set.n;
+    w->mid = calloc(w->n ? w->n : 1, sizeof *w->mid);
+    w->mid_len = calloc(w->n ? w->n : 1, sizeof *w->mid_len);
+    if (!w->mid || !w->mid_len)
+        goto oom;
+    size_t longest = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        struct csv_buf b = {0};
+        if (csv_buf_raw(&b, ",", 1) < 0 || csv_buf_field(&b, c->name, 1) < 0 ||
+            csv_buf_field(&b, c->source, 0) < 0 ||
+            csv_buf_field(&b, channel_kind_name(c->kind), 0) < 0 ||
+            csv_buf_field(&b, channel_domain_name(c->domain), 0) < 0 ||
+            csv_buf_field(&b, channel_method_name(c->method), 0) < 0 ||
+            csv_buf_raw(&b, ",", 1) < 0) {
+            csv_buf_free(&b);
+            goto oom;
+        }
+        w->mid[i] = b.data;
+        w->mid_len[i] = b.len;
+        if (b.len > longest)
+            longest = b.len;
+    }
+    /* timestamps (~60) + middle + two numbers (~2 × 24) + CRLF per row */
+    w->cap = w->n * (longest + 128) + 256;
+    w->buf = malloc(w->cap);
+    if (!w->buf)
+        goto oom;
+    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        carma_err_set(e, -errno, "cannot create %s: %s", path, strerror(errno));
+        samples_csv_close(w);
+        return NULL;
+    }
+    int r = write_all(w->fd, SAMPLES_CSV_HEADER "\r\n", strlen(SAMPLES_CSV_HEADER) + 2);
+    if (r < 0) {
+        carma_err_set(e, r, "cannot write %s: %s", path, strerror(-r));
+        samples_csv_close(w);
+        return NULL;
+    }
+    w->good = (off_t)strlen(SAMPLES_CSV_HEADER) + 2;
+    return w;
+oom:
+    carma_err_set(e, -ENOMEM, "out of memory");
+    samples_csv_close(w);
+    return NULL;
+}
+
+int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struct carma_err *e)
+{
+    char ts[48], local[64];
+    int64_t real = s->real_now;
+    size_t tl = fmt_u64(ts, (uint64_t)(real / NS_PER_S));
+    ts[tl++] = '.';
+    uint64_t us = (uint64_t)((real % NS_PER_S) / NS_PER_US);
+    for (int k = 5; k >= 0; k--) {
+        ts[tl + (size_t)k] = (char)('0' + us % 10);
+        us /= 10;
+    }
+    tl += 6;
+    ts[tl++] = ',';
+    int ll = time_format_local_iso(real, local, sizeof local);
+    if (ll < 0)
+        ll = 0;
+    size_t len = 0;
+    for (size_t i = 0; i < w->n && i < s->set.n; i++) {
+        const struct chan_state *st = &s->st[i];
+        char *p = w->buf + len;
+        memcpy(p, ts, tl);
+        p += tl;
+        memcpy(p, local, (size_t)ll);
+        p += ll;
+        memcpy(p, w->mid[i], w->mid_len[i]);
+        p += w->mid_len[i];
+        if (isfinite(st->watts))
+            p += fmt_fixed6(p, st->watts);
+        *p++ = ',';
+        if (st->have_last)
+            p += fmt_fixed6(p, st->energy_j);
+        *p++ = '\r';
+        *p++ = '\n';
+        len = (size_t)(p - w->buf);
+    }
+    int r = write_all(w->fd, w->buf, len);
+    if (r < 0) {
+        /* never leave half a tick: cut the file back to its last complete row */
+        if (ftruncate(w->fd, w->good) == 0)
+            lseek(w->fd, w->good, SEEK_SET);
+        return carma_err_set(e, r, "cannot write %s: %s (the rows written before are kept)",
+                             w->path, strerror(-r));
+    }
+    w->good += (off_t)len;
+    w->rows += w->n;
+    return 0;
+}
+
+uint64_t samples_csv_rows(const struct samples_csv *w)
+{
+    return w ? w->rows : 0;
+}
+
+int samples_csv_close(struct samples_csv *w)
+{
+    if (!w)
+        return 0;
+    int r = 0;
+    if (w->fd >= 0 && close(w->fd) < 0)
+        r = -errno;
+    for (size_t i = 0; w->mid && i < w->n; i++)
+        free(w->mid[i]);
+    free(w->mid);
+    free(w->mid_len);
+    free(w->buf);
+    free(w);
+    return r;
+}

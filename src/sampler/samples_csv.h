@@ -1,0 +1,40 @@
+/*
+ * samples_csv: the samples journal, one row per tick per channel (long format):
+ *   timestamp_unix,timestamp_local,channel,source,kind,domain,method,watts,joules_total
+ * written with one write(2) per tick (so a killed carma leaves complete rows up to the last
+ * tick), CRLF line ends (RFC 4180), numbers in fixed point with µW / µJ resolution, a blank
+ * cell where a reading was missing. The per-channel middle of each row is built once.
+ */
+#ifndef CARMA_SAMPLER_SAMPLES_CSV_H
+#define CARMA_SAMPLER_SAMPLES_CSV_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "sampler/sampler.h"
+
+#define SAMPLES_CSV_HEADER                                                                         \
+    "timestamp_unix,timestamp_local,channel,source,kind,domain,method,watts,joules_total"
+
+struct samples_csv;
+
+/*
+ * Creates (truncates) path and writes the header. Sizes the row buffer for the sampler's
+ * channels. Returns NULL with e naming the file on failure.
+ */
+struct samples_csv *samples_csv_open(const char *path, const struct sampler *s,
+                                     struct carma_err *e);
+
+/*
+ * Appends the current tick's rows. Returns 0, or a negative errno (e.g. -ENOSPC) with e
+ * naming the file; rows written before stay on disk and later ticks are tried again.
+ */
+int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struct carma_err *e);
+
+/* Rows written so far. */
+uint64_t samples_csv_rows(const struct samples_csv *w);
+
+/* Closes the file and frees the writer (NULL-safe). Returns 0 or -errno from close. */
+int samples_csv_close(struct samples_csv *w);
+
+#endif

@@ -1,0 +1,255 @@
+/* procfs: node CPU utilization from proc/stat (see procfs.h). */
+#include "sources/procfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/parse.h"
+
+/* Parses up to 8 unsigned fields after the label; fields missing in old kernels stay 0. */
+static const char *parse_times(const char *p, struct cpu_times *t)
+{
+    uint64_t v[8] = {0};
+    int n = 0;
+    while (*p && *p != '\n' && n < 8) {
+        while (*p == ' ')
+            p++;
+        if (*p < '0' || *p > '9')
+            break;
+        uint64_t x = 0;
+        while (*p >= '0' && *p <= '9')
+            x = x * 10 + (uint64_t)(*p++ - '0');
+        v[n++] = x;
+    }
+    if (n < 4)
+        return NULL;
+    t->user = v[0];
+    t->nice = v[1];
+    t->system = v[2];
+    t->idle = v[3];
+    t->iowait = v[4];
+    t->irq = v[5];
+    t->softirq = v[6];
+    t->steal = v[7];
+    while (*p && *p != '\n')
+        p++;
+    return p;
+}
+
+int procstat_parse(const char *text, struct cpu_times *node, struct cpu_times *cpu, int ncpu)
+{
+    const char *p = text;
+    if (strncmp(p, "cpu ", 4) != 0)
+        return -EINVAL;
+    p = parse_times(p + 4, node);
+    if (!p)
+        return -EINVAL;
+    int seen = 0;
+    while (*p == '\n') {
+        p++;
+        if (strncmp(p, "cpu", 3) != 0 || p[3] < '0' || p[3] > '9')
+            break;
+        p += 3;
+        long idx = 0;
+        while (*p >= '0' && *p <= '9')
+            idx = idx * 10 + (*p++ - '0');
+        struct cpu_times t;
+        const char *q = parse_times(p, &t);
+        if (!q)
+            return -EINVAL;
+        if (cpu && idx < ncpu)
+            cpu[idx] = t;
+        seen++;
+        p = q;
+    }
+    return seen;
+}
+
+static uint64_t busy_of(const struct cpu_times *t)
+{
+    return t->user + t->nice + t->system + t->irq + t->softirq + t->steal;
+}
+
+static uint64_t total_of(const struct cpu_times *t)
+{
+    return busy_of(t) + t->idle + t->iowait;
+}
+
+static uint64_t sub(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
+/* Reads processor → physical id pairs and the model name from proc/cpuinfo. */
+static void read_cpuinfo(struct procstat *p, const struct fsroot *root)
+{
+    int fd = fsroot_open_file(root, "proc/cpuinfo");
+    if (fd < 0)
+        return;
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    while (text) {
+        if (len + 4096 > cap) {
+            char *t = realloc(text, cap * 2);
+            if (!t)
+                break;
+            text = t;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, text + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!text)
+        return;
+    text[len] = '\0';
+    int cur = -1;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        char *val = colon + 1;
+        while (*val == ' ' || *val == '\t')
+            val++;
+        size_t klen = (size_t)(colon - line);
+        while (klen && (line[klen - 1] == ' ' || line[klen - 1] == '\t'))
+            klen--;
+        uint64_t v;
+        if (klen == 9 && strncmp(line, "processor", 9) == 0 && parse_u64(val, &v) == 0)
+            cur = (int)v;
+        else if (klen == 11 && strncmp(line, "physical id", 11) == 0 && parse_u64(val, &v) == 0 &&
+                 cur >= 0 && cur < p->ncpu && v < PROCSTAT_SOCKETS_MAX)
+            p->cpu_socket[cur] = (int)v;
+        else if (klen == 10 && strncmp(line, "model name", 10) == 0 && !p->model_name[0])
+            snprintf(p->model_name, sizeof p->model_name, "%s", val);
+    }
+    free(text);
+    p->nsockets = 1;
+    for (int i = 0; i < p->ncpu; i++)
+        if (p->cpu_socket[i] + 1 > p->nsockets)
+            p->nsockets = p->cpu_socket[i] + 1;
+}
+
+int procstat_open(struct procstat *p, const struct fsroot *root, struct carma_err *e)
+{
+    memset(p, 0, sizeof *p);
+    p->opened = true;
+    p->fd = fsroot_open_file(root, "proc/stat");
+    if (p->fd < 0) {
+        int r = p->fd;
+        p->fd = -1;
+        return carma_err_set(e, r, "cannot open %s/proc/stat: %s", root->path, strerror(-r));
+    }
+    /* Count the cpuN lines once with a generous buffer, then size the tick buffer. */
+    size_t cap = 1 << 20;
+    char *text = malloc(cap);
+    if (!text)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    ssize_t n = pread(p->fd, text, cap - 1, 0);
+    if (n < 0) {
+        int r = -errno;
+        free(text);
+        return carma_err_set(e, r, "cannot read %s/proc/stat: %s", root->path, strerror(-r));
+    }
+    text[n] = '\0';
+    struct cpu_times node;
+    int ncpu = procstat_parse(text, &node, NULL, 0);
+    free(text);
+    if (ncpu < 0)
+        return carma_err_set(e, -EINVAL, "%s/proc/stat: no valid \"cpu\" line", root->path);
+    p->ncpu = ncpu > 0 ? ncpu : 1;
+    p->buf_cap = 256 + (size_t)p->ncpu * 160;
+    p->buf = malloc(p->buf_cap);
+    p->cpu_socket = calloc((size_t)p->ncpu, sizeof *p->cpu_socket);
+    p->cpu_prev = calloc((size_t)p->ncpu, sizeof *p->cpu_prev);
+    p->cpu_cur = calloc((size_t)p->ncpu, sizeof *p->cpu_cur);
+    if (!p->buf || !p->cpu_socket || !p->cpu_prev || !p->cpu_cur)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    read_cpuinfo(p, root);
+    if (p->nsockets < 1)
+        p->nsockets = 1;
+    int r = procstat_sample(p);
+    if (r < 0)
+        return carma_err_set(e, r, "%s/proc/stat: cannot parse the cpu lines", root->path);
+    return 0;
+}
+
+int procstat_sample(struct procstat *p)
+{
+    ssize_t n = pread(p->fd, p->buf, p->buf_cap - 1, 0);
+    if (n < 0) {
+        p->valid = false;
+        return p->err = -errno;
+    }
+    p->buf[n] = '\0';
+    /* the buffer holds at least the cpu lines; anything cut off after them is ignored */
+    struct cpu_times node;
+    struct cpu_times *tmp = p->cpu_prev;
+    p->cpu_prev = p->cpu_cur;
+    p->cpu_cur = tmp;
+    int r = procstat_parse(p->buf, &node, p->cpu_cur, p->ncpu);
+    if (r < 0) {
+        tmp = p->cpu_prev;
+        p->cpu_prev = p->cpu_cur;
+        p->cpu_cur = tmp;
+        p->valid = false;
+        return p->err = r;
+    }
+    p->busy_ticks = busy_of(&node);
+    p->valid = true;
+    p->err = 0;
+    if (!p->have_prev) {
+        /* first successful reading: fractions come with the next one */
+        p->have_prev = true;
+        p->node_prev = p->node_cur = node;
+        memcpy(p->cpu_prev, p->cpu_cur, (size_t)p->ncpu * sizeof *p->cpu_cur);
+        p->busy_ticks_delta = p->total_ticks_delta = 0;
+        return 0;
+    }
+    p->node_prev = p->node_cur;
+    p->node_cur = node;
+    const struct cpu_times *a = &p->node_prev, *b = &p->node_cur;
+    uint64_t total = sub(total_of(b), total_of(a));
+    p->total_ticks_delta = total;
+    p->busy_ticks_delta = sub(busy_of(b), busy_of(a));
+    if (total > 0) {
+        double t = (double)total;
+        p->util_total = (double)p->busy_ticks_delta / t;
+        p->util_user = (double)sub(b->user, a->user) / t;
+        p->util_nice = (double)sub(b->nice, a->nice) / t;
+        p->util_sys = (double)sub(b->system, a->system) / t;
+        p->util_irq = (double)(sub(b->irq, a->irq) + sub(b->softirq, a->softirq)) / t;
+        if (p->util_total > 1.0)
+            p->util_total = 1.0;
+    }
+    /* per socket: keep the previous fraction when no tick elapsed on the socket */
+    uint64_t sb[PROCSTAT_SOCKETS_MAX] = {0}, st[PROCSTAT_SOCKETS_MAX] = {0};
+    for (int i = 0; i < p->ncpu; i++) {
+        int s = p->cpu_socket[i];
+        sb[s] += sub(busy_of(&p->cpu_cur[i]), busy_of(&p->cpu_prev[i]));
+        st[s] += sub(total_of(&p->cpu_cur[i]), total_of(&p->cpu_prev[i]));
+    }
+    for (int s = 0; s < p->nsockets; s++)
+        if (st[s] > 0)
+            p->socket_util[s] = (double)sb[s] / (double)st[s];
+    p->primed = true;
+    return 0;
+}
+
+void procstat_close(struct procstat *p)
+{
+    if (p->opened && p->fd >= 0)
+        close(p->fd);
+    free(p->buf);
+    free(p->cpu_socket);
+    free(p->cpu_prev);
+    free(p->cpu_cur);
+    memset(p, 0, sizeof *p);
+    p->fd = -1;
+}

@@ -1,0 +1,145 @@
+/*
+ * source: the one interface every power source implements (rapl, hwmon, model, …).
+ *
+ * A source is probed once: it finds its devices below the root, appends one struct channel
+ * per physical quantity to the shared channel set and opens the files it will read. Each
+ * tick the sampler calls read(), which fills one struct reading per channel by pread() on
+ * the files opened at probe time: no allocation, no open, no path formatting.
+ *
+ * Channels say what they are so that nothing is counted twice: the total-domain channels of
+ * a source add up to what that source sees of the node; a component channel is already
+ * contained in another (its parent, when that is a channel here) and is never added.
+ * A missing value is marked invalid in the reading, never reported as 0 W.
+ */
+#ifndef CARMA_SOURCES_SOURCE_H
+#define CARMA_SOURCES_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/fsroot.h"
+
+enum channel_kind { KIND_CPU, KIND_DRAM, KIND_SOC, KIND_GPU, KIND_SYSTEM, KIND_OTHER };
+enum channel_form { FORM_COUNTER, FORM_GAUGE };
+enum channel_method { METHOD_MEASURED, METHOD_ESTIMATED };
+/* total: a whole domain, added into node figures; component: part of another domain (its
+ * parent when that is a channel here) or an unclassified reading: never added. */
+enum channel_domain { DOMAIN_TOTAL, DOMAIN_COMPONENT };
+
+#define CHANNEL_NAME_MAX  96
+#define CHANNEL_LABEL_MAX 128
+#define CHANNEL_PATH_MAX  256
+
+struct channel {
+    char name[CHANNEL_NAME_MAX];   /* unique, "<source>/<device>[/<sub>]", e.g. rapl/package-0 */
+    const char *source;            /* static string: "rapl", "hwmon", "model" */
+    enum channel_kind kind;        /* the device: cpu, dram, soc, gpu, system, other */
+    char zone[32];                 /* the source's own role name: package, core, dram, psys,
+                                      total, cpu_rail, soc, ... */
+    char label[CHANNEL_LABEL_MAX]; /* raw label as the hardware names it */
+    int socket;                    /* socket / package number, -1 when none applies */
+    enum channel_domain domain;
+    int parent;              /* index (in the set) of the containing channel, -1 if none
+                                is a channel here */
+    enum channel_form form;  /* native form: energy counter or power gauge */
+    uint64_t counter_range;  /* counter wraps here (raw units); 0 = unknown */
+    double counter_unit_j;   /* joules per raw counter unit */
+    int64_t gauge_window_ns; /* averaging window of a gauge, 0 = unknown/instant */
+    enum channel_method method;
+    double idle_w;               /* the channel's static power when a model knows it, else
+                                    NAN (set by channel_set_add) */
+    char path[CHANNEL_PATH_MAX]; /* the file read, relative to the root (or a description) */
+};
+
+/* Bits of struct reading.valid. */
+#define READING_ENERGY 1u /* energy_raw holds a counter value */
+#define READING_POWER  2u /* power_w holds a gauge value */
+
+struct reading {
+    unsigned valid;
+    int err;             /* negative errno of the last failure when a value is missing */
+    uint64_t energy_raw; /* counter value in the channel's raw units */
+    double power_w;      /* gauge value in watts */
+};
+
+#define CHANNELS_MAX 512
+
+/* All channels of all sources, in probe order. Sources append; indexes are stable. */
+struct channel_set {
+    struct channel ch[CHANNELS_MAX];
+    size_t n;
+};
+
+/* Node CPU utilization as the model source and the attribution need it (src/sources/procfs). */
+struct procstat;
+
+struct model_opts {
+    double tdp_w;  /* per socket; <= 0: look the CPU up in the table */
+    double idle_w; /* per socket; < 0: idle_fraction × TDP */
+    double idle_fraction;
+    int curve;              /* MODEL_CURVE_* (model.h) */
+    const char *table_path; /* CSV overriding the embedded data/cpu_tdp.csv; NULL = embedded */
+};
+
+struct probe_ctx {
+    const struct fsroot *root;
+    struct channel_set *set;
+    const struct procstat *util; /* updated by the sampler before every read */
+    const struct model_opts *model;
+    bool have_measured_cpu; /* a measured CPU-side channel was found by earlier sources */
+    bool forced;            /* the user named this source in --sources */
+};
+
+struct source;
+
+struct source_ops {
+    const char *name;
+    /*
+     * Finds the source's channels and opens their files. Returns the number of channels
+     * added (> 0); 0 or -ENOENT when the source is absent here; another negative errno when
+     * it is present but unusable. In every case but success it writes s->reason: what is
+     * wrong and how to fix it.
+     */
+    int (*probe)(struct source *s, struct probe_ctx *ctx);
+    /* Fills out[0 .. s->count) for this tick. Must not allocate or open. */
+    void (*read)(struct source *s, struct reading *out);
+    /* Releases what probe acquired (safe after a failed probe). */
+    void (*close)(struct source *s);
+};
+
+struct source {
+    const struct source_ops *ops;
+    void *priv;
+    size_t first, count; /* this source's channels in the set */
+    int status;          /* 0 usable, -ENOENT absent, other negative errno unusable */
+    char reason[768];    /* when not usable: the exact reason and the fix */
+    char note[768];      /* when usable: what the user should know (fallbacks, warnings) */
+};
+
+/* Static strings for the enums. */
+const char *channel_kind_name(enum channel_kind k);
+const char *channel_method_name(enum channel_method m);
+const char *channel_domain_name(enum channel_domain d);
+
+/*
+ * Appends a zeroed channel to the set and returns its index, or -ENOSPC when the set is
+ * full. The caller fills it in.
+ */
+int channel_set_add(struct channel_set *set);
+
+/* True when channel i is a total domain (contained in no other channel, added to node sums). */
+static inline bool channel_is_total(const struct channel_set *set, size_t i)
+{
+    return set->ch[i].domain == DOMAIN_TOTAL;
+}
+
+/* The list of known sources, in priority order (sources.def). */
+extern const struct source_ops *const source_table[];
+extern const size_t source_table_len;
+
+/* Finds a source by name, or NULL. */
+const struct source_ops *source_find(const char *name);
+
+#endif

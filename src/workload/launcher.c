@@ -1,0 +1,95 @@
+/* launcher: process groups, signal routing and exit statuses (see launcher.h). */
+#include "workload/launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int launcher_signals_open(sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    if (sigprocmask(SIG_BLOCK, &set, old) < 0)
+        return -errno;
+    int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    return fd < 0 ? -errno : fd;
+}
+
+static int redirect(const char *path, int target)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    int r = dup2(fd, target);
+    close(fd);
+    return r < 0 ? -1 : 0;
+}
+
+int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err *e)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return carma_err_set(e, -errno, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        int r = -errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return carma_err_set(e, r, "fork: %s", strerror(-r));
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL);
+        int err = 0;
+        if (o->cwd && chdir(o->cwd) < 0)
+            err = errno;
+        if (!err && o->stdout_path && redirect(o->stdout_path, 1) < 0)
+            err = errno;
+        if (!err && o->stderr_path && redirect(o->stderr_path, 2) < 0)
+            err = errno;
+        if (!err) {
+            if (o->mask)
+                sigprocmask(SIG_SETMASK, o->mask, NULL);
+            execvp(o->argv[0], o->argv);
+            err = errno;
+        }
+        ssize_t w = write(pfd[1], &err, sizeof err);
+        (void)w;
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also in the parent, so the group exists before we signal it */
+    close(pfd[1]);
+    int child_err = 0;
+    ssize_t n;
+    do
+        n = read(pfd[0], &child_err, sizeof child_err);
+    while (n < 0 && errno == EINTR);
+    close(pfd[0]);
+    if (n == (ssize_t)sizeof child_err) {
+        waitpid(pid, NULL, 0);
+        if (child_err == ENOENT)
+            return carma_err_set(e, -ENOENT, "%s: command not found", o->argv[0]);
+        return carma_err_set(e, -child_err, "%s: %s", o->argv[0], strerror(child_err));
+    }
+    *ret_pid = pid;
+    return 0;
+}
+
+int launcher_exit_status(int wstatus)
+{
+    if (WIFEXITED(wstatus))
+        return WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus))
+        return 128 + WTERMSIG(wstatus);
+    return 1;
+}

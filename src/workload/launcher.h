@@ -1,0 +1,38 @@
+/*
+ * launcher: start a command in its own process group, with carma's signals routed through a
+ * signalfd, and turn its wait status into a shell-like exit status.
+ */
+#ifndef CARMA_WORKLOAD_LAUNCHER_H
+#define CARMA_WORKLOAD_LAUNCHER_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include "core/err.h"
+
+/*
+ * Blocks SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGQUIT in the calling thread and returns a
+ * signalfd (O_CLOEXEC, non-blocking) that receives them; *old gets the previous mask, which
+ * launched commands get back. Returns the fd or -errno.
+ */
+int launcher_signals_open(sigset_t *old);
+
+struct launch_opts {
+    char *const *argv;                     /* argv[0] looked up in PATH */
+    const char *cwd;                       /* NULL: inherit */
+    const char *stdout_path, *stderr_path; /* NULL: inherit */
+    const sigset_t *mask;                  /* the mask to restore in the child */
+};
+
+/*
+ * Forks and execs the command in a new process group (its pgid = its pid). Returns 0 and
+ * *ret_pid once exec succeeded; when exec fails, returns the negative errno (-ENOENT for a
+ * command not found, -EACCES for one that cannot be executed) with a message in e, and the
+ * child has already been reaped.
+ */
+int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err *e);
+
+/* Shell-like exit status of a wait status: the exit code, or 128 + the signal number. */
+int launcher_exit_status(int wstatus);
+
+#endif
