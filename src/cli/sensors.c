@@ -35,7 +35,7 @@ static void sleep_ns(int64_t ns)
 
 static void print_table(const struct sampler *s)
 {
-    printf("%-7s %-40s %-6s %-9s %-9s %-6s %10s  %s\n", "SOURCE", "CHANNEL", "KIND", "DOMAIN",
+    printf("%-7s %-48s %-6s %-9s %-9s %-6s %10s  %s\n", "SOURCE", "CHANNEL", "KIND", "DOMAIN",
            "METHOD", "SOCKET", "WATTS", "READS");
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
@@ -47,7 +47,7 @@ static void print_table(const struct sampler *s)
             snprintf(watts, sizeof watts, "%.3f", st->watts);
         else
             snprintf(watts, sizeof watts, "?");
-        printf("%-7s %-40s %-6s %-9s %-9s %-6s %10s  %s", c->source, c->name,
+        printf("%-7s %-48s %-6s %-9s %-9s %-6s %10s  %s", c->source, c->name,
                channel_kind_name(c->kind), channel_domain_name(c->domain),
                channel_method_name(c->method), sock, watts, c->path);
         if (!st->tick_valid)

@@ -198,7 +198,7 @@ static void run_tick(struct stat_run *r)
     uint64_t tree_d = tree - r->tree_prev_ns;
     r->tree_prev_ns = tree;
     uint64_t busy_d = 0;
-    if (r->s->have_util)
+    if (r->s->have_util && r->s->util_fresh)
         busy_d = r->s->util.busy_ticks_delta * (uint64_t)(NS_PER_S / r->tree.clk_tck);
     cpu_attrib_add(&r->attrib, cpu_tick_j(r), r->s->t_now - r->s->t_prev, busy_d, tree_d);
 }

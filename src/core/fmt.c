@@ -20,25 +20,49 @@ size_t fmt_u64(char *buf, uint64_t v)
     return n;
 }
 
+/*
+ * Rounds frac (in [0, 1)) to millionths: the exact binary value decides, halves go to the
+ * even neighbour, as printf("%.6f") does. frac * 1e6 is rounded once by the multiplication,
+ * so the candidate is checked with fma(), whose single rounding never changes the sign of
+ * the exact difference. Returns 0 .. 1000000.
+ */
+static uint64_t round_micro(double frac)
+{
+    uint64_t q = (uint64_t)(frac * 1e6);
+    while (q > 0 && fma(frac, 1e6, -(double)q) < 0)
+        q--;
+    while (fma(frac, 1e6, -(double)(q + 1)) >= 0)
+        q++;
+    double half = fma(frac, 1e6, -((double)q + 0.5));
+    if (half > 0 || (half == 0 && (q & 1)))
+        q++;
+    return q;
+}
+
 size_t fmt_fixed6(char *buf, double v)
 {
     if (!isfinite(v) || fabs(v) >= 9e12) {
         buf[0] = '\0';
         return 0;
     }
-    size_t n = 0;
     double a = fabs(v);
-    uint64_t micro = (uint64_t)llround(a * 1e6);
-    if (v < 0 && micro)
+    double ip = floor(a);
+    uint64_t whole = (uint64_t)ip;
+    uint64_t micro = round_micro(a - ip); /* a - ip is exact */
+    if (micro == 1000000) {
+        whole++;
+        micro = 0;
+    }
+    size_t n = 0;
+    if (v < 0 && (whole || micro))
         buf[n++] = '-';
-    n += fmt_u64(buf + n, micro / 1000000);
-    unsigned frac = (unsigned)(micro % 1000000);
-    if (frac) {
+    n += fmt_u64(buf + n, whole);
+    if (micro) {
         buf[n++] = '.';
         char d[6];
         for (int i = 5; i >= 0; i--) {
-            d[i] = (char)('0' + frac % 10);
-            frac /= 10;
+            d[i] = (char)('0' + micro % 10);
+            micro /= 10;
         }
         int last = 5;
         while (last > 0 && d[last] == '0')
@@ -52,11 +76,16 @@ size_t fmt_fixed6(char *buf, double v)
 
 size_t fmt_double(char *buf, size_t cap, double v)
 {
+    if (cap == 0)
+        return 0;
     int n = 0;
     for (int prec = 1; prec <= 17; prec++) {
         n = snprintf(buf, cap, "%.*g", prec, v);
         if (!isfinite(v) || strtod(buf, NULL) == v)
             break;
     }
-    return n < 0 ? 0 : (size_t)n;
+    if (n < 0)
+        n = 0;
+    /* a short buffer holds a cut string: report what is there */
+    return (size_t)n < cap ? (size_t)n : cap - 1;
 }

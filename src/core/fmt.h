@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 /*
- * Writes v rounded to 1e-6 into buf (cap >= 32), e.g. "150.5", "0.000123", "-3", and
+ * Writes v rounded to 1e-6 as printf("%.6f") rounds (the stored binary value decides, exact
+ * halves go to even) into buf (cap >= 32), e.g. "150.5", "0.000123", "-3", and
  * returns the length. Non-finite values and |v| >= 9e12 are written as "" (blank cell):
  * callers should not produce them. No allocation, no locale.
  */

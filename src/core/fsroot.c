@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,16 @@
 
 enum fault_mode { FAULT_EACCES, FAULT_ENODEV, FAULT_EIO };
 
+/* A fault follows the file (dev, ino) that rel named when it was opened, not the fd number:
+ * a closed fd's number is reused by the next open, and one path may be opened many times. */
 struct fault {
     enum fault_mode mode;
     char rel[256];
     long after; /* successful reads allowed before failing */
-    int fd;     /* fd this fault is attached to, -1 until opened */
-    long reads;
+    long reads; /* successful reads of rel so far, through any fd */
+    bool bound; /* rel has been opened: dev and ino are known */
+    dev_t dev;
+    ino_t ino;
 };
 
 static struct fault faults[FAULT_MAX];
@@ -43,7 +48,6 @@ static void faults_load(void)
         *colon = '\0';
         struct fault *f = &faults[n_faults];
         memset(f, 0, sizeof *f);
-        f->fd = -1;
         char *at = strchr(tok, '@');
         if (at) {
             *at = '\0';
@@ -71,7 +75,14 @@ static void faults_load(void)
 int fsroot_open(struct fsroot *r, const char *path, struct carma_err *e)
 {
     r->dirfd = -1;
-    snprintf(r->path, sizeof r->path, "%s", path && *path ? path : "/");
+    if (!path || !*path)
+        path = "/";
+    if (strlen(path) >= sizeof r->path) {
+        r->path[0] = '\0';
+        return carma_err_set(e, -ENAMETOOLONG, "root directory path too long (%zu bytes)",
+                             strlen(path));
+    }
+    snprintf(r->path, sizeof r->path, "%s", path);
     int fd = open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return carma_err_set(e, -errno, "cannot open root directory %s: %s", r->path,
@@ -83,9 +94,11 @@ int fsroot_open(struct fsroot *r, const char *path, struct carma_err *e)
 
 void fsroot_close(struct fsroot *r)
 {
-    if (r->dirfd >= 0)
+    /* path is set by fsroot_open: a zeroed root (dirfd 0) owns no descriptor */
+    if (r->dirfd >= 0 && r->path[0])
         close(r->dirfd);
     r->dirfd = -1;
+    r->path[0] = '\0';
 }
 
 static const char *strip(const char *rel)
@@ -98,20 +111,26 @@ static const char *strip(const char *rel)
 int fsroot_open_file(const struct fsroot *r, const char *rel)
 {
     rel = strip(rel);
-    struct fault *hit = NULL;
+    bool hit = false;
     for (int i = 0; i < n_faults; i++) {
         if (strcmp(faults[i].rel, rel) == 0) {
-            hit = &faults[i];
-            if (hit->mode == FAULT_EACCES)
+            if (faults[i].mode == FAULT_EACCES)
                 return -EACCES;
+            hit = true;
         }
     }
     int fd = openat(r->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
         return -errno;
-    if (hit) {
-        hit->fd = fd;
-        hit->reads = 0;
+    struct stat st;
+    if (hit && fstat(fd, &st) == 0) {
+        for (int i = 0; i < n_faults; i++) {
+            if (strcmp(faults[i].rel, rel) == 0) {
+                faults[i].bound = true;
+                faults[i].dev = st.st_dev;
+                faults[i].ino = st.st_ino;
+            }
+        }
     }
     return fd;
 }
@@ -131,15 +150,21 @@ int fsroot_open_dir(const struct fsroot *r, const char *rel, DIR **ret)
     return 0;
 }
 
-static int fault_check(int fd)
+/* The faults bound to the file behind fd: before a read (count 0) returns the error of one
+ * whose allowance is used up, after a successful read (count 1) counts it. */
+static int fault_hook(int fd, int count)
 {
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return 0; /* pread reports the bad fd */
     for (int i = 0; i < n_faults; i++) {
         struct fault *f = &faults[i];
-        if (f->fd != fd || f->mode == FAULT_EACCES)
+        if (!f->bound || f->dev != st.st_dev || f->ino != st.st_ino)
             continue;
-        if (f->reads >= f->after)
+        if (count)
+            f->reads++;
+        else if (f->reads >= f->after)
             return f->mode == FAULT_ENODEV ? -ENODEV : -EIO;
-        f->reads++;
     }
     return 0;
 }
@@ -149,7 +174,7 @@ ssize_t fsroot_pread_text(int fd, char *buf, size_t cap)
     if (cap < 2)
         return -EINVAL;
     if (n_faults) {
-        int r = fault_check(fd);
+        int r = fault_hook(fd, 0);
         if (r < 0)
             return r;
     }
@@ -158,6 +183,8 @@ ssize_t fsroot_pread_text(int fd, char *buf, size_t cap)
         return -errno;
     if ((size_t)n >= cap)
         return -EFBIG;
+    if (n_faults)
+        fault_hook(fd, 1);
     while (n > 0 &&
            (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r' || buf[n - 1] == '\t'))
         n--;

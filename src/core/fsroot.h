@@ -12,8 +12,9 @@
  *   enodev@N:REL      after N successful reads of REL, reads fail with -ENODEV (a sensor
  *                     that vanished, as sysfs reports an unplugged device)
  *   eio@N:REL         likewise with -EIO
- * REL is the path below the root without a leading '/'. The hook costs one branch per read
- * when it is not set.
+ * REL is the path below the root without a leading '/'. A fault follows the file (device and
+ * inode), whichever fd reads it. The fault table is one per process: opening a root re-reads
+ * CARMA_FAULT and restarts every count. The hook costs one branch per read when unset.
  */
 #ifndef CARMA_CORE_FSROOT_H
 #define CARMA_CORE_FSROOT_H

@@ -79,37 +79,28 @@ int parse_i64(const char *s, int64_t *ret)
     return 0;
 }
 
-/* Parses a finite double from [b, e) and returns the end pointer in *end. */
+/* Parses a finite double at the start of [b, e) and returns the end pointer in *end. */
 static int parse_double_prefix(const char *b, const char *e, double *ret, const char **end)
 {
-    char buf[64];
-    size_t n = (size_t)(e - b);
-    if (n == 0 || n >= sizeof buf)
-        return -EINVAL;
-    memcpy(buf, b, n);
-    buf[n] = '\0';
-    /* Only plain decimal syntax: digits, one '.', an exponent, a leading sign. */
-    for (size_t i = 0; i < n; i++) {
-        char c = buf[i];
-        if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) {
-            n = i;
-            buf[i] = '\0';
-            break;
-        }
-    }
-    if (n == 0)
+    /* Only plain decimal syntax: digits, '.', an exponent, a sign. strtod() must not read
+     * past that run: it would for "0x10", "inf" or "nan". No copy, so no length limit. */
+    const char *run = b;
+    while (run < e && ((*run >= '0' && *run <= '9') || *run == '.' || *run == 'e' || *run == 'E' ||
+                       *run == '+' || *run == '-'))
+        run++;
+    if (run == b)
         return -EINVAL;
     char *q;
     errno = 0;
-    double v = strtod(buf, &q);
-    if (q == buf)
+    double v = strtod(b, &q);
+    if (q == b || q > run)
         return -EINVAL;
     if (errno == ERANGE && fabs(v) > 1.0)
         return -ERANGE;
     if (!isfinite(v))
         return -ERANGE;
     *ret = v;
-    *end = b + (q - buf);
+    *end = q;
     return 0;
 }
 

@@ -23,8 +23,9 @@ struct cpu_tdp_match {
  * embedded data/cpu_tdp.csv when text is NULL. A row matches when its pattern appears in the
  * name as whole tokens (case-insensitive; the characters around it are not letters or
  * digits), so "Gold 6248" never matches "Gold 6248R"; the longest matching pattern wins;
- * with no match the "*" row is used and ret->fallback is set. Returns 0, or -EINVAL with e
- * naming the table line when the table is malformed.
+ * with no match the "*" row is used and ret->fallback is set. Returns 0, -EINVAL with e
+ * naming the table line when the table is malformed, or -ENOENT when nothing matches and
+ * the table has no "*" row. table_name labels errors (ignored when text is NULL).
  */
 int table_cpu_tdp_lookup(const char *model_name, const char *text, size_t len,
                          const char *table_name, struct cpu_tdp_match *ret, struct carma_err *e);

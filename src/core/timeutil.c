@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int64_t time_mono_ns(void)
@@ -22,6 +23,8 @@ int64_t time_real_ns(void)
 
 int time_format_local_iso(int64_t real_ns, char *buf, size_t cap)
 {
+    if (cap > 0)
+        buf[0] = '\0';
     time_t sec = (time_t)(real_ns / NS_PER_S);
     long usec = (long)((real_ns % NS_PER_S) / NS_PER_US);
     if (usec < 0) {
@@ -29,31 +32,51 @@ int time_format_local_iso(int64_t real_ns, char *buf, size_t cap)
         sec -= 1;
     }
     struct tm tm;
-    if (!localtime_r(&sec, &tm) || cap < 40)
+    if (!localtime_r(&sec, &tm))
         return -EINVAL;
+    char frac[16] = "";
+    if (usec)
+        snprintf(frac, sizeof frac, ".%06ld", usec);
+    /* an offset with seconds (local mean time before time zones) keeps them, as isoformat */
     long off = tm.tm_gmtoff;
     char sign = off < 0 ? '-' : '+';
     off = labs(off);
-    int n;
-    if (usec)
-        n = snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld%c%02ld:%02ld",
+    char offs[16] = "";
+    if (off % 60)
+        snprintf(offs, sizeof offs, ":%02ld", off % 60);
+    char tmp[96];
+    int n = snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d%s%c%02ld:%02ld%s",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     usec, sign, off / 3600, (off % 3600) / 60);
-    else
-        n = snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d%c%02ld:%02ld", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, sign, off / 3600,
-                     (off % 3600) / 60);
+                     frac, sign, off / 3600, (off % 3600) / 60, offs);
+    if (n < 0 || (size_t)n >= sizeof tmp || (size_t)n >= cap)
+        return -EINVAL;
+    memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }
 
 void time_format_duration(int64_t ns, char *buf, size_t cap)
 {
-    if (ns % NS_PER_S == 0)
-        snprintf(buf, cap, "%llds", (long long)(ns / NS_PER_S));
-    else if (ns % NS_PER_MS == 0)
-        snprintf(buf, cap, "%lldms", (long long)(ns / NS_PER_MS));
-    else if (ns % NS_PER_US == 0)
-        snprintf(buf, cap, "%lldus", (long long)(ns / NS_PER_US));
-    else
-        snprintf(buf, cap, "%lldns", (long long)ns);
+    static const struct {
+        uint64_t ns;
+        int digits;
+        const char *name;
+    } units[] = {{NS_PER_S, 9, "s"}, {NS_PER_MS, 6, "ms"}, {NS_PER_US, 3, "us"}, {1, 0, "ns"}};
+    uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+    if (a == 0) {
+        snprintf(buf, cap, "0s");
+        return;
+    }
+    /* the largest unit that is not more than the duration, with an exact decimal fraction */
+    size_t u = 0;
+    while (a < units[u].ns)
+        u++;
+    uint64_t whole = a / units[u].ns, rest = a % units[u].ns;
+    char frac[16] = "";
+    if (rest) {
+        int len = snprintf(frac, sizeof frac, ".%0*llu", units[u].digits, (unsigned long long)rest);
+        while (len > 1 && frac[len - 1] == '0')
+            frac[--len] = '\0';
+    }
+    snprintf(buf, cap, "%s%llu%s%s", ns < 0 ? "-" : "", (unsigned long long)whole, frac,
+             units[u].name);
 }

@@ -228,8 +228,12 @@ void sampler_tick(struct sampler *s)
         s->t_prev = s->t_now;
     }
     s->t_now = t;
-    if (s->have_util)
+    s->util_fresh = false;
+    if (s->have_util && (s->ticks == 0 || t - s->util_last >= SAMPLER_UTIL_PERIOD_NS)) {
         procstat_sample(&s->util);
+        s->util_last = t;
+        s->util_fresh = true;
+    }
     for (size_t k = 0; k < s->nsrc; k++) {
         struct source *src = &s->src[k];
         if (src->status == 0 && src->count)

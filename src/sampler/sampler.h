@@ -23,6 +23,9 @@
 #define SAMPLER_INTERVAL_DEFAULT_NS 100000000LL   /* 100 ms */
 #define SAMPLER_MAX_POWER_W         20000.0 /* a counter step implying more than this is a reset */
 #define SAMPLER_SOURCES_MAX         8
+/* proc/stat counts in clock ticks of 10 ms (USER_HZ 100) and is costly to generate (the
+ * kernel sums every interrupt counter): it is re-read at most this often. */
+#define SAMPLER_UTIL_PERIOD_NS 10000000LL
 
 struct sampler_opts {
     const char *root;    /* "/" when NULL */
@@ -52,6 +55,8 @@ struct sampler {
     struct fsroot root;
     struct procstat util;
     bool have_util;
+    bool util_fresh;   /* util was re-read on this tick (its deltas are this tick's) */
+    int64_t util_last; /* monotonic time of the last re-read */
     struct carma_err util_err;
     struct source src[SAMPLER_SOURCES_MAX];
     size_t nsrc;

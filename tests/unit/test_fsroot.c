@@ -1,0 +1,415 @@
+/*
+ * Unit tests for core/fsroot: reads below a root directory, error codes, and the
+ * CARMA_FAULT hook. Each test builds its own tree under a mkdtemp() directory.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fsroot.h"
+
+struct tree {
+    char dir[256];
+    struct fsroot root;
+};
+
+static void put(const struct tree *t, const char *rel, const char *content)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", t->dir, rel);
+    /* create parent directories */
+    for (char *p = path + strlen(t->dir) + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                fail_msg("mkdir %s: %s", path, strerror(errno));
+            *p = '/';
+        }
+    }
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(content, f);
+    fclose(f);
+}
+
+static void rm_tree(const char *path)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state)
+{
+    struct tree *t = calloc(1, sizeof *t);
+    if (!t)
+        return -1;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(t->dir, sizeof t->dir, "%s/carma-fsroot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(t->dir)) {
+        free(t);
+        return -1;
+    }
+    t->root.dirfd = -1;
+    unsetenv("CARMA_FAULT");
+    *state = t;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct tree *t = *state;
+    fsroot_close(&t->root);
+    unsetenv("CARMA_FAULT");
+    rm_tree(t->dir);
+    free(t);
+    return 0;
+}
+
+static void open_root(struct tree *t)
+{
+    struct carma_err e = {0};
+    int r = fsroot_open(&t->root, t->dir, &e);
+    if (r != 0)
+        fail_msg("fsroot_open %s: %d %s", t->dir, r, e.msg);
+}
+
+static void test_open_errors(void **state)
+{
+    struct tree *t = *state;
+    struct fsroot r;
+    struct carma_err e = {0};
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s/nope", t->dir);
+    assert_int_equal(fsroot_open(&r, missing, &e), -ENOENT);
+    assert_int_equal(e.code, -ENOENT);
+    assert_non_null(strstr(e.msg, missing));
+    assert_int_equal(r.dirfd, -1);
+    fsroot_close(&r);
+
+    put(t, "file", "x");
+    char file[300];
+    snprintf(file, sizeof file, "%s/file", t->dir);
+    memset(&e, 0, sizeof e);
+    assert_int_equal(fsroot_open(&r, file, &e), -ENOTDIR);
+    assert_non_null(strstr(e.msg, file));
+
+    /* a path that does not fit is refused, not cut to a shorter (existing) one */
+    char longpath[5000];
+    int n = snprintf(longpath, sizeof longpath, "%s/", t->dir);
+    memset(longpath + n, '/', sizeof longpath - (size_t)n - 1);
+    longpath[sizeof longpath - 1] = '\0';
+    memset(&e, 0, sizeof e);
+    assert_int_equal(fsroot_open(&r, longpath, &e), -ENAMETOOLONG);
+    assert_int_equal(e.code, -ENAMETOOLONG);
+    assert_int_equal(r.dirfd, -1);
+}
+
+static void test_close_zeroed_and_twice(void **state)
+{
+    struct tree *t = *state;
+    /* make sure fd 0 is open, then check a zeroed root does not close it */
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(devnull >= 0);
+    int saved = dup(0);
+    assert_int_equal(dup2(devnull, 0), 0);
+    struct fsroot zeroed;
+    memset(&zeroed, 0, sizeof zeroed);
+    fsroot_close(&zeroed);
+    int still_open = fcntl(0, F_GETFD) != -1;
+    if (saved >= 0) {
+        dup2(saved, 0);
+        close(saved);
+    }
+    close(devnull);
+    assert_true(still_open);
+
+    open_root(t);
+    fsroot_close(&t->root);
+    assert_int_equal(t->root.dirfd, -1);
+    fsroot_close(&t->root);
+    assert_int_equal(t->root.dirfd, -1);
+}
+
+static void test_read_text(void **state)
+{
+    struct tree *t = *state;
+    put(t, "sys/class/powercap/intel-rapl:0/energy_uj", "123456789\n");
+    put(t, "sys/class/powercap/intel-rapl:0/name", "package-0");
+    put(t, "spaces", "  lead and trail \t \r\n\n");
+    put(t, "empty", "");
+    put(t, "newline-only", "\n");
+    open_root(t);
+
+    char buf[64];
+    assert_int_equal(
+        fsroot_read_text(&t->root, "sys/class/powercap/intel-rapl:0/energy_uj", buf, sizeof buf),
+        9);
+    assert_string_equal(buf, "123456789");
+    assert_int_equal(
+        fsroot_read_text(&t->root, "sys/class/powercap/intel-rapl:0/name", buf, sizeof buf), 9);
+    assert_string_equal(buf, "package-0");
+    /* a leading '/' is ignored */
+    assert_int_equal(
+        fsroot_read_text(&t->root, "/sys/class/powercap/intel-rapl:0/name", buf, sizeof buf), 9);
+    assert_string_equal(buf, "package-0");
+    assert_int_equal(
+        fsroot_read_text(&t->root, "///sys/class/powercap/intel-rapl:0/name", buf, sizeof buf), 9);
+    assert_int_equal(fsroot_read_text(&t->root, "spaces", buf, sizeof buf), 16);
+    assert_string_equal(buf, "  lead and trail");
+    assert_int_equal(fsroot_read_text(&t->root, "empty", buf, sizeof buf), 0);
+    assert_string_equal(buf, "");
+    assert_int_equal(fsroot_read_text(&t->root, "newline-only", buf, sizeof buf), 0);
+    assert_string_equal(buf, "");
+}
+
+static void test_read_limits(void **state)
+{
+    struct tree *t = *state;
+    put(t, "nine", "123456789");
+    put(t, "nine-nl", "12345678\n");
+    open_root(t);
+
+    char buf[16];
+    /* 9 bytes fit in cap 10 (cap - 1 bytes), not in cap 9 */
+    assert_int_equal(fsroot_read_text(&t->root, "nine", buf, 10), 9);
+    assert_string_equal(buf, "123456789");
+    assert_int_equal(fsroot_read_text(&t->root, "nine", buf, 9), -EFBIG);
+    assert_int_equal(fsroot_read_text(&t->root, "nine-nl", buf, 10), 8);
+    assert_string_equal(buf, "12345678");
+    assert_int_equal(fsroot_read_text(&t->root, "nine-nl", buf, 9), -EFBIG);
+
+    char big[5000];
+    memset(big, '7', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    put(t, "big", big);
+    char small[64];
+    assert_int_equal(fsroot_read_text(&t->root, "big", small, sizeof small), -EFBIG);
+}
+
+static void test_missing_and_exists(void **state)
+{
+    struct tree *t = *state;
+    put(t, "a/b", "1\n");
+    open_root(t);
+    char buf[32];
+    assert_int_equal(fsroot_read_text(&t->root, "a/missing", buf, sizeof buf), -ENOENT);
+    assert_int_equal(fsroot_read_text(&t->root, "/nope/x", buf, sizeof buf), -ENOENT);
+    assert_int_equal(fsroot_open_file(&t->root, "missing"), -ENOENT);
+    assert_int_equal(fsroot_read_text(&t->root, "a", buf, sizeof buf), -EISDIR);
+
+    assert_int_equal(fsroot_exists(&t->root, "a/b"), 1);
+    assert_int_equal(fsroot_exists(&t->root, "/a/b"), 1);
+    assert_int_equal(fsroot_exists(&t->root, "a"), 1);
+    assert_int_equal(fsroot_exists(&t->root, "/"), 1);
+    assert_int_equal(fsroot_exists(&t->root, "a/c"), 0);
+    assert_int_equal(fsroot_exists(&t->root, "b"), 0);
+}
+
+static void test_open_file_and_pread(void **state)
+{
+    struct tree *t = *state;
+    put(t, "energy_uj", "100\n");
+    open_root(t);
+    int fd = fsroot_open_file(&t->root, "/energy_uj");
+    assert_true(fd >= 0);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    char buf[32];
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), 3);
+    assert_string_equal(buf, "100");
+    /* the file changes: pread at offset 0 sees the new value */
+    put(t, "energy_uj", "250000\n");
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), 6);
+    assert_string_equal(buf, "250000");
+    assert_int_equal(fsroot_pread_text(fd, buf, 1), -EINVAL);
+    close(fd);
+    assert_int_equal(fsroot_pread_text(-1, buf, sizeof buf), -EBADF);
+}
+
+static void test_open_dir(void **state)
+{
+    struct tree *t = *state;
+    put(t, "sys/class/hwmon/hwmon0/name", "k10temp\n");
+    put(t, "sys/class/hwmon/hwmon1/name", "amdgpu\n");
+    open_root(t);
+    DIR *d = NULL;
+    assert_int_equal(fsroot_open_dir(&t->root, "/sys/class/hwmon", &d), 0);
+    assert_non_null(d);
+    int seen = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, "hwmon0") == 0)
+            seen |= 1;
+        else if (strcmp(de->d_name, "hwmon1") == 0)
+            seen |= 2;
+    }
+    closedir(d);
+    assert_int_equal(seen, 3);
+    d = NULL;
+    assert_int_equal(fsroot_open_dir(&t->root, "sys/class/nope", &d), -ENOENT);
+    assert_null(d);
+    assert_int_equal(fsroot_open_dir(&t->root, "sys/class/hwmon/hwmon0/name", &d), -ENOTDIR);
+}
+
+static void test_fault_eacces(void **state)
+{
+    struct tree *t = *state;
+    put(t, "a/b", "1\n");
+    put(t, "a/c", "2\n");
+    setenv("CARMA_FAULT", "eacces:a/b", 1);
+    open_root(t);
+    char buf[32];
+    assert_int_equal(fsroot_open_file(&t->root, "a/b"), -EACCES);
+    assert_int_equal(fsroot_open_file(&t->root, "/a/b"), -EACCES);
+    assert_int_equal(fsroot_read_text(&t->root, "a/b", buf, sizeof buf), -EACCES);
+    assert_int_equal(fsroot_read_text(&t->root, "a/c", buf, sizeof buf), 1);
+    assert_string_equal(buf, "2");
+    assert_int_equal(fsroot_exists(&t->root, "a/b"), 1);
+
+    /* the hook is read when a root is opened: once unset, the file reads */
+    fsroot_close(&t->root);
+    unsetenv("CARMA_FAULT");
+    open_root(t);
+    assert_int_equal(fsroot_read_text(&t->root, "a/b", buf, sizeof buf), 1);
+}
+
+static void test_fault_enodev_after_reads(void **state)
+{
+    struct tree *t = *state;
+    put(t, "a/b", "17\n");
+    setenv("CARMA_FAULT", "enodev@2:a/b", 1);
+    open_root(t);
+    char buf[32];
+    int fd = fsroot_open_file(&t->root, "a/b");
+    assert_true(fd >= 0);
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), 2);
+    assert_string_equal(buf, "17");
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), 2);
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), -ENODEV);
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), -ENODEV);
+    close(fd);
+}
+
+static void test_fault_counts_reads_of_the_path(void **state)
+{
+    struct tree *t = *state;
+    put(t, "a/b", "17\n");
+    put(t, "other", "5\n");
+    /* N counts reads of REL however it is read: through read_text (open, read, close) too */
+    setenv("CARMA_FAULT", "enodev@2:a/b", 1);
+    open_root(t);
+    char buf[32];
+    assert_int_equal(fsroot_read_text(&t->root, "a/b", buf, sizeof buf), 2);
+    assert_int_equal(fsroot_read_text(&t->root, "/a/b", buf, sizeof buf), 2);
+    assert_int_equal(fsroot_read_text(&t->root, "a/b", buf, sizeof buf), -ENODEV);
+    int fd = fsroot_open_file(&t->root, "a/b");
+    assert_true(fd >= 0);
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), -ENODEV);
+    close(fd);
+    /* other files read normally */
+    assert_int_equal(fsroot_read_text(&t->root, "other", buf, sizeof buf), 1);
+    assert_string_equal(buf, "5");
+}
+
+static void test_fault_not_inherited_by_reused_fd(void **state)
+{
+    struct tree *t = *state;
+    put(t, "x", "1\n");
+    put(t, "y", "2\n");
+    setenv("CARMA_FAULT", "eio@0:x", 1);
+    open_root(t);
+    char buf[32];
+    int fdx = fsroot_open_file(&t->root, "x");
+    assert_true(fdx >= 0);
+    assert_int_equal(fsroot_pread_text(fdx, buf, sizeof buf), -EIO);
+    close(fdx);
+    /* y gets the number x had: its reads must not fail */
+    int fdy = fsroot_open_file(&t->root, "y");
+    assert_int_equal(fdy, fdx);
+    assert_int_equal(fsroot_pread_text(fdy, buf, sizeof buf), 1);
+    assert_string_equal(buf, "2");
+    close(fdy);
+    /* nor through read_text */
+    assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), -EIO);
+    assert_int_equal(fsroot_read_text(&t->root, "y", buf, sizeof buf), 1);
+}
+
+static void test_fault_eio_and_lists(void **state)
+{
+    struct tree *t = *state;
+    put(t, "x", "1\n");
+    put(t, "sys/class/powercap/intel-rapl:0/energy_uj", "1000\n");
+    put(t, "sys/class/powercap/intel-rapl:1/energy_uj", "2000\n");
+    put(t, "p", "3\n");
+    setenv("CARMA_FAULT",
+           "eio@0:x;enodev@1:/sys/class/powercap/intel-rapl:0/energy_uj;bogus:p;eio@z:p;"
+           "eacces:sys/class/powercap/intel-rapl:1/energy_uj",
+           1);
+    open_root(t);
+    char buf[32];
+    int fd = fsroot_open_file(&t->root, "x");
+    assert_true(fd >= 0);
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), -EIO);
+    close(fd);
+
+    fd = fsroot_open_file(&t->root, "sys/class/powercap/intel-rapl:0/energy_uj");
+    assert_true(fd >= 0);
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), 4);
+    assert_string_equal(buf, "1000");
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), -ENODEV);
+    close(fd);
+
+    assert_int_equal(fsroot_open_file(&t->root, "sys/class/powercap/intel-rapl:1/energy_uj"),
+                     -EACCES);
+    /* malformed entries are ignored */
+    assert_int_equal(fsroot_read_text(&t->root, "p", buf, sizeof buf), 1);
+    assert_int_equal(fsroot_read_text(&t->root, "p", buf, sizeof buf), 1);
+}
+
+static void test_fault_reset_on_reopen_of_root(void **state)
+{
+    struct tree *t = *state;
+    put(t, "x", "1\n");
+    setenv("CARMA_FAULT", "eio@1:x", 1);
+    open_root(t);
+    char buf[32];
+    assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), 1);
+    assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), -EIO);
+    fsroot_close(&t->root);
+    /* re-reading the hook starts the count again */
+    open_root(t);
+    assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), 1);
+    assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), -EIO);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_open_errors),
+        T(test_close_zeroed_and_twice),
+        T(test_read_text),
+        T(test_read_limits),
+        T(test_missing_and_exists),
+        T(test_open_file_and_pread),
+        T(test_open_dir),
+        T(test_fault_eacces),
+        T(test_fault_enodev_after_reads),
+        T(test_fault_counts_reads_of_the_path),
+        T(test_fault_not_inherited_by_reused_fd),
+        T(test_fault_eio_and_lists),
+        T(test_fault_reset_on_reopen_of_root),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
