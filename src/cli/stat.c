@@ -592,7 +592,7 @@ int cmd_stat(int argc, char **argv)
     }
     r.cmd_start_real = time_real_ns();
     r.cmd_start_mono = time_mono_ns();
-    struct launch_opts lo = {.argv = o.argv, .mask = &r.old_mask};
+    struct launch_opts lo = {.argv = o.argv, .mask = &r.old_mask, .foreground = true};
     int sr = launcher_spawn(&lo, &r.pid, &e);
     if (sr < 0) {
         cli_error("%s", e.msg);
@@ -621,6 +621,7 @@ int cmd_stat(int argc, char **argv)
     }
     r.cmd_end_real = time_real_ns();
     r.cmd_end_mono = time_mono_ns();
+    launcher_reclaim_tty();
     /* a last tick so that the energy covers the command to its end */
     run_tick(&r);
     if (r.have_tree)

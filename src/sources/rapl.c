@@ -156,9 +156,18 @@ static int rapl_probe(struct source *s, struct probe_ctx *ctx)
     s->priv = p;
     s->first = ctx->set->n;
     int denied = 0, psys = -1;
-    int pkg_of_top[64]; /* channel index of package N's zone, by top-zone number */
-    for (size_t i = 0; i < 64; i++)
-        pkg_of_top[i] = -1;
+    /* by top-zone number: the package zone's name and socket (known even when its own
+     * energy_uj is unreadable, so that its subzones keep their names), and its channel */
+    struct {
+        char name[24];
+        int socket;
+        int channel;
+    } pkg[64];
+    for (size_t i = 0; i < 64; i++) {
+        pkg[i].name[0] = '\0';
+        pkg[i].socket = -1;
+        pkg[i].channel = -1;
+    }
     for (size_t z = 0; z < nz; z++) {
         char rel[CHANNEL_PATH_MAX], name[64];
         snprintf(rel, sizeof rel, "%s/%s/name", POWERCAP_DIR, zones[z]);
@@ -170,6 +179,11 @@ static int rapl_probe(struct source *s, struct probe_ctx *ctx)
         unsigned top = 0, sub = 0;
         int nnum = sscanf(zones[z] + 11, "%u:%u", &top, &sub);
         bool is_sub = nnum == 2;
+        if (nnum == 1 && role && strcmp(role->zone, "package") == 0 && top < 64 &&
+            strlen(name) < sizeof pkg[top].name) {
+            snprintf(pkg[top].name, sizeof pkg[top].name, "%s", name);
+            pkg[top].socket = socket;
+        }
         snprintf(rel, sizeof rel, "%s/%s/energy_uj", POWERCAP_DIR, zones[z]);
         int fd = fsroot_open_file(ctx->root, rel);
         if (fd < 0) {
@@ -207,28 +221,30 @@ static int rapl_probe(struct source *s, struct probe_ctx *ctx)
         if (fsroot_read_text(ctx->root, range_rel, buf, sizeof buf) > 0)
             parse_u64(buf, &range);
         c->counter_range = range;
-        int parent_pkg = (!is_sub || top >= 64) ? -1 : pkg_of_top[top];
-        const struct channel *pc = parent_pkg >= 0 ? &ctx->set->ch[parent_pkg] : NULL;
+        /* the package this subzone belongs to, and its channel when it has one */
+        bool in_pkg = is_sub && top < 64 && pkg[top].name[0];
+        int parent_pkg = in_pkg ? pkg[top].channel : -1;
+        int pkg_socket = in_pkg ? pkg[top].socket : -1;
         if (role) {
             c->kind = role->kind;
             snprintf(c->zone, sizeof c->zone, "%s", role->zone);
             c->domain = role->component_of_package ? DOMAIN_COMPONENT : DOMAIN_TOTAL;
             c->parent = role->component_of_package ? parent_pkg : -1;
-            c->socket = socket >= 0 ? socket : (pc ? pc->socket : -1);
+            c->socket = socket >= 0 ? socket : pkg_socket;
         } else {
             /* a zone this version does not know: shown, never added */
             c->kind = KIND_OTHER;
             snprintf(c->zone, sizeof c->zone, "other");
             c->domain = DOMAIN_COMPONENT;
             c->parent = parent_pkg;
-            c->socket = pc ? pc->socket : -1;
+            c->socket = pkg_socket;
         }
-        if (pc)
-            snprintf(c->name, sizeof c->name, "%s/%s", pc->name, name);
+        if (in_pkg)
+            snprintf(c->name, sizeof c->name, "rapl/%s/%s", pkg[top].name, name);
         else
             snprintf(c->name, sizeof c->name, "rapl/%s", name);
-        if (!is_sub && role && strcmp(role->zone, "package") == 0 && top < 64)
-            pkg_of_top[top] = idx;
+        if (nnum == 1 && role && strcmp(role->zone, "package") == 0 && top < 64)
+            pkg[top].channel = idx;
         if (role && strcmp(role->zone, "psys") == 0)
             psys = idx;
     }

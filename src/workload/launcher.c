@@ -34,8 +34,12 @@ static int redirect(const char *path, int target)
     return r < 0 ? -1 : 0;
 }
 
+/* whether the last spawn handed the terminal on stdin to the command */
+static bool tty_taken;
+
 int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err *e)
 {
+    tty_taken = o->foreground && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
         return carma_err_set(e, -errno, "pipe: %s", strerror(errno));
@@ -49,6 +53,11 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
     if (pid == 0) {
         close(pfd[0]);
         setpgid(0, 0);
+        if (tty_taken) {
+            signal(SIGTTOU, SIG_IGN);
+            tcsetpgrp(STDIN_FILENO, getpid());
+            signal(SIGTTOU, SIG_DFL);
+        }
         signal(SIGPIPE, SIG_DFL);
         int err = 0;
         if (o->cwd && chdir(o->cwd) < 0)
@@ -68,6 +77,11 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
         _exit(127);
     }
     setpgid(pid, pid); /* also in the parent, so the group exists before we signal it */
+    if (tty_taken) {
+        void (*old)(int) = signal(SIGTTOU, SIG_IGN);
+        tcsetpgrp(STDIN_FILENO, pid);
+        signal(SIGTTOU, old);
+    }
     close(pfd[1]);
     int child_err = 0;
     ssize_t n;
@@ -83,6 +97,16 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
     }
     *ret_pid = pid;
     return 0;
+}
+
+void launcher_reclaim_tty(void)
+{
+    if (!tty_taken)
+        return;
+    void (*old)(int) = signal(SIGTTOU, SIG_IGN);
+    tcsetpgrp(STDIN_FILENO, getpgrp());
+    signal(SIGTTOU, old);
+    tty_taken = false;
 }
 
 int launcher_exit_status(int wstatus)

@@ -6,6 +6,7 @@
 #define CARMA_WORKLOAD_LAUNCHER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "core/err.h"
@@ -22,7 +23,14 @@ struct launch_opts {
     const char *cwd;                       /* NULL: inherit */
     const char *stdout_path, *stderr_path; /* NULL: inherit */
     const sigset_t *mask;                  /* the mask to restore in the child */
+    bool foreground; /* when stdin is a terminal and carma's group is its foreground group,
+                        the command's group takes the terminal (so that it can read it and
+                        gets Ctrl-C directly), as a shell does */
 };
+
+/* Gives the terminal on stdin back to carma's own process group if launcher_spawn() handed
+ * it to a command (call after the command ended). */
+void launcher_reclaim_tty(void);
 
 /*
  * Forks and execs the command in a new process group (its pgid = its pid). Returns 0 and
