@@ -3,17 +3,19 @@
 
 #include <string.h>
 
-void cpu_attrib_init(struct cpu_attrib *a, int64_t epoch_ns, double static_w)
+void cpu_attrib_init(struct cpu_attrib *a, int64_t epoch_ns, double static_w, double static_busy)
 {
     memset(a, 0, sizeof *a);
     a->epoch_ns = epoch_ns;
     a->have_static = static_w >= 0;
     a->static_w = a->have_static ? static_w : 0.0;
+    a->static_busy = a->have_static && static_busy > 0 ? static_busy : 0.0;
 }
 
 static void flush(struct cpu_attrib *a)
 {
-    if (a->ep_ns == 0 && a->ep_j == 0.0)
+    /* an empty epoch; CPU time alone (no energy, no elapsed time) still counts */
+    if (a->ep_ns == 0 && a->ep_j == 0.0 && a->ep_busy_ns == 0 && a->ep_tree_ns == 0)
         return;
     double share;
     if (a->ep_busy_ns > 0)
@@ -28,7 +30,15 @@ static void flush(struct cpu_attrib *a)
         double dyn = a->ep_j - a->static_w * ((double)a->ep_ns / 1e9);
         if (dyn < 0)
             dyn = 0;
-        a->dynamic_j += share * dyn;
+        /* busy time above what the static power already covers */
+        double busy_above = (double)a->ep_busy_ns - a->static_busy * (double)a->ep_ns;
+        double tree = (double)a->ep_tree_ns;
+        if (busy_above < tree)
+            busy_above = tree;
+        double dyn_share = busy_above > 0 ? tree / busy_above : 0.0;
+        if (dyn_share > 1.0)
+            dyn_share = 1.0;
+        a->dynamic_j += dyn_share * dyn;
         a->node_dyn_j += dyn;
     }
     a->tree_ns += a->ep_tree_ns;

@@ -62,6 +62,7 @@ struct stat_run {
     int cpu_idx[CHANNELS_MAX];
     size_t ncpu_idx;
     double static_w;           /* CPU-side static power, NAN when unknown */
+    double static_busy;        /* CPUs busy on average while static_w was measured */
     const char *static_source; /* "baseline", "model" or NULL */
     int64_t cmd_start_real, cmd_end_real, cmd_start_mono, cmd_end_mono;
     int forwarded_signal;
@@ -264,6 +265,7 @@ static int measure_baseline(struct stat_run *r)
 {
     int64_t end = r->s->t_now + r->o->baseline_ns;
     double j = 0;
+    uint64_t busy_ns = 0;
     int64_t t0 = r->s->t_now;
     while (r->s->t_now < end) {
         int ev = wait_event(r);
@@ -277,10 +279,13 @@ static int measure_baseline(struct stat_run *r)
         sampler_tick(r->s);
         write_samples(r);
         j += cpu_tick_j(r);
+        if (r->s->have_util && r->s->util_fresh)
+            busy_ns += r->s->util.busy_ticks_delta * (uint64_t)(NS_PER_S / sysconf(_SC_CLK_TCK));
     }
     double dt = (double)(r->s->t_now - t0) / (double)NS_PER_S;
     if (dt > 0 && r->ncpu_idx > 0) {
         r->static_w = j / dt;
+        r->static_busy = (double)busy_ns / 1e9 / dt;
         r->static_source = "baseline";
     }
     return 0;
@@ -412,6 +417,7 @@ static json_t *summary_json(struct stat_run *r)
     json_set_num(cmd, "dynamic_cpu_energy_j",
                  attr && r->attrib.have_static ? r->attrib.dynamic_j : NAN);
     json_set_num(cmd, "static_power_w", r->static_w);
+    json_set_num(cmd, "static_busy_cpus", r->static_source ? r->static_busy : NAN);
     json_object_set_new(cmd, "static_source",
                         r->static_source ? json_string(r->static_source) : json_null());
     json_object_set_new(j, "command", cmd);
@@ -601,7 +607,7 @@ int cmd_stat(int argc, char **argv)
     }
     cpu_attrib_init(&r.attrib,
                     r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS,
-                    isnan(r.static_w) ? -1.0 : r.static_w);
+                    isnan(r.static_w) ? -1.0 : r.static_w, r.static_busy);
     if (proctree_init(&r.tree, r.pid, "/proc", 100 * NS_PER_MS) == 0) {
         r.have_tree = true;
         r.tree.adopter = getpid();

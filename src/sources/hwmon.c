@@ -47,7 +47,7 @@
 #define HWMON_VALUE_MAX        64  /* value files: a u64, zero padding, a newline */
 #define HWMON_CHANNUM_DIGITS   6
 
-/* ---- OEM label classification (shared/formats/srt-slurm.md §4.2) ---- */
+/* ---- OEM label classification (the rules of srt-slurm's power exporter) ---- */
 
 /* Needles in the order they are tried: first total, then CPU rail, SoC rail, DRAM rail. */
 static const struct oem_needle {

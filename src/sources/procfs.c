@@ -9,6 +9,10 @@
 
 #include "core/parse.h"
 
+/* cpu numbers at or above this in proc/stat are ignored (the kernel's NR_CPUS is at most
+ * 8192 today) */
+#define CPUS_MAX 65536
+
 /* Parses up to 8 unsigned fields after the label; fields missing in old kernels stay 0. */
 static const char *parse_times(const char *p, struct cpu_times *t)
 {
@@ -66,6 +70,26 @@ int procstat_parse(const char *text, struct cpu_times *node, struct cpu_times *c
         p = q;
     }
     return seen;
+}
+
+/* One more than the highest N of the "cpuN" lines (0 when there are none). proc/stat lists
+ * online cpus only, so with SMT off or cpus offline the numbers have gaps (cpu0, cpu2, ...):
+ * the per-cpu tables are indexed by N, not by line. */
+static int cpu_lines_span(const char *text)
+{
+    long span = 0;
+    for (const char *p = text; p; p = strchr(p, '\n')) {
+        if (*p == '\n')
+            p++;
+        if (strncmp(p, "cpu", 3) != 0 || p[3] < '0' || p[3] > '9')
+            continue;
+        long idx = 0;
+        for (p += 3; *p >= '0' && *p <= '9' && idx <= CPUS_MAX; p++)
+            idx = idx * 10 + (*p - '0');
+        if (idx < CPUS_MAX && idx + 1 > span)
+            span = idx + 1;
+    }
+    return (int)span;
 }
 
 static uint64_t busy_of(const struct cpu_times *t)
@@ -159,11 +183,12 @@ int procstat_open(struct procstat *p, const struct fsroot *root, struct carma_er
     }
     text[n] = '\0';
     struct cpu_times node;
-    int ncpu = procstat_parse(text, &node, NULL, 0);
+    int nlines = procstat_parse(text, &node, NULL, 0);
+    int span = nlines < 0 ? 0 : cpu_lines_span(text);
     free(text);
-    if (ncpu < 0)
+    if (nlines < 0)
         return carma_err_set(e, -EINVAL, "%s/proc/stat: no valid \"cpu\" line", root->path);
-    p->ncpu = ncpu > 0 ? ncpu : 1;
+    p->ncpu = span > 0 ? span : 1;
     p->buf_cap = 256 + (size_t)p->ncpu * 160;
     p->buf = malloc(p->buf_cap);
     p->cpu_socket = calloc((size_t)p->ncpu, sizeof *p->cpu_socket);

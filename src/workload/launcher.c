@@ -37,6 +37,9 @@ static int redirect(const char *path, int target)
 /* whether the last spawn handed the terminal on stdin to the command */
 static bool tty_taken;
 
+/* The step of the child's set-up that failed, sent to the parent with its errno. */
+enum { STEP_EXEC, STEP_CWD, STEP_STDOUT, STEP_STDERR };
+
 int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err *e)
 {
     tty_taken = o->foreground && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
@@ -59,20 +62,23 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
             signal(SIGTTOU, SIG_DFL);
         }
         signal(SIGPIPE, SIG_DFL);
-        int err = 0;
+        /* what failed, and its errno, for the parent's message */
+        int fail[2] = {STEP_EXEC, 0};
         if (o->cwd && chdir(o->cwd) < 0)
-            err = errno;
-        if (!err && o->stdout_path && redirect(o->stdout_path, 1) < 0)
-            err = errno;
-        if (!err && o->stderr_path && redirect(o->stderr_path, 2) < 0)
-            err = errno;
-        if (!err) {
+            fail[0] = STEP_CWD;
+        else if (o->stdout_path && redirect(o->stdout_path, 1) < 0)
+            fail[0] = STEP_STDOUT;
+        else if (o->stderr_path && redirect(o->stderr_path, 2) < 0)
+            fail[0] = STEP_STDERR;
+        if (fail[0] != STEP_EXEC) {
+            fail[1] = errno;
+        } else {
             if (o->mask)
                 sigprocmask(SIG_SETMASK, o->mask, NULL);
             execvp(o->argv[0], o->argv);
-            err = errno;
+            fail[1] = errno;
         }
-        ssize_t w = write(pfd[1], &err, sizeof err);
+        ssize_t w = write(pfd[1], fail, sizeof fail);
         (void)w;
         _exit(127);
     }
@@ -83,17 +89,31 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
         signal(SIGTTOU, old);
     }
     close(pfd[1]);
-    int child_err = 0;
+    int fail[2] = {0, 0};
     ssize_t n;
     do
-        n = read(pfd[0], &child_err, sizeof child_err);
+        n = read(pfd[0], fail, sizeof fail);
     while (n < 0 && errno == EINTR);
     close(pfd[0]);
-    if (n == (ssize_t)sizeof child_err) {
-        waitpid(pid, NULL, 0);
-        if (child_err == ENOENT)
-            return carma_err_set(e, -ENOENT, "%s: command not found", o->argv[0]);
-        return carma_err_set(e, -child_err, "%s: %s", o->argv[0], strerror(child_err));
+    if (n == (ssize_t)sizeof fail) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        launcher_reclaim_tty();
+        int err = fail[1] > 0 ? fail[1] : EIO;
+        switch (fail[0]) {
+        case STEP_CWD:
+            return carma_err_set(e, -err, "cannot change to directory %s: %s", o->cwd,
+                                 strerror(err));
+        case STEP_STDOUT:
+        case STEP_STDERR:
+            return carma_err_set(e, -err, "cannot open %s: %s",
+                                 fail[0] == STEP_STDOUT ? o->stdout_path : o->stderr_path,
+                                 strerror(err));
+        default:
+            if (err == ENOENT)
+                return carma_err_set(e, -ENOENT, "%s: command not found", o->argv[0]);
+            return carma_err_set(e, -err, "%s: %s", o->argv[0], strerror(err));
+        }
     }
     *ret_pid = pid;
     return 0;

@@ -104,13 +104,16 @@ int proctree_init(struct proctree *t, pid_t root, const char *proc_dir, int64_t 
     if (t->proc_fd < 0)
         return -errno;
     int fd = open_stat(t, root);
-    if (fd < 0)
+    if (fd < 0) {
+        proctree_done(t); /* a failed init holds nothing */
         return fd;
+    }
     pid_t ppid;
     uint64_t ticks, start;
     int r = read_stat(fd, &ppid, &ticks, &start);
     if (r < 0) {
         close(fd);
+        proctree_done(t);
         return r;
     }
     return add(t, root, fd, ticks, start);

@@ -45,7 +45,8 @@ struct proctree {
 };
 
 /*
- * Starts tracking the tree rooted at pid. proc_dir is "/proc" normally. Returns 0 or -errno.
+ * Starts tracking the tree rooted at pid. proc_dir is "/proc" normally. Returns 0, or -errno
+ * with nothing left open (proctree_done() is then optional).
  */
 int proctree_init(struct proctree *t, pid_t root, const char *proc_dir, int64_t scan_every_ns);
 
