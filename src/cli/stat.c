@@ -352,13 +352,13 @@ static json_t *summary_json(struct stat_run *r)
     json_object_set_new(j, "exit_status", json_integer(r->exit_status));
     double dur = (double)(r->cmd_end_mono - r->cmd_start_mono) / (double)NS_PER_S;
     json_set_num(j, "duration_s", dur);
-    json_set_num(j, "start_unix", (double)s->real_first / 1e9);
+    json_set_num(j, "start_unix", (double)s->real_win / 1e9);
     json_set_num(j, "end_unix", (double)s->real_now / 1e9);
     json_set_num(j, "command_start_unix", (double)r->cmd_start_real / 1e9);
     json_set_num(j, "command_end_unix", (double)r->cmd_end_real / 1e9);
     json_set_num(j, "interval_s", (double)s->interval_ns / 1e9);
     json_object_set_new(j, "ticks", json_integer((json_int_t)s->ticks));
-    double elapsed = sampler_elapsed_s(s);
+    double elapsed = sampler_window_s(s);
     json_t *chans = json_array();
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
@@ -370,16 +370,21 @@ static json_t *summary_json(struct stat_run *r)
         json_object_set_new(o, "domain", json_string(channel_domain_name(c->domain)));
         json_object_set_new(o, "method", json_string(channel_method_name(c->method)));
         json_object_set_new(o, "socket", c->socket >= 0 ? json_integer(c->socket) : json_null());
-        bool known = st->samples >= (c->form == FORM_COUNTER ? 2u : 1u);
-        json_set_num(o, "energy_j", known ? st->energy_j : NAN);
-        json_set_num(o, "avg_power_w", known && elapsed > 0 ? st->energy_j / elapsed : NAN);
+        /* a counter needs two readings; either form needs one in the window */
+        bool known =
+            st->samples > st->win_samples && st->samples >= (c->form == FORM_COUNTER ? 2u : 1u);
+        double ej = sampler_window_energy_j(s, i);
+        json_set_num(o, "energy_j", known ? ej : NAN);
+        json_set_num(o, "avg_power_w", known && elapsed > 0 ? ej / elapsed : NAN);
         json_set_num(o, "min_power_w", isfinite(st->min_w) ? st->min_w : NAN);
         json_set_num(o, "max_power_w", isfinite(st->max_w) ? st->max_w : NAN);
-        json_object_set_new(o, "samples", json_integer((json_int_t)st->samples));
-        json_object_set_new(o, "invalid", json_integer((json_int_t)st->invalid));
-        json_object_set_new(o, "wraps", json_integer((json_int_t)st->wraps));
-        json_object_set_new(o, "resets", json_integer((json_int_t)st->resets));
-        if (st->invalid)
+        json_object_set_new(o, "samples",
+                            json_integer((json_int_t)(st->samples - st->win_samples)));
+        json_object_set_new(o, "invalid",
+                            json_integer((json_int_t)(st->invalid - st->win_invalid)));
+        json_object_set_new(o, "wraps", json_integer((json_int_t)(st->wraps - st->win_wraps)));
+        json_object_set_new(o, "resets", json_integer((json_int_t)(st->resets - st->win_resets)));
+        if (st->invalid > st->win_invalid)
             json_object_set_new(o, "last_error", json_string(reading_error_text(st->last_err)));
         json_array_append_new(chans, o);
     }
@@ -389,7 +394,7 @@ static json_t *summary_json(struct stat_run *r)
     double node_j = 0;
     json_t *node_names = json_array();
     for (size_t k = 0; k < nn; k++) {
-        node_j += s->st[node_idx[k]].energy_j;
+        node_j += sampler_window_energy_j(s, (size_t)node_idx[k]);
         json_array_append_new(node_names, json_string(s->set.ch[node_idx[k]].name));
     }
     json_t *node = json_object();
@@ -468,11 +473,13 @@ static void print_summary(struct stat_run *r, const json_t *j)
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12s %12s %10s", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
                         channel_method_name(c->method), "?", "?", "?");
-            if (st->invalid)
-                fprintf(f, "  (%llu missing readings: %s)", (unsigned long long)st->invalid,
+            if (st->invalid > st->win_invalid)
+                fprintf(f, "  (%llu missing readings: %s)",
+                        (unsigned long long)(st->invalid - st->win_invalid),
                         reading_error_text(st->last_err));
-            if (st->resets)
-                fprintf(f, "  (%llu counter reset(s) skipped)", (unsigned long long)st->resets);
+            if (st->resets > st->win_resets)
+                fprintf(f, "  (%llu counter reset(s) skipped)",
+                        (unsigned long long)(st->resets - st->win_resets));
             fprintf(f, "\n");
         }
     }
@@ -596,6 +603,8 @@ int cmd_stat(int argc, char **argv)
             goto out;
         }
     }
+    /* the figures reported are those of the command's run, not of the baseline */
+    sampler_window_start(r.s);
     r.cmd_start_real = time_real_ns();
     r.cmd_start_mono = time_mono_ns();
     struct launch_opts lo = {.argv = o.argv, .mask = &r.old_mask, .foreground = true};

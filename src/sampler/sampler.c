@@ -221,8 +221,8 @@ void sampler_tick(struct sampler *s)
     int64_t t = time_mono_ns();
     s->real_now = time_real_ns();
     if (s->ticks == 0) {
-        s->t_first = t;
-        s->real_first = s->real_now;
+        s->t_first = s->t_win = t;
+        s->real_first = s->real_win = s->real_now;
         s->t_prev = t;
     } else {
         s->t_prev = s->t_now;
@@ -247,6 +247,34 @@ void sampler_tick(struct sampler *s)
 double sampler_elapsed_s(const struct sampler *s)
 {
     return (double)(s->t_now - s->t_first) / (double)NS_PER_S;
+}
+
+void sampler_window_start(struct sampler *s)
+{
+    s->t_win = s->t_now;
+    s->real_win = s->real_now;
+    for (size_t i = 0; i < s->set.n; i++) {
+        struct chan_state *st = &s->st[i];
+        st->win_energy_j = st->energy_j;
+        st->win_samples = st->samples;
+        st->win_invalid = st->invalid;
+        st->win_wraps = st->wraps;
+        st->win_resets = st->resets;
+        st->min_w = INFINITY;
+        st->max_w = -INFINITY;
+        if (st->tick_valid && isfinite(st->watts))
+            st->min_w = st->max_w = st->watts;
+    }
+}
+
+double sampler_window_s(const struct sampler *s)
+{
+    return (double)(s->t_now - s->t_win) / (double)NS_PER_S;
+}
+
+double sampler_window_energy_j(const struct sampler *s, size_t i)
+{
+    return s->st[i].energy_j - s->st[i].win_energy_j;
 }
 
 static size_t pick(const struct sampler *s, int *out, enum channel_method m, bool system_only,

@@ -48,7 +48,10 @@ struct chan_state {
     uint64_t invalid;     /* missing readings */
     int last_err;         /* negative errno of the last missing reading */
     uint64_t wraps, resets;
-    double min_w, max_w;
+    double min_w, max_w; /* over the window (sampler_window_start) */
+    /* figures at the start of the window */
+    double win_energy_j;
+    uint64_t win_samples, win_invalid, win_wraps, win_resets;
 };
 
 struct sampler {
@@ -68,7 +71,8 @@ struct sampler {
     int64_t t_first, t_prev, t_now; /* monotonic */
     int64_t real_first, real_now;   /* realtime of the first and the current tick */
     uint64_t ticks;
-    uint64_t overruns; /* timer expirations missed */
+    int64_t t_win, real_win; /* monotonic and realtime of the window's first tick */
+    uint64_t overruns;       /* timer expirations missed */
 };
 
 /*
@@ -95,6 +99,18 @@ void sampler_tick(struct sampler *s);
 
 /* Seconds of monotonic time between the first tick and the current one. */
 double sampler_elapsed_s(const struct sampler *s);
+
+/*
+ * Starts a new reporting window at the current tick (the first tick starts one): the
+ * window figures below count from here (e.g. after a baseline measurement).
+ */
+void sampler_window_start(struct sampler *s);
+
+/* Seconds of monotonic time since the window's first tick. */
+double sampler_window_s(const struct sampler *s);
+
+/* Energy of channel i since the window's first tick, in joules. */
+double sampler_window_energy_j(const struct sampler *s, size_t i);
 
 /*
  * Which channels to add up, so that nothing is counted twice and measured and estimated
