@@ -110,7 +110,7 @@ const char *reading_error_text(int err)
     case -EPERM:
         return "permission denied";
     case -EAGAIN:
-        return "no reading yet";
+        return "no reading yet (a counter or utilization needs two readings a clock tick apart)";
     default:
         return strerror(-err);
     }

@@ -263,7 +263,9 @@ int procstat_sample(struct procstat *p)
     for (int s = 0; s < p->nsockets; s++)
         if (st[s] > 0)
             p->socket_util[s] = (double)sb[s] / (double)st[s];
-    p->primed = true;
+    /* fractions exist once a clock tick has elapsed between two readings */
+    if (total > 0)
+        p->primed = true;
     return 0;
 }
 

@@ -33,9 +33,9 @@ struct procstat {
     struct cpu_times node_prev, node_cur;
     struct cpu_times *cpu_prev, *cpu_cur; /* per cpu */
     bool have_prev;                       /* one good reading taken */
-    bool primed;                          /* two readings taken: the fractions below are valid */
-    bool valid;                           /* the last read succeeded */
-    int err;                              /* negative errno of the last failed read */
+    bool primed; /* a clock tick elapsed between two readings: the fractions are valid */
+    bool valid;  /* the last read succeeded */
+    int err;     /* negative errno of the last failed read */
     /* over the last tick, fractions of all CPU time of the node (0..1) */
     double util_total, util_user, util_nice, util_sys, util_irq;
     double socket_util[PROCSTAT_SOCKETS_MAX];

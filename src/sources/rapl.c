@@ -103,7 +103,8 @@ static int list_zones(const struct fsroot *root, char ***ret, size_t *ret_n)
         free(names);
         return r;
     }
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n > 1) /* names is NULL when there are none: qsort must not see it */
+        qsort(names, n, sizeof *names, cmp_str);
     *ret = names;
     *ret_n = n;
     return 0;
@@ -269,6 +270,9 @@ static int rapl_probe(struct source *s, struct probe_ctx *ctx)
         goto out;
     }
     r = (int)s->count;
+    /* usable: what was skipped is a warning for the user, not a reason */
+    snprintf(s->note, sizeof s->note, "%s", s->reason);
+    s->reason[0] = '\0';
 out:
     for (size_t i = 0; i < nz; i++)
         free(zones[i]);

@@ -1,0 +1,772 @@
+/*
+ * Unit tests for sampler/sampler and sampler/samples_csv: options, probing, counter
+ * integration (deltas, wraps, resets, invalid readings and gaps), gauge integration by the
+ * trapezoid rule, which channels are added up, and the samples journal.
+ *
+ * Each test copies a fixture tree into a mkdtemp() directory and rewrites its files in place
+ * between ticks (the sources keep their files open and pread them at offset 0).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/energy.h"
+#include "core/fmt.h"
+#include "core/timeutil.h"
+#include "sampler/sampler.h"
+#include "sampler/samples_csv.h"
+
+#define PC         "sys/class/powercap/"
+#define PKG0       PC "intel-rapl:0/energy_uj"
+#define PKG0_START 81234567890ULL
+#define PKG_RANGE  262143328850ULL
+
+static char dir[256];
+
+static const char *fixtures(void)
+{
+    const char *f = getenv("CARMA_FIXTURES");
+    return f && *f ? f : "tests/fixtures";
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/carma-sampler-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return -1;
+    unsetenv("CARMA_FAULT");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    unsetenv("CARMA_FAULT");
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void copy_fixture(const char *name)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cp -R '%s/%s/.' '%s/'", fixtures(), name, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Writes content into rel below dir in place (creating it and its directories if needed). */
+static void put(const char *rel, const char *content)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    for (char *q = path + strlen(dir) + 1; *q; q++) {
+        if (*q == '/') {
+            *q = '\0';
+            if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                fail_msg("mkdir %s: %s", path, strerror(errno));
+            *q = '/';
+        }
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    assert_true(fd >= 0);
+    size_t n = strlen(content);
+    assert_int_equal(write(fd, content, n), (ssize_t)n);
+    close(fd);
+}
+
+static void put_u64(const char *rel, uint64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRIu64 "\n", v);
+    put(rel, buf);
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A tick a few ms after the previous one, so that every dt is well above zero. */
+static void tick(struct sampler *s)
+{
+    pause_ms(3);
+    sampler_tick(s);
+}
+
+static struct sampler *new_on(const char *sources)
+{
+    struct sampler_opts o = {.root = dir, .sources = sources};
+    o.model.idle_w = -1;
+    o.model.idle_fraction = 0.12;
+    struct carma_err e = {0};
+    struct sampler *s = sampler_new(&o, &e);
+    if (!s)
+        fail_msg("sampler_new: %s", e.msg);
+    return s;
+}
+
+static int find(const struct sampler *s, const char *name)
+{
+    for (size_t i = 0; i < s->set.n; i++)
+        if (strcmp(s->set.ch[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static double dt_s(int64_t a, int64_t b)
+{
+    return (double)(b - a) / (double)NS_PER_S;
+}
+
+static void assert_rel(double got, double want)
+{
+    if (!(fabs(got - want) <= 1e-9 * fabs(want)))
+        fail_msg("got %.17g, want %.17g", got, want);
+}
+
+/* ---- options ---- */
+
+static void test_new_errors(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    struct carma_err e = {0};
+    struct sampler_opts o = {.root = dir, .sources = "rapl,foo"};
+    assert_null(sampler_new(&o, &e));
+    assert_int_equal(e.code, -EINVAL);
+    assert_string_equal(e.msg, "--sources: unknown source 'foo' (known: rapl, hwmon, model)");
+
+    memset(&e, 0, sizeof e);
+    o.sources = "";
+    assert_null(sampler_new(&o, &e));
+    assert_int_equal(e.code, -EINVAL);
+
+    /* interval bounds: 1 ms .. 60 s */
+    o.sources = "rapl";
+    static const int64_t bad[] = {999999, -1, SAMPLER_INTERVAL_MAX_NS + 1};
+    for (size_t k = 0; k < 3; k++) {
+        memset(&e, 0, sizeof e);
+        o.interval_ns = bad[k];
+        assert_null(sampler_new(&o, &e));
+        assert_int_equal(e.code, -ERANGE);
+        assert_non_null(strstr(e.msg, "--interval"));
+    }
+    static const int64_t good[] = {SAMPLER_INTERVAL_MIN_NS, SAMPLER_INTERVAL_MAX_NS, 0};
+    static const int64_t got[] = {SAMPLER_INTERVAL_MIN_NS, SAMPLER_INTERVAL_MAX_NS,
+                                  SAMPLER_INTERVAL_DEFAULT_NS};
+    for (size_t k = 0; k < 3; k++) {
+        o.interval_ns = good[k];
+        struct sampler *s = sampler_new(&o, &e);
+        assert_non_null(s);
+        assert_int_equal(s->interval_ns, got[k]);
+        sampler_free(s);
+    }
+
+    /* a root that does not exist */
+    char missing[400];
+    snprintf(missing, sizeof missing, "%s/nowhere", dir);
+    memset(&e, 0, sizeof e);
+    o.root = missing;
+    o.interval_ns = 0;
+    assert_null(sampler_new(&o, &e));
+    assert_int_equal(e.code, -ENOENT);
+    assert_non_null(strstr(e.msg, missing));
+    sampler_free(NULL);
+}
+
+static void test_probe_all_sources(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    struct sampler *s = new_on(NULL);
+    assert_int_equal(s->nsrc, 3);
+    assert_string_equal(s->src[0].ops->name, "rapl");
+    assert_int_equal(s->src[0].status, 0);
+    assert_int_equal(s->src[0].first, 0);
+    assert_int_equal(s->src[0].count, 6);
+    assert_string_equal(s->src[1].ops->name, "hwmon");
+    assert_int_equal(s->src[1].status, -ENOENT);
+    assert_int_equal(s->src[1].count, 0);
+    assert_true(s->src[1].reason[0] != '\0');
+    assert_string_equal(s->src[2].ops->name, "model");
+    assert_int_equal(s->src[2].status, -ENOENT);
+    assert_non_null(strstr(s->src[2].reason, "not needed"));
+    assert_int_equal(s->set.n, 6);
+    assert_true(s->have_util);
+    for (size_t i = 0; i < s->set.n; i++) {
+        assert_true(isnan(s->st[i].watts));
+        assert_true(s->st[i].ctr.range == s->set.ch[i].counter_range);
+        assert_true(s->st[i].ctr.max_power_w == SAMPLER_MAX_POWER_W);
+    }
+    sampler_free(s);
+}
+
+/* ---- counters ---- */
+
+static void test_counter_delta(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    struct sampler *s = new_on("rapl");
+    int i = find(s, "rapl/package-0");
+    int d = find(s, "rapl/package-1/dram");
+    assert_int_equal(i, 0);
+    sampler_tick(s);
+    assert_int_equal(s->ticks, 1);
+    assert_true(s->t_first == s->t_now && s->t_prev == s->t_now);
+    assert_true(sampler_elapsed_s(s) == 0.0);
+    /* the first reading only primes the counter */
+    assert_true(s->st[i].tick_valid);
+    assert_true(isnan(s->st[i].watts));
+    assert_true(s->st[i].energy_j == 0.0);
+    assert_int_equal(s->st[i].samples, 1);
+
+    put_u64(PKG0, PKG0_START + 1234567);
+    put_u64(PC "intel-rapl:1:1/energy_uj", 8234567890ULL + 250000);
+    tick(s);
+    double j = 1234567 * 1e-6;
+    double dt = dt_s(s->t_prev, s->t_now);
+    assert_true(dt > 0);
+    assert_true(s->st[i].tick_energy_j == j);
+    assert_true(s->st[i].energy_j == j);
+    assert_rel(s->st[i].watts, j / dt);
+    assert_rel(s->st[d].energy_j, 0.25);
+    assert_rel(s->st[d].watts, 0.25 / dt);
+    /* unchanged counters: 0 W, measured */
+    int core = find(s, "rapl/package-0/core");
+    assert_true(s->st[core].watts == 0.0);
+    assert_true(s->st[core].energy_j == 0.0);
+
+    int64_t t2 = s->t_now;
+    put_u64(PKG0, PKG0_START + 1234567 + 3000000);
+    tick(s);
+    double dt3 = dt_s(t2, s->t_now);
+    assert_rel(s->st[i].tick_energy_j, 3.0);
+    assert_rel(s->st[i].energy_j, j + 3.0);
+    assert_rel(s->st[i].watts, 3.0 / dt3);
+    assert_int_equal(s->st[i].samples, 3);
+    assert_int_equal(s->st[i].invalid, 0);
+    assert_int_equal(s->st[i].wraps, 0);
+    assert_int_equal(s->st[i].resets, 0);
+    /* min and max over the ticks with a power figure */
+    assert_true(s->st[i].min_w == fmin(j / dt, 3.0 / dt3));
+    assert_true(s->st[i].max_w == fmax(j / dt, 3.0 / dt3));
+    assert_int_equal(s->ticks, 3);
+    assert_rel(sampler_elapsed_s(s), dt_s(s->t_first, s->t_now));
+    assert_true(s->real_now >= s->real_first);
+    sampler_free(s);
+}
+
+static void test_counter_wrap(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    put_u64(PKG0, PKG_RANGE - 500000);
+    struct sampler *s = new_on("rapl");
+    sampler_tick(s);
+    put_u64(PKG0, 700000);
+    tick(s);
+    double dt = dt_s(s->t_prev, s->t_now);
+    /* 0.5 J up to the range, 0.7 J after it */
+    assert_rel(s->st[0].tick_energy_j, 1.2);
+    assert_rel(s->st[0].energy_j, 1.2);
+    assert_rel(s->st[0].watts, 1.2 / dt);
+    assert_int_equal(s->st[0].wraps, 1);
+    assert_int_equal(s->st[0].resets, 0);
+    put_u64(PKG0, 900000);
+    tick(s);
+    assert_rel(s->st[0].energy_j, 1.4);
+    assert_int_equal(s->st[0].wraps, 1);
+    sampler_free(s);
+}
+
+static void test_counter_reset(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    struct sampler *s = new_on("rapl");
+    sampler_tick(s);
+    /* back to 0: a wrap would mean 180908 J within milliseconds, far above 20 kW */
+    put(PKG0, "0\n");
+    tick(s);
+    assert_int_equal(s->st[0].resets, 1);
+    assert_int_equal(s->st[0].wraps, 0);
+    assert_true(s->st[0].tick_valid);
+    assert_true(s->st[0].energy_j == 0.0);
+    assert_true(s->st[0].tick_energy_j == 0.0);
+    assert_true(isnan(s->st[0].watts));
+    int64_t t2 = s->t_now;
+    /* integration goes on from the new value */
+    put_u64(PKG0, 2000000);
+    tick(s);
+    assert_rel(s->st[0].energy_j, 2.0);
+    assert_rel(s->st[0].watts, 2.0 / dt_s(t2, s->t_now));
+    assert_int_equal(s->st[0].resets, 1);
+    assert_int_equal(s->st[0].samples, 3);
+    sampler_free(s);
+}
+
+/* Missing values are invalid readings: nothing added, and the next valid reading integrates
+ * across the gap. */
+static void test_counter_invalid(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    struct sampler *s = new_on("rapl");
+    sampler_tick(s);
+    int64_t t1 = s->t_now;
+    static const char *const bad[] = {
+        "abc\n",
+        "",
+        "99999999999999999999999999\n",
+        "1234567890123456789012345678901234567890\n",
+    };
+    for (size_t k = 0; k < 4; k++) {
+        put(PKG0, bad[k]);
+        tick(s);
+        assert_false(s->st[0].tick_valid);
+        assert_int_equal(s->st[0].invalid, k + 1);
+        assert_int_equal(s->st[0].last_err, -EINVAL);
+        assert_true(isnan(s->st[0].watts));
+        assert_true(s->st[0].tick_energy_j == 0.0);
+        assert_true(s->st[0].energy_j == 0.0);
+        assert_int_equal(s->readings[0].valid, 0);
+        /* the other channels go on */
+        assert_true(s->st[1].tick_valid);
+    }
+    put_u64(PKG0, PKG0_START + 3000000);
+    tick(s);
+    assert_true(s->st[0].tick_valid);
+    assert_rel(s->st[0].energy_j, 3.0);
+    assert_rel(s->st[0].watts, 3.0 / dt_s(t1, s->t_now));
+    assert_int_equal(s->st[0].samples, 2);
+    assert_int_equal(s->st[0].invalid, 4);
+    assert_int_equal(s->st[0].resets, 0);
+    sampler_free(s);
+}
+
+static void test_counter_enodev(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    setenv("CARMA_FAULT", "enodev@2:" PKG0, 1);
+    struct sampler *s = new_on("rapl");
+    unsetenv("CARMA_FAULT");
+    sampler_tick(s);
+    put_u64(PKG0, PKG0_START + 1000000);
+    tick(s);
+    assert_true(s->st[0].tick_valid);
+    assert_rel(s->st[0].energy_j, 1.0);
+    put_u64(PKG0, PKG0_START + 5000000);
+    tick(s);
+    assert_false(s->st[0].tick_valid);
+    assert_int_equal(s->st[0].last_err, -ENODEV);
+    assert_int_equal(s->st[0].invalid, 1);
+    assert_rel(s->st[0].energy_j, 1.0);
+    tick(s);
+    assert_int_equal(s->st[0].invalid, 2);
+    assert_int_equal(s->st[0].samples, 2);
+    assert_true(s->st[1].tick_valid);
+    sampler_free(s);
+}
+
+/* ---- gauges ---- */
+
+#define METER "sys/class/hwmon/hwmon0/"
+
+static void meter_tree(void)
+{
+    copy_fixture("vm-empty");
+    put(METER "name", "power_meter\n");
+    put(METER "power1_average", "100000000\n");
+}
+
+static void test_gauge_trapezoid(void **state)
+{
+    (void)state;
+    meter_tree();
+    struct sampler *s = new_on("hwmon");
+    assert_int_equal(s->set.n, 1);
+    assert_string_equal(s->set.ch[0].name, "hwmon/power_meter/hwmon0");
+    assert_int_equal(s->set.ch[0].form, FORM_GAUGE);
+    assert_int_equal(s->set.ch[0].kind, KIND_SYSTEM);
+    sampler_tick(s);
+    /* a gauge has a power figure at once, energy from the second reading */
+    assert_true(s->st[0].watts == 100.0);
+    assert_true(s->st[0].energy_j == 0.0);
+    int64_t t1 = s->t_now;
+
+    put(METER "power1_average", "200000000\n");
+    tick(s);
+    int64_t t2 = s->t_now;
+    double e2 = energy_trapezoid_j(100.0, 200.0, t2 - t1);
+    assert_rel(e2, 150.0 * dt_s(t1, t2));
+    assert_true(s->st[0].watts == 200.0);
+    assert_true(s->st[0].tick_energy_j == e2);
+    assert_true(s->st[0].energy_j == e2);
+
+    /* a missing value: nothing added, then the trapezoid spans the gap */
+    put(METER "power1_average", "oops\n");
+    tick(s);
+    assert_false(s->st[0].tick_valid);
+    assert_int_equal(s->st[0].last_err, -EINVAL);
+    assert_true(isnan(s->st[0].watts));
+    assert_true(s->st[0].energy_j == e2);
+    put(METER "power1_average", "300000000\n");
+    tick(s);
+    double e4 = energy_trapezoid_j(200.0, 300.0, s->t_now - t2);
+    assert_true(s->st[0].tick_energy_j == e4);
+    assert_rel(s->st[0].energy_j, e2 + e4);
+    assert_true(s->st[0].watts == 300.0);
+    assert_true(s->st[0].min_w == 100.0);
+    assert_true(s->st[0].max_w == 300.0);
+    assert_int_equal(s->st[0].samples, 3);
+    assert_int_equal(s->st[0].invalid, 1);
+    sampler_free(s);
+}
+
+/* ---- what is added up ---- */
+
+static void names_of(const struct sampler *s, const int *idx, size_t n, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        if (k)
+            strncat(buf, " ", cap - strlen(buf) - 1);
+        strncat(buf, s->set.ch[idx[k]].name, cap - strlen(buf) - 1);
+    }
+}
+
+/* fixture NULL: the tree is in place already */
+static void check_select(const char *fixture, const char *sources, const char *node,
+                         const char *cpu)
+{
+    if (fixture)
+        copy_fixture(fixture);
+    struct sampler *s = new_on(sources);
+    int idx[CHANNELS_MAX];
+    char got[1024];
+    size_t n = sampler_select_node(s, idx);
+    names_of(s, idx, n, got, sizeof got);
+    assert_string_equal(got, node);
+    n = sampler_select_cpu(s, idx);
+    names_of(s, idx, n, got, sizeof got);
+    assert_string_equal(got, cpu);
+    sampler_free(s);
+}
+
+static void test_select_intel_2s(void **state)
+{
+    (void)state;
+    static const char both[] =
+        "rapl/package-0 rapl/package-0/dram rapl/package-1 rapl/package-1/dram";
+    check_select("intel-2s", NULL, both, both);
+}
+
+static void test_select_intel_2s_with_model(void **state)
+{
+    (void)state;
+    /* asked for, the model runs beside RAPL but is not mixed into measured figures */
+    static const char both[] =
+        "rapl/package-0 rapl/package-0/dram rapl/package-1 rapl/package-1/dram";
+    check_select("intel-2s", "rapl,model", both, both);
+}
+
+static void test_select_amd(void **state)
+{
+    (void)state;
+    check_select("amd-server", NULL, "rapl/package-0 rapl/package-1",
+                 "rapl/package-0 rapl/package-1");
+}
+
+static void test_select_laptop(void **state)
+{
+    (void)state;
+    /* psys contains the package and dram: no cpu/dram/soc total is left, so psys */
+    check_select("laptop", NULL, "rapl/psys", "rapl/psys");
+}
+
+static void test_select_vm(void **state)
+{
+    (void)state;
+    check_select("vm-empty", NULL, "model/cpu0", "model/cpu0");
+}
+
+static void test_select_meter_and_model(void **state)
+{
+    (void)state;
+    /* a measured whole-system meter is the node figure, and the CPU-side one too: measured
+     * figures come before the model's estimate (which is not even probed unless asked for) */
+    meter_tree();
+    check_select(NULL, "hwmon,model", "hwmon/power_meter/hwmon0", "hwmon/power_meter/hwmon0");
+    struct sampler *s = new_on(NULL);
+    assert_int_equal(s->set.n, 1);
+    assert_int_equal(s->src[2].status, -ENOENT);
+    sampler_free(s);
+}
+
+/* ---- the timer ---- */
+
+static void test_timer(void **state)
+{
+    (void)state;
+    copy_fixture("amd-server");
+    struct sampler_opts o = {.root = dir, .sources = "rapl", .interval_ns = 2 * NS_PER_MS};
+    struct carma_err e = {0};
+    struct sampler *s = sampler_new(&o, &e);
+    assert_non_null(s);
+    assert_int_equal(sampler_fd(s), -1);
+    assert_int_equal(sampler_start(s), 0);
+    int fd = sampler_fd(s);
+    assert_true(fd >= 0);
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&pfd, 1, 1000), 1);
+    pause_ms(20);
+    sampler_ack(s);
+    /* several expirations went by while we slept: all but one are overruns */
+    assert_true(s->overruns >= 5);
+    sampler_free(s);
+}
+
+/* ---- samples.csv ---- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *buf = calloc(1, 1 << 20);
+    assert_non_null(buf);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+/* The timestamp cells of the current tick: "sec.usec,local-iso". */
+static void stamp(const struct sampler *s, char *buf, size_t cap)
+{
+    char local[64];
+    assert_true(time_format_local_iso(s->real_now, local, sizeof local) > 0);
+    snprintf(buf, cap, "%" PRId64 ".%06" PRId64 ",%s", (int64_t)(s->real_now / NS_PER_S),
+             (int64_t)((s->real_now % NS_PER_S) / NS_PER_US), local);
+}
+
+static const char *const csv_mids[] = {
+    "rapl/package-0,rapl,cpu,total,measured",
+    "rapl/package-0/core,rapl,cpu,component,measured",
+    "rapl/package-0/dram,rapl,dram,total,measured",
+    "rapl/package-1,rapl,cpu,total,measured",
+    "rapl/package-1/core,rapl,cpu,component,measured",
+    "rapl/package-1/dram,rapl,dram,total,measured",
+};
+
+/* Appends the rows a tick must have written: watts and joules cells given per channel. */
+static void want_tick(char *want, const struct sampler *s, const char *const *watts,
+                      const char *const *joules)
+{
+    char st[128], line[512];
+    stamp(s, st, sizeof st);
+    for (int k = 0; k < 6; k++) {
+        snprintf(line, sizeof line, "%s,%s,%s,%s\r\n", st, csv_mids[k], watts[k], joules[k]);
+        strcat(want, line);
+    }
+}
+
+static void test_samples_csv(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    struct sampler *s = new_on("rapl");
+    char path[400];
+    snprintf(path, sizeof path, "%s/samples.csv", dir);
+    struct carma_err e = {0};
+    struct samples_csv *w = samples_csv_open(path, s, &e);
+    assert_non_null(w);
+    assert_int_equal(samples_csv_rows(w), 0);
+    char *want = calloc(1, 1 << 16);
+    assert_non_null(want);
+    strcat(want, "timestamp_unix,timestamp_local,channel,source,kind,domain,method,watts,"
+                 "joules_total\r\n");
+
+    /* tick 1: counters primed (0 J, no power yet); package-0 unreadable: both cells blank */
+    put(PKG0, "garbage\n");
+    sampler_tick(s);
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 6);
+    {
+        const char *wt[] = {"", "", "", "", "", ""};
+        const char *jl[] = {"", "0", "0", "0", "0", "0"};
+        want_tick(want, s, wt, jl);
+    }
+
+    /* tick 2: package-0 valid again (primes it), the core used 1.5 J */
+    put_u64(PKG0, PKG0_START);
+    put_u64(PC "intel-rapl:0:0/energy_uj", 41234567890ULL + 1500000);
+    tick(s);
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    char core_w[40];
+    fmt_fixed6(core_w, s->st[1].watts);
+    assert_true(strtod(core_w, NULL) > 0);
+    assert_null(strpbrk(core_w, "eE"));
+    {
+        const char *wt[] = {"", core_w, "0", "0", "0", "0"};
+        const char *jl[] = {"0", "1.5", "0", "0", "0", "0"};
+        want_tick(want, s, wt, jl);
+    }
+
+    /* tick 3: package-0 missing after a valid reading: blank watts, its energy so far */
+    put(PKG0, "");
+    tick(s);
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 18);
+    {
+        const char *wt[] = {"", "0", "0", "0", "0", "0"};
+        const char *jl[] = {"0", "1.5", "0", "0", "0", "0"};
+        want_tick(want, s, wt, jl);
+    }
+    assert_int_equal(samples_csv_close(w), 0);
+
+    size_t len;
+    char *text = slurp(path, &len);
+    assert_int_equal(strlen(text), len);
+    assert_string_equal(text, want);
+    /* 1 header + 18 rows, every line ends in CRLF */
+    int lines = 0;
+    for (const char *q = text; (q = strchr(q, '\n')); q++) {
+        assert_true(q > text && q[-1] == '\r');
+        lines++;
+    }
+    assert_int_equal(lines, 19);
+    free(want);
+    free(text);
+    sampler_free(s);
+}
+
+/* Numbers are fixed point with at most 6 decimals, whatever their size. */
+static void test_samples_csv_fixed_point(void **state)
+{
+    (void)state;
+    copy_fixture("intel-2s");
+    put_u64(PKG0, 0);
+    struct sampler *s = new_on("rapl");
+    char path[400];
+    snprintf(path, sizeof path, "%s/samples.csv", dir);
+    struct carma_err e = {0};
+    struct samples_csv *w = samples_csv_open(path, s, &e);
+    assert_non_null(w);
+    sampler_tick(s);
+    /* 1 µJ, then 100 kJ */
+    put_u64(PKG0, 1);
+    tick(s);
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_true(s->st[0].energy_j == 1e-6);
+    s->st[0].energy_j = 123456789.25; /* a long run: must not turn into 1.2345678925e+08 */
+    s->st[0].watts = 0.0000004;       /* rounds to 0 */
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_close(w), 0);
+    size_t len;
+    char *text = slurp(path, &len);
+    char st[128], line[512];
+    stamp(s, st, sizeof st);
+    snprintf(line, sizeof line, "\r\n%s,%s,0,123456789.25\r\n", st, csv_mids[0]);
+    assert_non_null(strstr(text, line));
+    /* the first of the two rows: 1e-6 J written as 0.000001 */
+    snprintf(line, sizeof line, "%s,%s,", st, csv_mids[0]);
+    const char *row = strstr(text, line);
+    assert_non_null(row);
+    const char *cells = row + strlen(line);
+    const char *comma = strchr(cells, ',');
+    assert_non_null(comma);
+    assert_true(strncmp(comma, ",0.000001\r\n", 11) == 0);
+    /* the last two cells of every row: digits, '.' and '-' only */
+    for (const char *q = strstr(text, "\r\n") + 2; *q;) {
+        const char *end = strstr(q, "\r\n");
+        assert_non_null(end);
+        const char *c = end;
+        for (int commas = 0; commas < 2; c--)
+            if (c[-1] == ',')
+                commas++;
+        for (; c < end; c++)
+            if (*c != ',')
+                assert_non_null(strchr("0123456789.-", *c));
+        q = end + 2;
+    }
+    free(text);
+    sampler_free(s);
+}
+
+static void test_samples_csv_open_errors(void **state)
+{
+    (void)state;
+    copy_fixture("amd-server");
+    struct sampler *s = new_on("rapl");
+    char path[400];
+    snprintf(path, sizeof path, "%s/no/such/dir/samples.csv", dir);
+    struct carma_err e = {0};
+    assert_null(samples_csv_open(path, s, &e));
+    assert_int_equal(e.code, -ENOENT);
+    assert_non_null(strstr(e.msg, path));
+    assert_int_equal(samples_csv_close(NULL), 0);
+    assert_int_equal(samples_csv_rows(NULL), 0);
+
+    /* a writer for a sampler without channels writes only the header */
+    snprintf(path, sizeof path, "%s/empty.csv", dir);
+    struct sampler_opts o = {.root = dir, .sources = "hwmon"};
+    struct sampler *none = sampler_new(&o, &e);
+    assert_non_null(none);
+    assert_int_equal(none->set.n, 0);
+    struct samples_csv *w = samples_csv_open(path, none, &e);
+    assert_non_null(w);
+    sampler_tick(none);
+    assert_int_equal(samples_csv_write_tick(w, none, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 0);
+    assert_int_equal(samples_csv_close(w), 0);
+    size_t len;
+    char *text = slurp(path, &len);
+    assert_string_equal(text, SAMPLES_CSV_HEADER "\r\n");
+    free(text);
+    sampler_free(none);
+    sampler_free(s);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_new_errors),
+        T(test_probe_all_sources),
+        T(test_counter_delta),
+        T(test_counter_wrap),
+        T(test_counter_reset),
+        T(test_counter_invalid),
+        T(test_counter_enodev),
+        T(test_gauge_trapezoid),
+        T(test_select_intel_2s),
+        T(test_select_intel_2s_with_model),
+        T(test_select_amd),
+        T(test_select_laptop),
+        T(test_select_vm),
+        T(test_select_meter_and_model),
+        T(test_timer),
+        T(test_samples_csv),
+        T(test_samples_csv_fixed_point),
+        T(test_samples_csv_open_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
