@@ -56,7 +56,7 @@ int common_opts_handle(struct common_opts *o, int c, const char *arg)
         int r = parse_duration_ns(arg, &ns);
         if (r < 0 || ns < SAMPLER_INTERVAL_MIN_NS || ns > SAMPLER_INTERVAL_MAX_NS) {
             cli_error("--interval: '%s' is not a duration between 1ms and 60s "
-                      "(write it with a unit: 100ms, 1s, 250us)",
+                      "(write it with a unit: ns, us, ms, s or m, e.g. 100ms, 1s, 2500us)",
                       arg);
             return -1;
         }
@@ -128,7 +128,7 @@ int json_write_file(const json_t *j, const char *path)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
-    char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
     int r = 0;
     if (!text) {
         r = -ENOMEM;
@@ -162,6 +162,8 @@ int json_write_file(const json_t *j, const char *path)
 int mkdir_p(const char *path)
 {
     char buf[4096];
+    if (strlen(path) >= sizeof buf)
+        return -ENAMETOOLONG;
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')

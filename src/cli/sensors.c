@@ -164,7 +164,7 @@ int cmd_sensors(int argc, char **argv)
     struct sampler *s = sampler_new(&o.sampler, &e);
     if (!s) {
         cli_error("%s", e.msg);
-        return 1;
+        return e.code == -ENOMEM ? 1 : 2;
     }
     /* two ticks sample_ns apart: counters need two readings for a power value */
     sampler_tick(s);
@@ -172,7 +172,7 @@ int cmd_sensors(int argc, char **argv)
     sampler_tick(s);
     if (o.json) {
         json_t *j = sensors_json(s);
-        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
         if (text)
             printf("%s\n", text);
         free(text);

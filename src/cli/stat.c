@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +32,10 @@
 #include "workload/proctree.h"
 
 #define ATTRIB_EPOCH_MIN_NS (500 * NS_PER_MS)
+/* Discovering new members of the command's tree reads every /proc/PID/stat of the machine:
+ * once a second (and when carma reaps an orphan). A member found late loses nothing: until
+ * then its time is counted in its parent's cutime, or in carma's rusage when carma reaps it. */
+#define PROCTREE_SCAN_NS (1000 * NS_PER_MS)
 
 struct stat_opts {
     struct common_opts c;
@@ -40,6 +45,7 @@ struct stat_opts {
     double intensity;
     double pue;
     int64_t baseline_ns;
+    int64_t grace_ns;
     char **argv;
 };
 
@@ -57,6 +63,7 @@ struct stat_run {
     int wstatus;
     struct proctree tree;
     bool have_tree;
+    bool scan_due; /* look for new members of the tree at the next update */
     uint64_t tree_prev_ns;
     struct cpu_attrib attrib;
     int cpu_idx[CHANNELS_MAX];
@@ -66,6 +73,8 @@ struct stat_run {
     const char *static_source; /* "baseline", "model" or NULL */
     int64_t cmd_start_real, cmd_end_real, cmd_start_mono, cmd_end_mono;
     int forwarded_signal;
+    int forwarded_count;   /* terminating signals forwarded to the command's group */
+    int64_t kill_deadline; /* monotonic ns when the group gets SIGKILL; 0: none */
     struct carbon_intensity ci;
 };
 
@@ -84,7 +93,10 @@ static void help(void)
            "  --region CODE       grid carbon intensity of a region (data/grid_intensity.csv,\n"
            "                      e.g. USA, FRA; default WORLD, 475 g/kWh)\n"
            "  --intensity G       grid carbon intensity in gCO2e/kWh\n"
-           "  --pue X             power usage effectiveness of the facility (default 1.0)\n");
+           "  --pue X             power usage effectiveness of the facility (default 1.0)\n"
+           "  --grace T           after forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT, wait T for\n"
+           "                      the command's group to end, then SIGKILL it (default 5s;\n"
+           "                      a second signal kills at once)\n");
 }
 
 static int parse_args(struct stat_opts *o, int argc, char **argv)
@@ -95,6 +107,7 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
         OPT_REGION,
         OPT_INTENSITY,
         OPT_PUE,
+        OPT_GRACE,
     };
     static const struct option longopts[] = {
         COMMON_LONG_OPTIONS,
@@ -104,6 +117,7 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
         {"region", required_argument, NULL, OPT_REGION},
         {"intensity", required_argument, NULL, OPT_INTENSITY},
         {"pue", required_argument, NULL, OPT_PUE},
+        {"grace", required_argument, NULL, OPT_GRACE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -149,12 +163,23 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
                 return -1;
             }
             break;
+        case OPT_GRACE:
+            if (parse_duration_ns(optarg, &o->grace_ns) < 0 || o->grace_ns > 3600 * NS_PER_S) {
+                cli_error("--grace: '%s' is not a duration up to 1h", optarg);
+                return -1;
+            }
+            break;
         case 'h':
             help();
             return 1;
         default:
             return -1;
         }
+    }
+    if (o->c.json) {
+        cli_error("stat: --json is not an option of stat (stdout belongs to the command): the "
+                  "summary goes to stderr, and as JSON to --json-out FILE");
+        return -1;
     }
     if (o->region && o->intensity > 0) {
         cli_error("give --region or --intensity, not both");
@@ -189,13 +214,18 @@ static void write_samples(struct stat_run *r)
 }
 
 /* One tick during the command: sample, journal, attribute. */
-static void run_tick(struct stat_run *r)
+static void run_tick(struct stat_run *r, bool final)
 {
     sampler_tick(r->s);
     write_samples(r);
-    if (!r->have_tree)
+    /* CPU times advance in 10 ms clock ticks: the tree is re-read with proc/stat, so that the
+     * busy and tree deltas cover the same interval */
+    if (final)
+        sampler_refresh_util(r->s);
+    if (!r->have_tree || !(r->s->util_fresh || !r->s->have_util))
         return;
-    uint64_t tree = proctree_update(&r->tree, r->s->t_now, false);
+    uint64_t tree = proctree_update(&r->tree, r->s->t_now, final || r->scan_due);
+    r->scan_due = false;
     uint64_t tree_d = tree - r->tree_prev_ns;
     r->tree_prev_ns = tree;
     uint64_t busy_d = 0;
@@ -214,6 +244,8 @@ static void reap(struct stat_run *r)
             break;
         if (r->have_tree)
             proctree_reaped(&r->tree, p, &ru);
+        if (p != r->pid)
+            r->scan_due = true; /* an orphan of the tree died: its siblings may be new */
         if (p == r->pid) {
             r->exited = true;
             r->wstatus = ws;
@@ -233,9 +265,16 @@ static bool handle_signals(struct stat_run *r)
             reap(r);
             continue;
         }
-        if (r->pid > 0 && !r->exited) {
-            kill(-r->pid, sig);
+        if (r->pid > 0) {
+            /* forwarded to the whole group; the group gets SIGKILL after the grace period,
+             * or at once on a second signal */
             r->forwarded_signal = sig;
+            if (++r->forwarded_count >= 2) {
+                kill(-r->pid, SIGKILL);
+            } else {
+                kill(-r->pid, sig);
+                r->kill_deadline = time_mono_ns() + r->o->grace_ns;
+            }
         } else {
             r->forwarded_signal = sig;
             keep = false;
@@ -251,7 +290,12 @@ static int wait_event(struct stat_run *r)
         {.fd = sampler_fd(r->s), .events = POLLIN},
         {.fd = r->sigfd, .events = POLLIN},
     };
-    int n = poll(pfd, 2, -1);
+    int timeout_ms = -1;
+    if (r->kill_deadline) {
+        int64_t left = r->kill_deadline - time_mono_ns();
+        timeout_ms = left > 0 ? (int)(left / NS_PER_MS) + 1 : 0;
+    }
+    int n = poll(pfd, 2, timeout_ms);
     if (n < 0)
         return errno == EINTR ? 0 : -1;
     if (pfd[0].revents & POLLIN) {
@@ -358,7 +402,6 @@ static json_t *summary_json(struct stat_run *r)
     json_set_num(j, "command_end_unix", (double)r->cmd_end_real / 1e9);
     json_set_num(j, "interval_s", (double)s->interval_ns / 1e9);
     json_object_set_new(j, "ticks", json_integer((json_int_t)s->ticks));
-    double elapsed = sampler_window_s(s);
     json_t *chans = json_array();
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
@@ -370,12 +413,14 @@ static json_t *summary_json(struct stat_run *r)
         json_object_set_new(o, "domain", json_string(channel_domain_name(c->domain)));
         json_object_set_new(o, "method", json_string(channel_method_name(c->method)));
         json_object_set_new(o, "socket", c->socket >= 0 ? json_integer(c->socket) : json_null());
-        /* a counter needs two readings; either form needs one in the window */
-        bool known =
-            st->samples > st->win_samples && st->samples >= (c->form == FORM_COUNTER ? 2u : 1u);
+        /* known when some energy was integrated inside the window; the average is over the
+         * time that energy covers, so a sensor that vanished is not diluted */
+        double covered = sampler_window_covered_s(s, i);
+        bool known = covered > 0;
         double ej = sampler_window_energy_j(s, i);
         json_set_num(o, "energy_j", known ? ej : NAN);
-        json_set_num(o, "avg_power_w", known && elapsed > 0 ? ej / elapsed : NAN);
+        json_set_num(o, "avg_power_w", known ? ej / covered : NAN);
+        json_set_num(o, "covered_s", covered);
         json_set_num(o, "min_power_w", isfinite(st->min_w) ? st->min_w : NAN);
         json_set_num(o, "max_power_w", isfinite(st->max_w) ? st->max_w : NAN);
         json_object_set_new(o, "samples",
@@ -392,14 +437,26 @@ static json_t *summary_json(struct stat_run *r)
     int node_idx[CHANNELS_MAX];
     size_t nn = sampler_select_node(s, node_idx);
     double node_j = 0;
-    json_t *node_names = json_array();
+    size_t node_known = 0;
+    json_t *node_names = json_array(), *node_missing = json_array();
     for (size_t k = 0; k < nn; k++) {
-        node_j += sampler_window_energy_j(s, (size_t)node_idx[k]);
-        json_array_append_new(node_names, json_string(s->set.ch[node_idx[k]].name));
+        size_t i = (size_t)node_idx[k];
+        json_array_append_new(node_names, json_string(s->set.ch[i].name));
+        if (sampler_window_covered_s(s, i) > 0) {
+            node_j += sampler_window_energy_j(s, i);
+            node_known++;
+        } else {
+            json_array_append_new(node_missing, json_string(s->set.ch[i].name));
+        }
     }
     json_t *node = json_object();
     json_object_set_new(node, "channels", node_names);
-    json_set_num(node, "energy_j", nn ? node_j : NAN);
+    /* a channel without a reading is missing from the sum, never counted as 0 J */
+    json_object_set_new(node, "missing_channels", node_missing);
+    /* a partial sum would understate the node: it is unknown when a channel is missing */
+    if (!node_known || node_known < nn)
+        node_j = NAN;
+    json_set_num(node, "energy_j", node_j);
     json_object_set_new(node, "method",
                         nn ? json_string(channel_method_name(s->set.ch[node_idx[0]].method))
                            : json_null());
@@ -413,11 +470,15 @@ static json_t *summary_json(struct stat_run *r)
                         r->ncpu_idx
                             ? json_string(channel_method_name(s->set.ch[r->cpu_idx[0]].method))
                             : json_null());
-    bool attr = r->have_tree && r->ncpu_idx > 0;
+    bool cpu_known = false;
+    for (size_t k = 0; k < r->ncpu_idx; k++)
+        cpu_known = cpu_known || sampler_window_covered_s(s, (size_t)r->cpu_idx[k]) > 0;
+    bool attr = r->have_tree && cpu_known;
     json_set_num(cmd, "cpu_energy_j", attr ? r->attrib.energy_j : NAN);
     json_set_num(cmd, "cpu_share", attr ? cpu_attrib_share(&r->attrib) : NAN);
     json_set_num(cmd, "cpu_time_s", r->have_tree ? (double)r->attrib.tree_ns / 1e9 : NAN);
-    json_set_num(cmd, "node_busy_time_s", r->have_tree ? (double)r->attrib.busy_ns / 1e9 : NAN);
+    json_set_num(cmd, "node_busy_time_s",
+                 r->have_tree && s->have_util ? (double)r->attrib.busy_ns / 1e9 : NAN);
     json_set_num(cmd, "node_cpu_energy_j", attr ? r->attrib.node_j : NAN);
     json_set_num(cmd, "dynamic_cpu_energy_j",
                  attr && r->attrib.have_static ? r->attrib.dynamic_j : NAN);
@@ -427,8 +488,7 @@ static json_t *summary_json(struct stat_run *r)
                         r->static_source ? json_string(r->static_source) : json_null());
     json_object_set_new(j, "command", cmd);
     json_t *carbon = json_object();
-    json_set_num(carbon, "g_co2e",
-                 nn ? carbon_operational_g(node_j, r->o->pue, r->ci.g_per_kwh) : NAN);
+    json_set_num(carbon, "g_co2e", carbon_operational_g(node_j, r->o->pue, r->ci.g_per_kwh));
     json_set_num(carbon, "command_cpu_g_co2e",
                  attr ? carbon_operational_g(r->attrib.energy_j, r->o->pue, r->ci.g_per_kwh) : NAN);
     json_set_num(carbon, "g_per_kwh", r->ci.g_per_kwh);
@@ -519,6 +579,30 @@ static void print_summary(struct stat_run *r, const json_t *j)
     fprintf(f, "\n");
 }
 
+/* Fails early, before the command runs, when path cannot be written later. */
+static int check_writable(const char *path)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error("--json-out %s: is a directory", path);
+        return -1;
+    }
+    if (access(dir, W_OK) < 0) {
+        cli_error("--json-out %s: cannot write in %s: %s", path, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int setup_run_dir(struct stat_run *r)
 {
     if (!r->o->run_dir)
@@ -541,7 +625,7 @@ static int setup_run_dir(struct stat_run *r)
 
 int cmd_stat(int argc, char **argv)
 {
-    struct stat_opts o = {.pue = 1.0};
+    struct stat_opts o = {.pue = 1.0, .grace_ns = 5 * NS_PER_S};
     common_opts_init(&o.c);
     int pr = parse_args(&o, argc, argv);
     if (pr != 0)
@@ -589,6 +673,10 @@ int cmd_stat(int argc, char **argv)
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     if (setup_run_dir(&r) < 0)
         goto out;
+    if (o.json_out && check_writable(o.json_out) < 0) {
+        status = 2;
+        goto out;
+    }
     if (sampler_start(r.s) < 0) {
         cli_error("cannot start the sampling timer: %s", strerror(errno));
         goto out;
@@ -617,28 +705,43 @@ int cmd_stat(int argc, char **argv)
     cpu_attrib_init(&r.attrib,
                     r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS,
                     isnan(r.static_w) ? -1.0 : r.static_w, r.static_busy);
-    if (proctree_init(&r.tree, r.pid, "/proc", 100 * NS_PER_MS) == 0) {
+    if (proctree_init(&r.tree, r.pid, "/proc", PROCTREE_SCAN_NS) == 0) {
         r.have_tree = true;
         r.tree.adopter = getpid();
         r.tree_prev_ns = proctree_update(&r.tree, time_mono_ns(), true);
     }
-    /* the tick before the command started opens the attribution window */
-    while (!r.exited) {
+    /* until the command ends; after a forwarded signal, also until the rest of its group
+     * has ended or the grace period is over (then the group gets SIGKILL) */
+    bool ended = false;
+    for (;;) {
+        if (r.exited && !ended) {
+            ended = true;
+            r.cmd_end_real = time_real_ns();
+            r.cmd_end_mono = time_mono_ns();
+        }
+        if (r.exited && (r.forwarded_count == 0 || kill(-r.pid, 0) < 0))
+            break;
+        if (r.kill_deadline && time_mono_ns() >= r.kill_deadline) {
+            kill(-r.pid, SIGKILL);
+            r.kill_deadline = 0;
+        }
         int ev = wait_event(&r);
         if (ev < 0) {
             cli_error("poll: %s", strerror(errno));
             break;
         }
         if (ev == 1)
-            run_tick(&r);
+            run_tick(&r, false);
         else
             handle_signals(&r);
     }
-    r.cmd_end_real = time_real_ns();
-    r.cmd_end_mono = time_mono_ns();
+    if (!ended) {
+        r.cmd_end_real = time_real_ns();
+        r.cmd_end_mono = time_mono_ns();
+    }
     launcher_reclaim_tty();
     /* a last tick so that the energy covers the command to its end */
-    run_tick(&r);
+    run_tick(&r, true);
     if (r.have_tree)
         cpu_attrib_finish(&r.attrib);
     status = r.exit_status;

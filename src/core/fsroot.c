@@ -192,6 +192,21 @@ ssize_t fsroot_pread_text(int fd, char *buf, size_t cap)
     return n;
 }
 
+ssize_t fsroot_pread_raw(int fd, char *buf, size_t n)
+{
+    if (n_faults) {
+        int r = fault_hook(fd, 0);
+        if (r < 0)
+            return r;
+    }
+    ssize_t got = pread(fd, buf, n, 0);
+    if (got < 0)
+        return -errno;
+    if (n_faults)
+        fault_hook(fd, 1);
+    return got;
+}
+
 ssize_t fsroot_read_text(const struct fsroot *r, const char *rel, char *buf, size_t cap)
 {
     int fd = fsroot_open_file(r, rel);

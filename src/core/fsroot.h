@@ -57,6 +57,13 @@ ssize_t fsroot_read_text(const struct fsroot *r, const char *rel, char *buf, siz
 /* Like fsroot_read_text() for an fd already open: pread at offset 0. Sampling-path safe. */
 ssize_t fsroot_pread_text(int fd, char *buf, size_t cap);
 
+/*
+ * pread(2) at offset 0 of up to n bytes, through the fault hook, without trimming or
+ * terminating (for files read as a prefix, such as proc/stat). Returns the bytes read or a
+ * negative errno.
+ */
+ssize_t fsroot_pread_raw(int fd, char *buf, size_t n);
+
 /* Returns 1 if rel exists below the root, 0 if not. */
 int fsroot_exists(const struct fsroot *r, const char *rel);
 

@@ -195,6 +195,7 @@ static void integrate(struct sampler *s, size_t i, int64_t t)
         if ((step == ENERGY_OK || step == ENERGY_WRAP) && dt > 0) {
             st->tick_energy_j = j;
             st->energy_j += j;
+            st->covered_ns += dt;
             st->watts = j / ((double)dt / (double)NS_PER_S);
         }
     } else {
@@ -202,6 +203,7 @@ static void integrate(struct sampler *s, size_t i, int64_t t)
             double j = energy_trapezoid_j(st->last_power_w, rd->power_w, t - st->last_t);
             st->tick_energy_j = j;
             st->energy_j += j;
+            st->covered_ns += t - st->last_t;
         }
         st->watts = rd->power_w;
         st->last_power_w = rd->power_w;
@@ -244,6 +246,15 @@ void sampler_tick(struct sampler *s)
     s->ticks++;
 }
 
+void sampler_refresh_util(struct sampler *s)
+{
+    if (!s->have_util || s->util_fresh)
+        return;
+    procstat_sample(&s->util);
+    s->util_last = s->t_now;
+    s->util_fresh = true;
+}
+
 double sampler_elapsed_s(const struct sampler *s)
 {
     return (double)(s->t_now - s->t_first) / (double)NS_PER_S;
@@ -256,6 +267,7 @@ void sampler_window_start(struct sampler *s)
     for (size_t i = 0; i < s->set.n; i++) {
         struct chan_state *st = &s->st[i];
         st->win_energy_j = st->energy_j;
+        st->win_covered_ns = st->covered_ns;
         st->win_samples = st->samples;
         st->win_invalid = st->invalid;
         st->win_wraps = st->wraps;
@@ -275,6 +287,11 @@ double sampler_window_s(const struct sampler *s)
 double sampler_window_energy_j(const struct sampler *s, size_t i)
 {
     return s->st[i].energy_j - s->st[i].win_energy_j;
+}
+
+double sampler_window_covered_s(const struct sampler *s, size_t i)
+{
+    return (double)(s->st[i].covered_ns - s->st[i].win_covered_ns) / (double)NS_PER_S;
 }
 
 static size_t pick(const struct sampler *s, int *out, enum channel_method m, bool system_only,

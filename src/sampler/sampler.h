@@ -41,6 +41,7 @@ struct chan_state {
     double last_power_w;
     bool have_last;
     double energy_j;      /* since the first valid reading */
+    int64_t covered_ns;   /* time spanned by the integrated steps (gaps, resets excluded) */
     double tick_energy_j; /* energy of the last tick (0 if unknown) */
     double watts;         /* power over the last tick, NAN when unknown */
     bool tick_valid;      /* this tick's reading was valid */
@@ -51,6 +52,7 @@ struct chan_state {
     double min_w, max_w; /* over the window (sampler_window_start) */
     /* figures at the start of the window */
     double win_energy_j;
+    int64_t win_covered_ns;
     uint64_t win_samples, win_invalid, win_wraps, win_resets;
 };
 
@@ -97,6 +99,9 @@ void sampler_ack(struct sampler *s);
 /* Takes one tick now: reads every channel and integrates. No allocation, no open. */
 void sampler_tick(struct sampler *s);
 
+/* Re-reads proc/stat now if this tick did not (so that its deltas end at this tick). */
+void sampler_refresh_util(struct sampler *s);
+
 /* Seconds of monotonic time between the first tick and the current one. */
 double sampler_elapsed_s(const struct sampler *s);
 
@@ -111,6 +116,12 @@ double sampler_window_s(const struct sampler *s);
 
 /* Energy of channel i since the window's first tick, in joules. */
 double sampler_window_energy_j(const struct sampler *s, size_t i);
+
+/*
+ * Seconds of the window that channel i's energy covers (less than the window when readings
+ * were missing at its ends or a counter reset was skipped; 0 when nothing was integrated).
+ */
+double sampler_window_covered_s(const struct sampler *s, size_t i);
 
 /*
  * Which channels to add up, so that nothing is counted twice and measured and estimated

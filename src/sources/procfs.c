@@ -175,9 +175,9 @@ int procstat_open(struct procstat *p, const struct fsroot *root, struct carma_er
     char *text = malloc(cap);
     if (!text)
         return carma_err_set(e, -ENOMEM, "out of memory");
-    ssize_t n = pread(p->fd, text, cap - 1, 0);
+    ssize_t n = fsroot_pread_raw(p->fd, text, cap - 1);
     if (n < 0) {
-        int r = -errno;
+        int r = (int)n;
         free(text);
         return carma_err_set(e, r, "cannot read %s/proc/stat: %s", root->path, strerror(-r));
     }
@@ -207,10 +207,10 @@ int procstat_open(struct procstat *p, const struct fsroot *root, struct carma_er
 
 int procstat_sample(struct procstat *p)
 {
-    ssize_t n = pread(p->fd, p->buf, p->buf_cap - 1, 0);
+    ssize_t n = fsroot_pread_raw(p->fd, p->buf, p->buf_cap - 1);
     if (n < 0) {
         p->valid = false;
-        return p->err = -errno;
+        return p->err = (int)n;
     }
     p->buf[n] = '\0';
     /* the buffer holds at least the cpu lines; anything cut off after them is ignored */

@@ -219,8 +219,14 @@ static int rapl_probe(struct source *s, struct probe_ctx *ctx)
         char range_rel[CHANNEL_PATH_MAX], buf[64];
         snprintf(range_rel, sizeof range_rel, "%s/%s/max_energy_range_uj", POWERCAP_DIR, zones[z]);
         uint64_t range = 0;
-        if (fsroot_read_text(ctx->root, range_rel, buf, sizeof buf) > 0)
-            parse_u64(buf, &range);
+        if (fsroot_read_text(ctx->root, range_rel, buf, sizeof buf) <= 0 ||
+            parse_u64(buf, &range) < 0 || range == 0) {
+            range = 0;
+            append_reason(s,
+                          "%s is missing or not a number: the wrap range of %s is unknown, "
+                          "so any backwards step of it is taken for a reset.",
+                          range_rel, rel);
+        }
         c->counter_range = range;
         /* the package this subzone belongs to, and its channel when it has one */
         bool in_pkg = is_sub && top < 64 && pkg[top].name[0];

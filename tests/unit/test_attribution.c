@@ -12,14 +12,7 @@
 #include <math.h>
 
 #include "analysis/attribution.h"
-
-/* |a - b| <= eps, with both numbers in the message when not */
-#define assert_near(a, b, eps)                                                                     \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (eps)))                                                             \
-            fail_msg("%.17g != %.17g", a_, b_);                                                    \
-    } while (0)
+#include "testutil.h"
 
 #define MS  1000000LL
 #define EPS 1e-9
@@ -66,28 +59,28 @@ static void test_epochs(void **state)
     /* 1.2 s: the epoch closes. 100 J, tree 300 of 500 busy: share 0.6, 60 J.
      * static 10 W x 1.2 s = 12 J, dynamic 88 J, of which the tree's 52.8 J. */
     cpu_attrib_add(&a, 40.0, 400 * MS, 100, 100);
-    assert_near(a.energy_j, 60.0, EPS);
-    assert_near(a.node_j, 100.0, EPS);
-    assert_near(a.node_dyn_j, 88.0, EPS);
-    assert_near(a.dynamic_j, 52.8, EPS);
+    tu_assert_near(a.energy_j, 60.0, EPS);
+    tu_assert_near(a.node_j, 100.0, EPS);
+    tu_assert_near(a.node_dyn_j, 88.0, EPS);
+    tu_assert_near(a.dynamic_j, 52.8, EPS);
     assert_true(a.tree_ns == 300 && a.busy_ns == 500);
     assert_true(a.ep_ns == 0 && a.ep_j == 0.0 && a.ep_busy_ns == 0 && a.ep_tree_ns == 0);
-    assert_near(cpu_attrib_share(&a), 0.6, EPS);
+    tu_assert_near(cpu_attrib_share(&a), 0.6, EPS);
 
     /* a short epoch left open at the end: finish splits it. 20 J in 0.5 s, nothing busy:
      * share 0, static 5 J, dynamic 15 J */
     cpu_attrib_add(&a, 20.0, 500 * MS, 0, 0);
-    assert_near(a.node_j, 100.0, EPS);
+    tu_assert_near(a.node_j, 100.0, EPS);
     cpu_attrib_finish(&a);
-    assert_near(a.energy_j, 60.0, EPS);
-    assert_near(a.node_j, 120.0, EPS);
-    assert_near(a.node_dyn_j, 103.0, EPS);
-    assert_near(a.dynamic_j, 52.8, EPS);
+    tu_assert_near(a.energy_j, 60.0, EPS);
+    tu_assert_near(a.node_j, 120.0, EPS);
+    tu_assert_near(a.node_dyn_j, 103.0, EPS);
+    tu_assert_near(a.dynamic_j, 52.8, EPS);
     /* finishing twice adds nothing */
     cpu_attrib_finish(&a);
-    assert_near(a.node_j, 120.0, EPS);
-    assert_near(a.energy_j, 60.0, EPS);
-    assert_near(cpu_attrib_share(&a), 0.6, EPS);
+    tu_assert_near(a.node_j, 120.0, EPS);
+    tu_assert_near(a.energy_j, 60.0, EPS);
+    tu_assert_near(cpu_attrib_share(&a), 0.6, EPS);
 }
 
 static void test_share_clamped(void **state)
@@ -98,8 +91,8 @@ static void test_share_clamped(void **state)
      * at most 1 */
     cpu_attrib_init(&a, 100 * MS, -1, 0);
     cpu_attrib_add(&a, 5.0, 100 * MS, 100, 300);
-    assert_near(a.energy_j, 5.0, EPS);
-    assert_near(a.node_j, 5.0, EPS);
+    tu_assert_near(a.energy_j, 5.0, EPS);
+    tu_assert_near(a.node_j, 5.0, EPS);
     assert_true(cpu_attrib_share(&a) == 1.0);
     /* unknown static power: no dynamic figures */
     assert_true(a.dynamic_j == 0.0 && a.node_dyn_j == 0.0);
@@ -112,13 +105,13 @@ static void test_busy_zero(void **state)
     /* the node saw no busy time but the tree ran: all of it */
     cpu_attrib_init(&a, 100 * MS, -1, 0);
     cpu_attrib_add(&a, 2.0, 100 * MS, 0, 10);
-    assert_near(a.energy_j, 2.0, EPS);
+    tu_assert_near(a.energy_j, 2.0, EPS);
     assert_true(cpu_attrib_share(&a) == 1.0);
     /* neither ran: none of it */
     cpu_attrib_init(&a, 100 * MS, -1, 0);
     cpu_attrib_add(&a, 2.0, 100 * MS, 0, 0);
     assert_true(a.energy_j == 0.0);
-    assert_near(a.node_j, 2.0, EPS);
+    tu_assert_near(a.node_j, 2.0, EPS);
     assert_true(cpu_attrib_share(&a) == 0.0);
 }
 
@@ -129,21 +122,21 @@ static void test_dynamic_never_negative(void **state)
     /* 50 J in 1 s against a static 200 W: no dynamic energy, not -150 J */
     cpu_attrib_init(&a, 1000 * MS, 200.0, 0);
     cpu_attrib_add(&a, 50.0, 1000 * MS, 10, 5);
-    assert_near(a.energy_j, 25.0, EPS);
+    tu_assert_near(a.energy_j, 25.0, EPS);
     assert_true(a.dynamic_j == 0.0);
     assert_true(a.node_dyn_j == 0.0);
     /* the next epoch is above it: 300 J in 1 s, 100 J dynamic, tree half of it */
     cpu_attrib_add(&a, 300.0, 1000 * MS, 10, 5);
-    assert_near(a.dynamic_j, 50.0, EPS);
-    assert_near(a.node_dyn_j, 100.0, EPS);
-    assert_near(a.energy_j, 175.0, EPS);
+    tu_assert_near(a.dynamic_j, 50.0, EPS);
+    tu_assert_near(a.node_dyn_j, 100.0, EPS);
+    tu_assert_near(a.energy_j, 175.0, EPS);
 
     /* static 0 W: everything is dynamic */
     cpu_attrib_init(&a, 1000 * MS, 0.0, 0);
     cpu_attrib_add(&a, 8.0, 1000 * MS, 4, 1);
-    assert_near(a.node_dyn_j, 8.0, EPS);
-    assert_near(a.dynamic_j, 2.0, EPS);
-    assert_near(a.energy_j, 2.0, EPS);
+    tu_assert_near(a.node_dyn_j, 8.0, EPS);
+    tu_assert_near(a.dynamic_j, 2.0, EPS);
+    tu_assert_near(a.energy_j, 2.0, EPS);
 }
 
 static void test_epoch_zero(void **state)
@@ -155,12 +148,12 @@ static void test_epoch_zero(void **state)
     cpu_attrib_add(&a, 10.0, 100 * MS, 100, 100); /* 10 J */
     cpu_attrib_add(&a, 10.0, 100 * MS, 100, 0);   /* 0 J */
     cpu_attrib_add(&a, 10.0, 100 * MS, 100, 50);  /* 5 J */
-    assert_near(a.energy_j, 15.0, EPS);
-    assert_near(a.node_j, 30.0, EPS);
+    tu_assert_near(a.energy_j, 15.0, EPS);
+    tu_assert_near(a.node_j, 30.0, EPS);
     /* over everything: 150 of 300 */
-    assert_near(cpu_attrib_share(&a), 0.5, EPS);
+    tu_assert_near(cpu_attrib_share(&a), 0.5, EPS);
     cpu_attrib_finish(&a);
-    assert_near(a.node_j, 30.0, EPS);
+    tu_assert_near(a.node_j, 30.0, EPS);
 }
 
 /* A baseline measured with background load: that load is paid by the static power, so the
@@ -174,23 +167,23 @@ static void test_static_busy(void **state)
      * tree half of it: 10 J. */
     cpu_attrib_init(&a, 1000 * MS, 10.0, 0.5);
     cpu_attrib_add(&a, 30.0, 1000 * MS, 1500 * MS, 500 * MS);
-    assert_near(a.energy_j, 10.0, EPS);
-    assert_near(a.node_dyn_j, 20.0, EPS);
-    assert_near(a.dynamic_j, 10.0, EPS);
+    tu_assert_near(a.energy_j, 10.0, EPS);
+    tu_assert_near(a.node_dyn_j, 20.0, EPS);
+    tu_assert_near(a.dynamic_j, 10.0, EPS);
 
     /* the busy time above the baseline is less than the tree's own: all the dynamic energy
      * is the tree's. 0.6 CPU-s busy, 0.5 of them the tree: share 5/6 of 30 J = 25 J */
     cpu_attrib_init(&a, 1000 * MS, 10.0, 0.5);
     cpu_attrib_add(&a, 30.0, 1000 * MS, 600 * MS, 500 * MS);
-    assert_near(a.energy_j, 25.0, EPS);
-    assert_near(a.dynamic_j, 20.0, EPS);
+    tu_assert_near(a.energy_j, 25.0, EPS);
+    tu_assert_near(a.dynamic_j, 20.0, EPS);
 
     /* the tree idle: nothing, whatever the background */
     cpu_attrib_init(&a, 1000 * MS, 10.0, 0.5);
     cpu_attrib_add(&a, 30.0, 1000 * MS, 200 * MS, 0);
     assert_true(a.energy_j == 0.0);
     assert_true(a.dynamic_j == 0.0);
-    assert_near(a.node_dyn_j, 20.0, EPS);
+    tu_assert_near(a.node_dyn_j, 20.0, EPS);
 }
 
 /* CPU time that came with no energy and no elapsed time is still counted in the share. */
@@ -202,7 +195,7 @@ static void test_cpu_time_without_energy(void **state)
     cpu_attrib_add(&a, 0.0, 0, 100, 40);
     cpu_attrib_finish(&a);
     assert_true(a.tree_ns == 40 && a.busy_ns == 100);
-    assert_near(cpu_attrib_share(&a), 0.4, EPS);
+    tu_assert_near(cpu_attrib_share(&a), 0.4, EPS);
     assert_true(a.energy_j == 0.0 && a.node_j == 0.0 && a.node_dyn_j == 0.0);
 }
 
@@ -219,7 +212,7 @@ static void test_sums(void **state)
         cpu_attrib_add(&a, de, 100 * MS, 1000 + (uint64_t)(k % 13) * 10, (uint64_t)(k % 11) * 150);
     }
     cpu_attrib_finish(&a);
-    assert_near(a.node_j, node, 1e-6);
+    tu_assert_near(a.node_j, node, 1e-6);
     assert_true(a.energy_j <= a.node_j);
     assert_true(a.dynamic_j <= a.node_dyn_j);
     assert_true(a.dynamic_j <= a.energy_j);

@@ -15,23 +15,16 @@
 #include <string.h>
 
 #include "analysis/carbon.h"
-
-/* |a - b| <= eps, with both numbers in the message when not */
-#define assert_near(a, b, eps)                                                                     \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (eps)))                                                             \
-            fail_msg("%.17g != %.17g", a_, b_);                                                    \
-    } while (0)
+#include "testutil.h"
 
 static void test_operational(void **state)
 {
     (void)state;
     /* 3.6 MJ = 1 kWh */
-    assert_near(carbon_operational_g(3.6e6, 1.0, 475.0), 475.0, 1e-9);
-    assert_near(carbon_operational_g(3.6e6, 1.2, 475.0), 570.0, 1e-9);
-    assert_near(carbon_operational_g(1.8e6, 1.0, 56.0), 28.0, 1e-9);
-    assert_near(carbon_operational_g(360.0, 1.5, 400.0), 0.06, 1e-12);
+    tu_assert_near(carbon_operational_g(3.6e6, 1.0, 475.0), 475.0, 1e-9);
+    tu_assert_near(carbon_operational_g(3.6e6, 1.2, 475.0), 570.0, 1e-9);
+    tu_assert_near(carbon_operational_g(1.8e6, 1.0, 56.0), 28.0, 1e-9);
+    tu_assert_near(carbon_operational_g(360.0, 1.5, 400.0), 0.06, 1e-12);
     assert_true(carbon_operational_g(0.0, 1.2, 475.0) == 0.0);
 }
 
@@ -46,7 +39,7 @@ static void test_region(void **state)
     assert_non_null(strstr(ci.source, "FRA (France)"));
     assert_non_null(strstr(ci.source, "2023"));
     assert_non_null(strstr(ci.source, "Ember"));
-    assert_near(carbon_operational_g(3.6e6, 1.0, ci.g_per_kwh), 56.0, 1e-9);
+    tu_assert_near(carbon_operational_g(3.6e6, 1.0, ci.g_per_kwh), 56.0, 1e-9);
 
     /* codes are case-insensitive; the canonical spelling is kept */
     assert_int_equal(carbon_intensity_resolve("fra", 0, &ci, &e), 0);

@@ -17,51 +17,25 @@
 #include <unistd.h>
 
 #include "core/fsroot.h"
+#include "testutil.h"
 
+/* A test's tree: tu_dir, and a root on it that teardown closes. */
 struct tree {
-    char dir[256];
+    const char *dir;
     struct fsroot root;
 };
 
-static void put(const struct tree *t, const char *rel, const char *content)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", t->dir, rel);
-    /* create parent directories */
-    for (char *p = path + strlen(t->dir) + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                fail_msg("mkdir %s: %s", path, strerror(errno));
-            *p = '/';
-        }
-    }
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(content, f);
-    fclose(f);
-}
-
-static void rm_tree(const char *path)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    assert_int_equal(system(cmd), 0);
-}
-
 static int setup(void **state)
 {
-    struct tree *t = calloc(1, sizeof *t);
-    if (!t)
+    if (tu_setup(state) != 0)
         return -1;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(t->dir, sizeof t->dir, "%s/carma-fsroot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(t->dir)) {
-        free(t);
+    struct tree *t = calloc(1, sizeof *t);
+    if (!t) {
+        tu_teardown(state);
         return -1;
     }
+    t->dir = tu_dir;
     t->root.dirfd = -1;
-    unsetenv("CARMA_FAULT");
     *state = t;
     return 0;
 }
@@ -70,18 +44,8 @@ static int teardown(void **state)
 {
     struct tree *t = *state;
     fsroot_close(&t->root);
-    unsetenv("CARMA_FAULT");
-    rm_tree(t->dir);
     free(t);
-    return 0;
-}
-
-static void open_root(struct tree *t)
-{
-    struct carma_err e = {0};
-    int r = fsroot_open(&t->root, t->dir, &e);
-    if (r != 0)
-        fail_msg("fsroot_open %s: %d %s", t->dir, r, e.msg);
+    return tu_teardown(state);
 }
 
 static void test_open_errors(void **state)
@@ -97,7 +61,7 @@ static void test_open_errors(void **state)
     assert_int_equal(r.dirfd, -1);
     fsroot_close(&r);
 
-    put(t, "file", "x");
+    tu_put("file", "x");
     char file[300];
     snprintf(file, sizeof file, "%s/file", t->dir);
     memset(&e, 0, sizeof e);
@@ -134,7 +98,7 @@ static void test_close_zeroed_and_twice(void **state)
     close(devnull);
     assert_true(still_open);
 
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     fsroot_close(&t->root);
     assert_int_equal(t->root.dirfd, -1);
     fsroot_close(&t->root);
@@ -144,12 +108,12 @@ static void test_close_zeroed_and_twice(void **state)
 static void test_read_text(void **state)
 {
     struct tree *t = *state;
-    put(t, "sys/class/powercap/intel-rapl:0/energy_uj", "123456789\n");
-    put(t, "sys/class/powercap/intel-rapl:0/name", "package-0");
-    put(t, "spaces", "  lead and trail \t \r\n\n");
-    put(t, "empty", "");
-    put(t, "newline-only", "\n");
-    open_root(t);
+    tu_put("sys/class/powercap/intel-rapl:0/energy_uj", "123456789\n");
+    tu_put("sys/class/powercap/intel-rapl:0/name", "package-0");
+    tu_put("spaces", "  lead and trail \t \r\n\n");
+    tu_put("empty", "");
+    tu_put("newline-only", "\n");
+    tu_open_root(&t->root, t->dir);
 
     char buf[64];
     assert_int_equal(
@@ -176,9 +140,9 @@ static void test_read_text(void **state)
 static void test_read_limits(void **state)
 {
     struct tree *t = *state;
-    put(t, "nine", "123456789");
-    put(t, "nine-nl", "12345678\n");
-    open_root(t);
+    tu_put("nine", "123456789");
+    tu_put("nine-nl", "12345678\n");
+    tu_open_root(&t->root, t->dir);
 
     char buf[16];
     /* 9 bytes fit in cap 10 (cap - 1 bytes), not in cap 9 */
@@ -192,7 +156,7 @@ static void test_read_limits(void **state)
     char big[5000];
     memset(big, '7', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    put(t, "big", big);
+    tu_put("big", big);
     char small[64];
     assert_int_equal(fsroot_read_text(&t->root, "big", small, sizeof small), -EFBIG);
 }
@@ -200,8 +164,8 @@ static void test_read_limits(void **state)
 static void test_missing_and_exists(void **state)
 {
     struct tree *t = *state;
-    put(t, "a/b", "1\n");
-    open_root(t);
+    tu_put("a/b", "1\n");
+    tu_open_root(&t->root, t->dir);
     char buf[32];
     assert_int_equal(fsroot_read_text(&t->root, "a/missing", buf, sizeof buf), -ENOENT);
     assert_int_equal(fsroot_read_text(&t->root, "/nope/x", buf, sizeof buf), -ENOENT);
@@ -219,8 +183,8 @@ static void test_missing_and_exists(void **state)
 static void test_open_file_and_pread(void **state)
 {
     struct tree *t = *state;
-    put(t, "energy_uj", "100\n");
-    open_root(t);
+    tu_put("energy_uj", "100\n");
+    tu_open_root(&t->root, t->dir);
     int fd = fsroot_open_file(&t->root, "/energy_uj");
     assert_true(fd >= 0);
     assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
@@ -228,7 +192,7 @@ static void test_open_file_and_pread(void **state)
     assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), 3);
     assert_string_equal(buf, "100");
     /* the file changes: pread at offset 0 sees the new value */
-    put(t, "energy_uj", "250000\n");
+    tu_put("energy_uj", "250000\n");
     assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), 6);
     assert_string_equal(buf, "250000");
     assert_int_equal(fsroot_pread_text(fd, buf, 1), -EINVAL);
@@ -239,9 +203,9 @@ static void test_open_file_and_pread(void **state)
 static void test_open_dir(void **state)
 {
     struct tree *t = *state;
-    put(t, "sys/class/hwmon/hwmon0/name", "k10temp\n");
-    put(t, "sys/class/hwmon/hwmon1/name", "amdgpu\n");
-    open_root(t);
+    tu_put("sys/class/hwmon/hwmon0/name", "k10temp\n");
+    tu_put("sys/class/hwmon/hwmon1/name", "amdgpu\n");
+    tu_open_root(&t->root, t->dir);
     DIR *d = NULL;
     assert_int_equal(fsroot_open_dir(&t->root, "/sys/class/hwmon", &d), 0);
     assert_non_null(d);
@@ -264,10 +228,10 @@ static void test_open_dir(void **state)
 static void test_fault_eacces(void **state)
 {
     struct tree *t = *state;
-    put(t, "a/b", "1\n");
-    put(t, "a/c", "2\n");
+    tu_put("a/b", "1\n");
+    tu_put("a/c", "2\n");
     setenv("CARMA_FAULT", "eacces:a/b", 1);
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     char buf[32];
     assert_int_equal(fsroot_open_file(&t->root, "a/b"), -EACCES);
     assert_int_equal(fsroot_open_file(&t->root, "/a/b"), -EACCES);
@@ -279,16 +243,16 @@ static void test_fault_eacces(void **state)
     /* the hook is read when a root is opened: once unset, the file reads */
     fsroot_close(&t->root);
     unsetenv("CARMA_FAULT");
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     assert_int_equal(fsroot_read_text(&t->root, "a/b", buf, sizeof buf), 1);
 }
 
 static void test_fault_enodev_after_reads(void **state)
 {
     struct tree *t = *state;
-    put(t, "a/b", "17\n");
+    tu_put("a/b", "17\n");
     setenv("CARMA_FAULT", "enodev@2:a/b", 1);
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     char buf[32];
     int fd = fsroot_open_file(&t->root, "a/b");
     assert_true(fd >= 0);
@@ -303,11 +267,11 @@ static void test_fault_enodev_after_reads(void **state)
 static void test_fault_counts_reads_of_the_path(void **state)
 {
     struct tree *t = *state;
-    put(t, "a/b", "17\n");
-    put(t, "other", "5\n");
+    tu_put("a/b", "17\n");
+    tu_put("other", "5\n");
     /* N counts reads of REL however it is read: through read_text (open, read, close) too */
     setenv("CARMA_FAULT", "enodev@2:a/b", 1);
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     char buf[32];
     assert_int_equal(fsroot_read_text(&t->root, "a/b", buf, sizeof buf), 2);
     assert_int_equal(fsroot_read_text(&t->root, "/a/b", buf, sizeof buf), 2);
@@ -324,10 +288,10 @@ static void test_fault_counts_reads_of_the_path(void **state)
 static void test_fault_not_inherited_by_reused_fd(void **state)
 {
     struct tree *t = *state;
-    put(t, "x", "1\n");
-    put(t, "y", "2\n");
+    tu_put("x", "1\n");
+    tu_put("y", "2\n");
     setenv("CARMA_FAULT", "eio@0:x", 1);
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     char buf[32];
     int fdx = fsroot_open_file(&t->root, "x");
     assert_true(fdx >= 0);
@@ -347,15 +311,15 @@ static void test_fault_not_inherited_by_reused_fd(void **state)
 static void test_fault_eio_and_lists(void **state)
 {
     struct tree *t = *state;
-    put(t, "x", "1\n");
-    put(t, "sys/class/powercap/intel-rapl:0/energy_uj", "1000\n");
-    put(t, "sys/class/powercap/intel-rapl:1/energy_uj", "2000\n");
-    put(t, "p", "3\n");
+    tu_put("x", "1\n");
+    tu_put("sys/class/powercap/intel-rapl:0/energy_uj", "1000\n");
+    tu_put("sys/class/powercap/intel-rapl:1/energy_uj", "2000\n");
+    tu_put("p", "3\n");
     setenv("CARMA_FAULT",
            "eio@0:x;enodev@1:/sys/class/powercap/intel-rapl:0/energy_uj;bogus:p;eio@z:p;"
            "eacces:sys/class/powercap/intel-rapl:1/energy_uj",
            1);
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     char buf[32];
     int fd = fsroot_open_file(&t->root, "x");
     assert_true(fd >= 0);
@@ -379,15 +343,15 @@ static void test_fault_eio_and_lists(void **state)
 static void test_fault_reset_on_reopen_of_root(void **state)
 {
     struct tree *t = *state;
-    put(t, "x", "1\n");
+    tu_put("x", "1\n");
     setenv("CARMA_FAULT", "eio@1:x", 1);
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     char buf[32];
     assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), 1);
     assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), -EIO);
     fsroot_close(&t->root);
     /* re-reading the hook starts the count again */
-    open_root(t);
+    tu_open_root(&t->root, t->dir);
     assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), 1);
     assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), -EIO);
 }

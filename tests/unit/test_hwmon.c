@@ -15,20 +15,18 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sources/hwmon.h"
+#include "testutil.h"
 
 static struct channel_set set;
 
-#define ROOT_MAX   256 /* a temporary tree's or a fixture's directory */
+#define ROOT_MAX   256 /* a fixture's directory */
 #define PATH_MAX_T 512 /* a file below it */
 
 /* ---- helpers ---- */
@@ -40,24 +38,14 @@ struct probed {
     int fds_before;
 };
 
-/* Open file descriptors of this process. */
-static int count_fds(void)
+/*
+ * Probes hwmon at path with an empty set (or one holding `before` channels already), with
+ * CARMA_FAULT set to fault for the probe (unset when NULL); CARMA_FAULT is unset afterwards.
+ */
+static void probe_at(struct probed *p, const char *path, size_t before, const char *fault)
 {
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    int n = 0;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
-/* Probes hwmon at path with an empty set (or one holding `before` channels already). */
-static void probe_at(struct probed *p, const char *path, size_t before)
-{
-    struct carma_err e = {0};
     memset(p, 0, sizeof *p);
-    p->fds_before = count_fds();
+    p->fds_before = tu_count_fds();
     set.n = 0;
     for (size_t i = 0; i < before; i++) {
         int idx = channel_set_add(&set);
@@ -65,35 +53,33 @@ static void probe_at(struct probed *p, const char *path, size_t before)
         snprintf(set.ch[idx].name, sizeof set.ch[idx].name, "dummy/%zu", i);
         set.ch[idx].source = "dummy";
     }
-    assert_int_equal(fsroot_open(&p->root, path, &e), 0);
-    struct probe_ctx ctx = {.root = &p->root, .set = &set};
-    p->s.ops = &hwmon_source_ops;
-    p->ret = hwmon_source_ops.probe(&p->s, &ctx);
+    if (fault)
+        setenv("CARMA_FAULT", fault, 1);
+    else
+        unsetenv("CARMA_FAULT");
+    p->ret = tu_probe(&p->s, &hwmon_source_ops, &p->root, path, &set);
+    unsetenv("CARMA_FAULT");
+}
+
+/* probe_at() on fixture tree name, without faults. */
+static void probe_fixture(struct probed *p, const char *name, size_t before)
+{
+    char path[ROOT_MAX];
+    tu_fixture_path(path, sizeof path, name);
+    probe_at(p, path, before, NULL);
 }
 
 static void probed_done(struct probed *p)
 {
-    hwmon_source_ops.close(&p->s);
-    assert_null(p->s.priv);
-    hwmon_source_ops.close(&p->s); /* twice is safe */
-    fsroot_close(&p->root);
-    assert_int_equal(count_fds(), p->fds_before); /* every fd opened at probe was closed */
-}
-
-static void fixture_path(char *buf, size_t cap, const char *name)
-{
-    const char *base = getenv("CARMA_FIXTURES");
-    assert_non_null(base);
-    snprintf(buf, cap, "%s/%s", base, name);
+    tu_unprobe(&p->s, &p->root);
+    hwmon_source_ops.close(&p->s);                   /* twice is safe */
+    assert_int_equal(tu_count_fds(), p->fds_before); /* every fd opened at probe was closed */
 }
 
 /* Index of the channel named name in the set, or -1. */
 static int find(const char *name)
 {
-    for (size_t i = 0; i < set.n; i++)
-        if (strcmp(set.ch[i].name, name) == 0)
-            return (int)i;
-    return -1;
+    return tu_channel_index(&set, name);
 }
 
 /* Index of name, failing the test when it is absent. */
@@ -105,74 +91,37 @@ static int must_find(const char *name)
     return i;
 }
 
-/* A temporary tree below /tmp. */
-static void tree_new(char *buf, size_t cap)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(buf, cap, "%s/carma-hwmon-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    assert_non_null(mkdtemp(buf));
-}
-
-static void mkdirs(const char *path)
-{
-    char buf[PATH_MAX_T];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        mkdir(buf, 0755);
-        *p = '/';
-    }
-}
-
-/* Writes content to root/rel, creating the directories on the way. */
-static void put(const char *root, const char *rel, const char *content)
+/* A symbolic link rel below tu_dir to target, made with its directories. */
+static void link_to(const char *rel, const char *target)
 {
     char path[PATH_MAX_T];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    mkdirs(path);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(content, f);
-    fclose(f);
-}
-
-static void link_to(const char *root, const char *rel, const char *target)
-{
-    char path[PATH_MAX_T];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    mkdirs(path);
+    snprintf(path, sizeof path, "%s/%s", tu_dir, rel);
+    tu_mkdirs(rel);
     assert_int_equal(symlink(target, path), 0);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void tree_free(const char *root)
-{
-    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* A power_meter device hwmon<n> with the value on hwmonX/ and the OEM text under device/. */
-static void put_meter(const char *root, int n, const char *oem, const char *value)
+/* A power_meter device hwmon<n> below tu_dir, with the value on hwmonX/ and the OEM text under
+ * device/. */
+static void put_meter(int n, const char *oem, const char *value)
 {
     char rel[256];
     snprintf(rel, sizeof rel, "sys/class/hwmon/hwmon%d/name", n);
-    put(root, rel, "power_meter\n");
+    tu_put(rel, "power_meter\n");
     snprintf(rel, sizeof rel, "sys/class/hwmon/hwmon%d/power1_average", n);
-    put(root, rel, value);
+    tu_put(rel, value);
     if (oem) {
         char text[256];
         snprintf(text, sizeof text, "%s\n", oem);
         snprintf(rel, sizeof rel, "sys/class/hwmon/hwmon%d/device/power1_oem_info", n);
-        put(root, rel, text);
+        tu_put(rel, text);
     }
+}
+
+/* Two meters: the socket 0 total at 150 W (hwmon0), a CPU rail at 125.5 W (hwmon1). */
+static void two_meters(void)
+{
+    put_meter(0, "Grace Power Socket 0", "150000000\n");
+    put_meter(1, "CPU Power Socket 0", "125500000\n");
 }
 
 static void read_all(struct probed *p, struct reading *out)
@@ -394,11 +343,8 @@ static void check_wants(struct probed *p, const struct want *w, size_t n)
 static void test_probe_grace(void **state)
 {
     (void)state;
-    char path[ROOT_MAX];
     struct probed p;
-    fixture_path(path, sizeof path, "grace");
-    unsetenv("CARMA_FAULT");
-    probe_at(&p, path, 3);
+    probe_fixture(&p, "grace", 3);
     assert_int_equal(p.s.first, 3);
     check_wants(&p, grace, sizeof grace / sizeof grace[0]);
     assert_string_equal(p.s.reason, "");
@@ -427,11 +373,8 @@ static void test_probe_grace(void **state)
 static void test_probe_acpi_meter(void **state)
 {
     (void)state;
-    char path[ROOT_MAX];
     struct probed p;
-    fixture_path(path, sizeof path, "acpi-meter");
-    unsetenv("CARMA_FAULT");
-    probe_at(&p, path, 0);
+    probe_fixture(&p, "acpi-meter", 0);
     static const struct want w[] = {
         {PM "hwmon1", KIND_SYSTEM, "system", DOMAIN_TOTAL, -1, NULL, "power1",
          "hwmon1/power1_average", 345.0, 1000000000},
@@ -467,14 +410,11 @@ static void test_bad_contents(void **state)
         {"0\n", 0, 0.0},
     };
     enum { N = sizeof cases / sizeof cases[0] };
-    char root[ROOT_MAX];
-    tree_new(root, sizeof root);
     for (int i = 0; i < N; i++)
-        put_meter(root, i, NULL, cases[i].content);
+        put_meter(i, NULL, cases[i].content);
 
     struct probed p;
-    unsetenv("CARMA_FAULT");
-    probe_at(&p, root, 0);
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, N);
     struct reading r[N];
     for (int round = 0; round < 2; round++) {
@@ -496,21 +436,15 @@ static void test_bad_contents(void **state)
         }
     }
     probed_done(&p);
-    tree_free(root);
 }
 
 static void test_vanishing_file(void **state)
 {
     (void)state;
-    char root[ROOT_MAX];
-    tree_new(root, sizeof root);
-    put_meter(root, 0, "Grace Power Socket 0", "150000000\n");
-    put_meter(root, 1, "CPU Power Socket 0", "125500000\n");
+    two_meters();
 
     struct probed p;
-    setenv("CARMA_FAULT", "enodev@1:sys/class/hwmon/hwmon0/power1_average", 1);
-    probe_at(&p, root, 0);
-    unsetenv("CARMA_FAULT");
+    probe_at(&p, tu_dir, 0, "enodev@1:sys/class/hwmon/hwmon0/power1_average");
     assert_int_equal(p.ret, 2);
     assert_string_equal(set.ch[0].name, S0 "total");
     struct reading r[2];
@@ -527,22 +461,16 @@ static void test_vanishing_file(void **state)
         assert_float_equal(r[1].power_w, 125.5, 1e-9);
     }
     probed_done(&p);
-    tree_free(root);
 }
 
 static void test_unreadable_file(void **state)
 {
     (void)state;
-    char root[ROOT_MAX];
-    tree_new(root, sizeof root);
-    put_meter(root, 0, "Grace Power Socket 0", "150000000\n");
-    put_meter(root, 1, "CPU Power Socket 0", "125500000\n");
+    two_meters();
 
     /* One of two unreadable: the other is kept, the reason names the file. */
     struct probed p;
-    setenv("CARMA_FAULT", "eacces:sys/class/hwmon/hwmon0/power1_average", 1);
-    probe_at(&p, root, 0);
-    unsetenv("CARMA_FAULT");
+    probe_at(&p, tu_dir, 0, "eacces:sys/class/hwmon/hwmon0/power1_average");
     assert_int_equal(p.ret, 1);
     assert_string_equal(set.ch[0].name, S0 "cpu_rail");
     assert_int_equal(set.ch[0].parent, -1);
@@ -555,12 +483,9 @@ static void test_unreadable_file(void **state)
     probed_done(&p);
 
     /* The only channel unreadable: the probe fails with -EACCES and the fix. */
-    setenv("CARMA_FAULT",
-           "eacces:sys/class/hwmon/hwmon0/power1_average;"
-           "eacces:sys/class/hwmon/hwmon1/power1_average",
-           1);
-    probe_at(&p, root, 0);
-    unsetenv("CARMA_FAULT");
+    probe_at(&p, tu_dir, 0,
+             "eacces:sys/class/hwmon/hwmon0/power1_average;"
+             "eacces:sys/class/hwmon/hwmon1/power1_average");
     assert_int_equal(p.ret, -EACCES);
     assert_int_equal(p.s.count, 0);
     assert_int_equal(set.n, 0);
@@ -569,47 +494,40 @@ static void test_unreadable_file(void **state)
     assert_non_null(strstr(p.s.reason, "run carma as root"));
     assert_non_null(strstr(p.s.reason, "1 more"));
     probed_done(&p);
-    tree_free(root);
 }
 
 static void test_absent_and_empty(void **state)
 {
     (void)state;
-    char root[ROOT_MAX];
     struct probed p;
-    unsetenv("CARMA_FAULT");
 
     /* No sys/class/hwmon at all. */
-    tree_new(root, sizeof root);
-    probe_at(&p, root, 0);
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, -ENOENT);
     assert_int_equal(p.s.count, 0);
     assert_non_null(strstr(p.s.reason, "no hwmon devices"));
     probed_done(&p);
 
     /* sys/class/hwmon without devices. */
-    char dir[PATH_MAX_T];
-    snprintf(dir, sizeof dir, "%s/sys/class/hwmon/", root);
-    mkdirs(dir);
-    probe_at(&p, root, 0);
+    tu_mkdirs("sys/class/hwmon/");
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, 0);
     assert_non_null(strstr(p.s.reason, "lists no hwmon devices"));
     probed_done(&p);
 
     /* Devices, none with power or energy (labels without values do not count). */
-    put(root, "sys/class/hwmon/hwmon0/name", "acpitz\n");
-    put(root, "sys/class/hwmon/hwmon0/temp1_input", "27800\n");
-    put(root, "sys/class/hwmon/hwmon1/name", "coretemp\n");
-    put(root, "sys/class/hwmon/hwmon1/temp1_input", "41000\n");
-    put(root, "sys/class/hwmon/hwmon1/power1_label", "not a value\n");
-    put(root, "sys/class/hwmon/hwmon1/power1_average_interval_max", "1000\n");
-    put(root, "sys/class/hwmon/notahwmon/power1_average", "1000\n");
-    probe_at(&p, root, 0);
+    tu_put("sys/class/hwmon/hwmon0/name", "acpitz\n");
+    tu_put("sys/class/hwmon/hwmon0/temp1_input", "27800\n");
+    tu_put("sys/class/hwmon/hwmon1/name", "coretemp\n");
+    tu_put("sys/class/hwmon/hwmon1/temp1_input", "41000\n");
+    tu_put("sys/class/hwmon/hwmon1/power1_label", "not a value\n");
+    tu_put("sys/class/hwmon/hwmon1/power1_average_interval_max", "1000\n");
+    tu_put("sys/class/hwmon/notahwmon/power1_average", "1000\n");
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, 0);
     assert_int_equal(p.s.count, 0);
     assert_string_equal(p.s.reason, "2 hwmon devices, none reports power or energy");
     probed_done(&p);
-    tree_free(root);
 
     /* close on a source that was never probed */
     struct source s = {.ops = &hwmon_source_ops};
@@ -637,13 +555,10 @@ static void test_upstream_eleven_domains(void **state)
         {"SoC Rail Input Power in uW socket 1", "10000000\n"},
         {"DRAM Input Power in uW socket 1", "9000000\n"},
     };
-    char root[ROOT_MAX];
-    tree_new(root, sizeof root);
     for (size_t i = 0; i < sizeof meters / sizeof meters[0]; i++)
-        put_meter(root, (int)i, meters[i].oem, meters[i].value);
+        put_meter((int)i, meters[i].oem, meters[i].value);
     struct probed p;
-    unsetenv("CARMA_FAULT");
-    probe_at(&p, root, 0);
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, 11);
     struct reading r[11];
     read_all(&p, r);
@@ -661,34 +576,30 @@ static void test_upstream_eleven_domains(void **state)
     assert_float_equal(r[must_find(S0 "soc")].power_w, 9.5, 1e-9);
     assert_int_equal(set.ch[must_find(S1 "dram")].parent, must_find(S1 "total"));
     probed_done(&p);
-    tree_free(root);
 }
 
 static void test_aliases(void **state)
 {
     (void)state;
-    char root[ROOT_MAX];
-    tree_new(root, sizeof root);
     /* hwmon0 is an alias without a label of hwmon1's labelled file: hwmon1 is kept. */
-    put(root, "sys/class/hwmon/hwmon0/name", "power_meter\n");
-    link_to(root, "sys/class/hwmon/hwmon0/power1_average", "../hwmon1/device/power1_average");
-    put(root, "sys/class/hwmon/hwmon1/device/name", "power_meter\n");
-    put(root, "sys/class/hwmon/hwmon1/device/power1_average", "150000000\n");
-    put(root, "sys/class/hwmon/hwmon1/device/power1_oem_info", "Grace Power Socket 0\n");
+    tu_put("sys/class/hwmon/hwmon0/name", "power_meter\n");
+    link_to("sys/class/hwmon/hwmon0/power1_average", "../hwmon1/device/power1_average");
+    tu_put("sys/class/hwmon/hwmon1/device/name", "power_meter\n");
+    tu_put("sys/class/hwmon/hwmon1/device/power1_average", "150000000\n");
+    tu_put("sys/class/hwmon/hwmon1/device/power1_oem_info", "Grace Power Socket 0\n");
     /* hwmon2 and hwmon3: the same unlabelled file twice: the first is kept. */
-    put(root, "sys/class/hwmon/hwmon2/name", "ina2xx\n");
-    put(root, "sys/class/hwmon/hwmon2/power1_input", "5000000\n");
-    put(root, "sys/class/hwmon/hwmon3/name", "ina2xx\n");
-    link_to(root, "sys/class/hwmon/hwmon3/power1_input", "../hwmon2/power1_input");
+    tu_put("sys/class/hwmon/hwmon2/name", "ina2xx\n");
+    tu_put("sys/class/hwmon/hwmon2/power1_input", "5000000\n");
+    tu_put("sys/class/hwmon/hwmon3/name", "ina2xx\n");
+    link_to("sys/class/hwmon/hwmon3/power1_input", "../hwmon2/power1_input");
     /* hwmon4: the value on both sides, one file (the Rust exporter's alias case). */
-    put(root, "sys/class/hwmon/hwmon4/device/name", "power_meter\n");
-    put(root, "sys/class/hwmon/hwmon4/device/power1_average", "125500000\n");
-    put(root, "sys/class/hwmon/hwmon4/device/power1_oem_info", "CPU Power Socket 0\n");
-    link_to(root, "sys/class/hwmon/hwmon4/power1_average", "device/power1_average");
+    tu_put("sys/class/hwmon/hwmon4/device/name", "power_meter\n");
+    tu_put("sys/class/hwmon/hwmon4/device/power1_average", "125500000\n");
+    tu_put("sys/class/hwmon/hwmon4/device/power1_oem_info", "CPU Power Socket 0\n");
+    link_to("sys/class/hwmon/hwmon4/power1_average", "device/power1_average");
 
     struct probed p;
-    unsetenv("CARMA_FAULT");
-    probe_at(&p, root, 0);
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, 3);
     int t = must_find(S0 "total");
     assert_string_equal(set.ch[t].path, "sys/class/hwmon/hwmon1/device/power1_average");
@@ -708,37 +619,33 @@ static void test_aliases(void **state)
     assert_float_equal(r[c].power_w, 125.5, 1e-9);
     assert_string_equal(p.s.reason, "");
     probed_done(&p);
-    tree_free(root);
 }
 
 static void test_labels_and_duplicates(void **state)
 {
     (void)state;
-    char root[ROOT_MAX];
-    tree_new(root, sizeof root);
     /* The same OEM text three times: three channels, distinct names, one total. */
     for (int i = 0; i < 3; i++)
-        put_meter(root, i, "Grace Power Socket 0", "150000000\n");
+        put_meter(i, "Grace Power Socket 0", "150000000\n");
     /* powerN_label when there is no oem_info; oem_info wins over it. */
-    put(root, "sys/class/hwmon/hwmon3/name", "power_meter\n");
-    put(root, "sys/class/hwmon/hwmon3/power1_input", "141250000\n");
-    put(root, "sys/class/hwmon/hwmon3/power1_label", "Total Power socket 3\n");
-    put_meter(root, 4, "DRAM Power socket 3", "8000000\n");
-    put(root, "sys/class/hwmon/hwmon4/power1_label", "Total Power socket 4\n");
+    tu_put("sys/class/hwmon/hwmon3/name", "power_meter\n");
+    tu_put("sys/class/hwmon/hwmon3/power1_input", "141250000\n");
+    tu_put("sys/class/hwmon/hwmon3/power1_label", "Total Power socket 3\n");
+    put_meter(4, "DRAM Power socket 3", "8000000\n");
+    tu_put("sys/class/hwmon/hwmon4/power1_label", "Total Power socket 4\n");
     /* A classified text on another device means nothing. */
-    put(root, "sys/class/hwmon/hwmon5/name", "some dev/x\n");
-    put(root, "sys/class/hwmon/hwmon5/power1_input", "1000000\n");
-    put(root, "sys/class/hwmon/hwmon5/power1_label", "Grace Power Socket 9\n");
+    tu_put("sys/class/hwmon/hwmon5/name", "some dev/x\n");
+    tu_put("sys/class/hwmon/hwmon5/power1_input", "1000000\n");
+    tu_put("sys/class/hwmon/hwmon5/power1_label", "Grace Power Socket 9\n");
     /* A power_meter with two unlabelled channels: neither is the node's meter. */
-    put(root, "sys/class/hwmon/hwmon6/name", "power_meter\n");
-    put(root, "sys/class/hwmon/hwmon6/power1_average", "100000000\n");
-    put(root, "sys/class/hwmon/hwmon6/power2_average", "200000000\n");
+    tu_put("sys/class/hwmon/hwmon6/name", "power_meter\n");
+    tu_put("sys/class/hwmon/hwmon6/power1_average", "100000000\n");
+    tu_put("sys/class/hwmon/hwmon6/power2_average", "200000000\n");
     /* No name at all. */
-    put(root, "sys/class/hwmon/hwmon7/power1_input", "2000000\n");
+    tu_put("sys/class/hwmon/hwmon7/power1_input", "2000000\n");
 
     struct probed p;
-    unsetenv("CARMA_FAULT");
-    probe_at(&p, root, 0);
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, 9);
     int t = must_find(S0 "total");
     assert_int_equal(set.ch[t].domain, DOMAIN_TOTAL);
@@ -766,33 +673,29 @@ static void test_labels_and_duplicates(void **state)
     assert_int_equal(set.ch[must_find(PM "hwmon6/power2")].kind, KIND_OTHER);
     assert_int_equal(set.ch[must_find("hwmon/unknown/hwmon7/power1")].kind, KIND_OTHER);
     probed_done(&p);
-    tree_free(root);
 }
 
 static void test_amd_devices(void **state)
 {
     (void)state;
-    char root[ROOT_MAX];
-    tree_new(root, sizeof root);
-    put(root, "sys/class/hwmon/hwmon0/name", "amd_energy\n");
-    put(root, "sys/class/hwmon/hwmon0/energy1_input", "1000\n");
-    put(root, "sys/class/hwmon/hwmon0/energy1_label", "Ecore000\n");
-    put(root, "sys/class/hwmon/hwmon0/energy2_input", "2000\n");
-    put(root, "sys/class/hwmon/hwmon0/energy2_label", "Ecore001\n");
-    put(root, "sys/class/hwmon/hwmon0/energy3_input", "123456789012\n");
-    put(root, "sys/class/hwmon/hwmon0/energy3_label", "Esocket0\n");
-    put(root, "sys/class/hwmon/hwmon1/name", "amdgpu\n");
-    put(root, "sys/class/hwmon/hwmon1/power1_average", "35000000\n");
-    put(root, "sys/class/hwmon/hwmon1/power1_label", "PPT\n");
-    put(root, "sys/class/hwmon/hwmon2/name", "amdgpu\n");
-    put(root, "sys/class/hwmon/hwmon2/power1_average", "15000000\n");
-    put(root, "sys/class/hwmon/hwmon2/power1_label", "slowPPT\n");
-    put(root, "sys/class/hwmon/hwmon2/power2_input", "18000000\n");
-    put(root, "sys/class/hwmon/hwmon2/power2_label", "fastPPT\n");
+    tu_put("sys/class/hwmon/hwmon0/name", "amd_energy\n");
+    tu_put("sys/class/hwmon/hwmon0/energy1_input", "1000\n");
+    tu_put("sys/class/hwmon/hwmon0/energy1_label", "Ecore000\n");
+    tu_put("sys/class/hwmon/hwmon0/energy2_input", "2000\n");
+    tu_put("sys/class/hwmon/hwmon0/energy2_label", "Ecore001\n");
+    tu_put("sys/class/hwmon/hwmon0/energy3_input", "123456789012\n");
+    tu_put("sys/class/hwmon/hwmon0/energy3_label", "Esocket0\n");
+    tu_put("sys/class/hwmon/hwmon1/name", "amdgpu\n");
+    tu_put("sys/class/hwmon/hwmon1/power1_average", "35000000\n");
+    tu_put("sys/class/hwmon/hwmon1/power1_label", "PPT\n");
+    tu_put("sys/class/hwmon/hwmon2/name", "amdgpu\n");
+    tu_put("sys/class/hwmon/hwmon2/power1_average", "15000000\n");
+    tu_put("sys/class/hwmon/hwmon2/power1_label", "slowPPT\n");
+    tu_put("sys/class/hwmon/hwmon2/power2_input", "18000000\n");
+    tu_put("sys/class/hwmon/hwmon2/power2_label", "fastPPT\n");
 
     struct probed p;
-    unsetenv("CARMA_FAULT");
-    probe_at(&p, root, 0);
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, 6);
     int c0 = must_find("hwmon/amd_energy/hwmon0/energy1");
     int c1 = must_find("hwmon/amd_energy/hwmon0/energy2");
@@ -835,26 +738,22 @@ static void test_amd_devices(void **state)
     probed_done(&p);
 
     /* Two sockets: a core cannot be placed. */
-    put(root, "sys/class/hwmon/hwmon0/energy4_input", "5\n");
-    put(root, "sys/class/hwmon/hwmon0/energy4_label", "Esocket1\n");
-    probe_at(&p, root, 0);
+    tu_put("sys/class/hwmon/hwmon0/energy4_input", "5\n");
+    tu_put("sys/class/hwmon/hwmon0/energy4_label", "Esocket1\n");
+    probe_at(&p, tu_dir, 0, NULL);
     assert_int_equal(p.ret, 7);
     c0 = must_find("hwmon/amd_energy/hwmon0/energy1");
     assert_int_equal(set.ch[c0].parent, -1);
     assert_int_equal(set.ch[c0].socket, -1);
     assert_int_equal(set.ch[must_find("hwmon/amd_energy/hwmon0/energy4")].socket, 1);
     probed_done(&p);
-    tree_free(root);
 }
 
 static void test_set_full(void **state)
 {
     (void)state;
-    char path[ROOT_MAX];
     struct probed p;
-    fixture_path(path, sizeof path, "grace");
-    unsetenv("CARMA_FAULT");
-    probe_at(&p, path, CHANNELS_MAX - 2);
+    probe_fixture(&p, "grace", CHANNELS_MAX - 2);
     assert_int_equal(p.ret, 2);
     assert_int_equal(set.n, CHANNELS_MAX);
     assert_non_null(strstr(p.s.note, "26 hwmon channels were left out"));
@@ -863,7 +762,7 @@ static void test_set_full(void **state)
     assert_float_equal(r[1].power_w, 150.0, 1e-9);
     probed_done(&p);
 
-    probe_at(&p, path, CHANNELS_MAX);
+    probe_fixture(&p, "grace", CHANNELS_MAX);
     assert_int_equal(p.ret, -ENOSPC);
     assert_null(p.s.priv);
     probed_done(&p);
@@ -871,19 +770,20 @@ static void test_set_full(void **state)
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_table),
         cmocka_unit_test(test_classify_null),
         cmocka_unit_test(test_probe_grace),
         cmocka_unit_test(test_probe_acpi_meter),
-        cmocka_unit_test(test_bad_contents),
-        cmocka_unit_test(test_vanishing_file),
-        cmocka_unit_test(test_unreadable_file),
-        cmocka_unit_test(test_absent_and_empty),
-        cmocka_unit_test(test_upstream_eleven_domains),
-        cmocka_unit_test(test_aliases),
-        cmocka_unit_test(test_labels_and_duplicates),
-        cmocka_unit_test(test_amd_devices),
+        T(test_bad_contents),
+        T(test_vanishing_file),
+        T(test_unreadable_file),
+        T(test_absent_and_empty),
+        T(test_upstream_eleven_domains),
+        T(test_aliases),
+        T(test_labels_and_duplicates),
+        T(test_amd_devices),
         cmocka_unit_test(test_set_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,25 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testutil.h"
 #include "workload/launcher.h"
-
-static char dir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/carma-launcher-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 static pid_t spawn(char *const *argv, struct carma_err *e)
 {
@@ -133,11 +116,8 @@ static void test_not_executable(void **state)
 {
     (void)state;
     char file[400];
-    snprintf(file, sizeof file, "%s/script.sh", dir);
-    FILE *f = fopen(file, "w");
-    assert_non_null(f);
-    fputs("#!/bin/sh\nexit 0\n", f);
-    fclose(f);
+    snprintf(file, sizeof file, "%s/script.sh", tu_dir);
+    tu_put("script.sh", "#!/bin/sh\nexit 0\n");
     assert_int_equal(chmod(file, 0644), 0);
     char *argv[] = {file, NULL};
     struct launch_opts o = {.argv = argv};
@@ -150,7 +130,7 @@ static void test_not_executable(void **state)
         assert_string_equal(e.msg, want);
     }
     /* a directory cannot be executed, even by root */
-    char *d[] = {dir, NULL};
+    char *d[] = {tu_dir, NULL};
     o.argv = d;
     assert_int_equal(launcher_spawn(&o, &pid, &e), -EACCES);
     assert_no_children();
@@ -169,38 +149,26 @@ static void test_own_process_group(void **state)
     assert_int_equal(wait_status(pid), 143);
 }
 
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 static void test_cwd_and_redirect(void **state)
 {
     (void)state;
     char out[400], err[400], real[PATH_MAX], buf[PATH_MAX + 16];
-    snprintf(out, sizeof out, "%s/out.txt", dir);
-    snprintf(err, sizeof err, "%s/err.txt", dir);
-    assert_non_null(realpath(dir, real));
+    snprintf(out, sizeof out, "%s/out.txt", tu_dir);
+    snprintf(err, sizeof err, "%s/err.txt", tu_dir);
+    assert_non_null(realpath(tu_dir, real));
     /* an old file is truncated */
-    FILE *f = fopen(out, "w");
-    assert_non_null(f);
-    fputs("old content that is longer than the new one\n", f);
-    fclose(f);
+    tu_put("out.txt", "old content that is longer than the new one\n");
     char *argv[] = {"sh", "-c", "pwd; echo oops >&2; exit 4", NULL};
-    struct launch_opts o = {.argv = argv, .cwd = dir, .stdout_path = out, .stderr_path = err};
+    struct launch_opts o = {.argv = argv, .cwd = tu_dir, .stdout_path = out, .stderr_path = err};
     struct carma_err e = {0};
     pid_t pid;
     assert_int_equal(launcher_spawn(&o, &pid, &e), 0);
     assert_int_equal(wait_status(pid), 4);
-    slurp(out, buf, sizeof buf);
+    tu_slurp(out, buf, sizeof buf);
     char want[PATH_MAX + 2];
     snprintf(want, sizeof want, "%s\n", real);
     assert_string_equal(buf, want);
-    slurp(err, buf, sizeof buf);
+    tu_slurp(err, buf, sizeof buf);
     assert_string_equal(buf, "oops\n");
 }
 
@@ -209,7 +177,7 @@ static void test_setup_errors(void **state)
 {
     (void)state;
     char missing[400], out[500];
-    snprintf(missing, sizeof missing, "%s/no-such-dir", dir);
+    snprintf(missing, sizeof missing, "%s/no-such-dir", tu_dir);
     snprintf(out, sizeof out, "%s/out.txt", missing);
     char *argv[] = {"true", NULL};
     struct carma_err e = {0};
@@ -296,7 +264,7 @@ static void test_signals_fd(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_status_values),
         cmocka_unit_test(test_exit_code),

@@ -10,75 +10,19 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/energy.h"
 #include "sampler/sampler.h"
 #include "sources/model.h"
 #include "sources/procfs.h"
 #include "sources/source.h"
+#include "testutil.h"
 
 extern const struct source_ops model_source_ops;
-
-static char dir[256];
-
-static const char *fixtures(void)
-{
-    const char *f = getenv("CARMA_FIXTURES");
-    return f && *f ? f : "tests/fixtures";
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/carma-model-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir))
-        return -1;
-    unsetenv("CARMA_FAULT");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void copy_fixture(const char *name)
-{
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cp -R '%s/%s/.' '%s/'", fixtures(), name, dir);
-    assert_int_equal(system(cmd), 0);
-}
-
-static void put(const char *rel, const char *content)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    for (char *q = path + strlen(dir) + 1; *q; q++) {
-        if (*q == '/') {
-            *q = '\0';
-            if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                fail_msg("mkdir %s: %s", path, strerror(errno));
-            *q = '/';
-        }
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    assert_true(fd >= 0);
-    size_t n = strlen(content);
-    assert_int_equal(write(fd, content, n), (ssize_t)n);
-    close(fd);
-}
 
 static struct model_opts default_opts(void)
 {
@@ -93,12 +37,8 @@ static struct model_opts default_opts(void)
 
 static struct sampler *new_with(const char *sources, const struct model_opts *m)
 {
-    struct sampler_opts o = {.root = dir, .sources = sources, .model = *m};
-    struct carma_err e = {0};
-    struct sampler *s = sampler_new(&o, &e);
-    if (!s)
-        fail_msg("sampler_new: %s", e.msg);
-    return s;
+    struct sampler_opts o = {.root = tu_dir, .sources = sources, .model = *m};
+    return tu_sampler_new(&o);
 }
 
 /* The model source of a sampler (the last in priority order). */
@@ -157,7 +97,7 @@ static void test_curve_names(void **state)
 static void test_tdp_from_table(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct model_opts m = default_opts();
     struct sampler *s = new_with("model", &m);
     const struct source *src = model_src(s);
@@ -194,7 +134,7 @@ static void test_tdp_from_table(void **state)
 static void test_tdp_fallback(void **state)
 {
     (void)state;
-    copy_fixture("vm-empty");
+    tu_copy_fixture("vm-empty");
     struct model_opts m = default_opts();
     struct sampler *s = new_with(NULL, &m);
     const struct source *src = model_src(s);
@@ -211,7 +151,7 @@ static void test_tdp_fallback(void **state)
 static void test_overrides(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct model_opts m = default_opts();
     m.tdp_w = 200;
     m.idle_w = 30;
@@ -250,16 +190,12 @@ static void test_overrides(void **state)
 static void test_table_path(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     char table[400];
-    snprintf(table, sizeof table, "%s/tdp.csv", dir);
-    FILE *f = fopen(table, "w");
-    assert_non_null(f);
-    fputs("pattern,vendor,family,cores,tdp_w,source\n"
-          "Gold 6248,Intel,test,20,99,a test row\n"
-          "*,*,unknown,,77,test fallback\n",
-          f);
-    fclose(f);
+    snprintf(table, sizeof table, "%s/tdp.csv", tu_dir);
+    tu_put("tdp.csv", "pattern,vendor,family,cores,tdp_w,source\n"
+                      "Gold 6248,Intel,test,20,99,a test row\n"
+                      "*,*,unknown,,77,test fallback\n");
     struct model_opts m = default_opts();
     m.table_path = table;
     struct sampler *s = new_with("model", &m);
@@ -271,7 +207,7 @@ static void test_table_path(void **state)
 
     /* a table that cannot be opened: the model is unusable and says why */
     char missing[500];
-    snprintf(missing, sizeof missing, "%s/none.csv", dir);
+    snprintf(missing, sizeof missing, "%s/none.csv", tu_dir);
     m.table_path = missing;
     s = new_with("model", &m);
     src = model_src(s);
@@ -282,10 +218,7 @@ static void test_table_path(void **state)
     sampler_free(s);
 
     /* a malformed table */
-    f = fopen(table, "w");
-    assert_non_null(f);
-    fputs("pattern,vendor,family,cores,tdp_w,source\nGold 6248,Intel,x,20,lots,y\n", f);
-    fclose(f);
+    tu_put("tdp.csv", "pattern,vendor,family,cores,tdp_w,source\nGold 6248,Intel,x,20,lots,y\n");
     m.table_path = table;
     s = new_with("model", &m);
     src = model_src(s);
@@ -298,7 +231,7 @@ static void test_table_path(void **state)
 static void test_not_needed_with_measured(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct model_opts m = default_opts();
     struct sampler *s = new_with(NULL, &m);
     const struct source *src = model_src(s);
@@ -323,7 +256,7 @@ static void test_not_needed_with_measured(void **state)
 static void test_no_utilization(void **state)
 {
     (void)state;
-    put("sys/class/powercap/.keep", "");
+    tu_put("sys/class/powercap/.keep", "");
     struct model_opts m = default_opts();
     struct sampler *s = new_with("model", &m);
     assert_false(s->have_util);
@@ -339,10 +272,10 @@ static void test_no_utilization(void **state)
 static void test_invalid_before_primed(void **state)
 {
     (void)state;
-    copy_fixture("vm-empty");
+    tu_copy_fixture("vm-empty");
     struct fsroot root;
     struct carma_err e = {0};
-    assert_int_equal(fsroot_open(&root, dir, &e), 0);
+    assert_int_equal(fsroot_open(&root, tu_dir, &e), 0);
     struct procstat util;
     assert_int_equal(procstat_open(&util, &root, &e), 0);
     assert_false(util.primed);
@@ -358,9 +291,9 @@ static void test_invalid_before_primed(void **state)
     assert_int_equal(rd.err, -EAGAIN);
 
     /* cpu0 busy 30 of 100 ticks, cpu1 busy 10 of 100: the socket 20 % */
-    put("proc/stat", "cpu  2040 10 600 100160 20 0 5 0 0 0\n"
-                     "cpu0 1030 10 300 50070 20 0 5 0 0 0\n"
-                     "cpu1 1010 10 300 50090 20 0 5 0 0 0\n");
+    tu_put("proc/stat", "cpu  2040 10 600 100160 20 0 5 0 0 0\n"
+                        "cpu0 1030 10 300 50070 20 0 5 0 0 0\n"
+                        "cpu1 1010 10 300 50090 20 0 5 0 0 0\n");
     assert_int_equal(procstat_sample(&util), 0);
     assert_true(util.primed);
     model_source_ops.read(&src, &rd);
@@ -370,7 +303,7 @@ static void test_invalid_before_primed(void **state)
     assert_true(rd.power_w == idle + (85 - idle) * (2 * 0.2 - pow(0.2, 1.4)));
 
     /* proc/stat unreadable this tick: the power is missing with that error */
-    put("proc/stat", "nonsense\n");
+    tu_put("proc/stat", "nonsense\n");
     assert_int_equal(procstat_sample(&util), -EINVAL);
     model_source_ops.read(&src, &rd);
     assert_int_equal(rd.valid, 0);
@@ -397,19 +330,13 @@ static void put_stat(unsigned u0, unsigned i0, unsigned u1, unsigned i1)
              "cpu3 %u 10 300 %u 20 0 5 0 0 0\n"
              "intr 123456 0 0\nctxt 987654\n",
              2 * u0 + 2 * u1, 2 * i0 + 2 * i1, u0, i0, u0, i0, u1, i1, u1, i1);
-    put("proc/stat", buf);
-}
-
-static void pause_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = ms * 1000000L};
-    nanosleep(&ts, NULL);
+    tu_put("proc/stat", buf);
 }
 
 static void test_power_from_utilization(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct model_opts m = default_opts();
     struct sampler *s = new_with("model", &m);
     assert_int_equal(s->set.n, 2);
@@ -433,7 +360,7 @@ static void test_power_from_utilization(void **state)
 
     /* socket 0 fully busy, socket 1 idle (proc/stat is re-read at most every 10 ms) */
     put_stat(1150, 50050, 1025, 50175);
-    pause_ms(2 * SAMPLER_UTIL_PERIOD_NS / 1000000);
+    tu_pause_ms(2 * SAMPLER_UTIL_PERIOD_NS / 1000000);
     sampler_tick(s);
     assert_true(s->st[0].watts == max);
     assert_true(s->st[1].watts == idle);
@@ -441,14 +368,14 @@ static void test_power_from_utilization(void **state)
     assert_true(s->st[1].energy_j == energy_trapezoid_j(p1, idle, s->t_now - t1));
 
     /* no tick elapsed on any cpu: the last fractions stay */
-    pause_ms(2 * SAMPLER_UTIL_PERIOD_NS / 1000000);
+    tu_pause_ms(2 * SAMPLER_UTIL_PERIOD_NS / 1000000);
     sampler_tick(s);
     assert_true(s->st[0].watts == max);
     assert_true(s->st[1].watts == idle);
     sampler_free(s);
 
     /* the linear curve */
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     m.curve = MODEL_CURVE_LINEAR;
     s = new_with("model", &m);
     put_stat(1050, 50050, 1025, 50075);
@@ -460,7 +387,7 @@ static void test_power_from_utilization(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_curves),
         cmocka_unit_test(test_curve_names),

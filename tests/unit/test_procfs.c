@@ -9,70 +9,26 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/fsroot.h"
 #include "sources/procfs.h"
+#include "testutil.h"
 
-static char dir[256];
+/* The root on tu_dir that a test opens once its tree is written; closed at teardown. */
 static struct fsroot root;
-
-static const char *fixtures(void)
-{
-    const char *f = getenv("CARMA_FIXTURES");
-    return f && *f ? f : "tests/fixtures";
-}
 
 static int setup(void **state)
 {
-    (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/carma-procfs-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir))
-        return -1;
-    unsetenv("CARMA_FAULT");
     root.dirfd = -1;
-    return 0;
+    return tu_setup(state);
 }
 
 static int teardown(void **state)
 {
-    (void)state;
     fsroot_close(&root);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void put(const char *rel, const char *content)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    for (char *q = path + strlen(dir) + 1; *q; q++) {
-        if (*q == '/') {
-            *q = '\0';
-            if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                fail_msg("mkdir %s: %s", path, strerror(errno));
-            *q = '/';
-        }
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    assert_true(fd >= 0);
-    size_t n = strlen(content);
-    assert_int_equal(write(fd, content, n), (ssize_t)n);
-    close(fd);
-}
-
-static void open_root(void)
-{
-    struct carma_err e = {0};
-    if (fsroot_open(&root, dir, &e) < 0)
-        fail_msg("%s", e.msg);
+    return tu_teardown(state);
 }
 
 static void assert_times(const struct cpu_times *t, uint64_t user, uint64_t nice, uint64_t system,
@@ -168,23 +124,23 @@ static void test_parse_rejects(void **state)
 /* Four cpus, cpu0 and cpu1 on socket 0, cpu2 and cpu3 on socket 1. */
 static void cpuinfo_2s(void)
 {
-    put("proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 1000\nphysical id\t: 0\n\n"
-                        "processor\t: 1\nmodel name\t: Test CPU 1000\nphysical id\t: 0\n\n"
-                        "processor\t: 2\nmodel name\t: Test CPU 1000\nphysical id\t: 1\n\n"
-                        "processor\t: 3\nmodel name\t: Test CPU 1000\nphysical id\t: 1\n\n");
+    tu_put("proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 1000\nphysical id\t: 0\n\n"
+                           "processor\t: 1\nmodel name\t: Test CPU 1000\nphysical id\t: 0\n\n"
+                           "processor\t: 2\nmodel name\t: Test CPU 1000\nphysical id\t: 1\n\n"
+                           "processor\t: 3\nmodel name\t: Test CPU 1000\nphysical id\t: 1\n\n");
 }
 
 static void test_open_and_fractions(void **state)
 {
     (void)state;
     cpuinfo_2s();
-    put("proc/stat", "cpu  4000 100 1000 20000 200 50 50 0 0 0\n"
-                     "cpu0 1000 25 250 5000 50 10 15 0 0 0\n"
-                     "cpu1 1000 25 250 5000 50 10 15 0 0 0\n"
-                     "cpu2 1000 25 250 5000 50 15 10 0 0 0\n"
-                     "cpu3 1000 25 250 5000 50 15 10 0 0 0\n"
-                     "intr 1 2 3\n");
-    open_root();
+    tu_put("proc/stat", "cpu  4000 100 1000 20000 200 50 50 0 0 0\n"
+                        "cpu0 1000 25 250 5000 50 10 15 0 0 0\n"
+                        "cpu1 1000 25 250 5000 50 10 15 0 0 0\n"
+                        "cpu2 1000 25 250 5000 50 15 10 0 0 0\n"
+                        "cpu3 1000 25 250 5000 50 15 10 0 0 0\n"
+                        "intr 1 2 3\n");
+    tu_open_root(&root, tu_dir);
     struct procstat p;
     struct carma_err e = {0};
     assert_int_equal(procstat_open(&p, &root, &e), 0);
@@ -203,11 +159,11 @@ static void test_open_and_fractions(void **state)
 
     /* node: +60 user, +10 nice, +20 system, +100 idle, +4 irq, +6 softirq: 200 ticks, 100
      * busy. socket 0: 60 of 95 ticks busy; socket 1: 37 of 102. */
-    put("proc/stat", "cpu  4060 110 1020 20100 200 54 56 0 0 0\n"
-                     "cpu0 1030 30 255 5010 50 12 18 0 0 0\n" /* +30 +5 +5 +10 +2 +3: 45/55 */
-                     "cpu1 1010 25 255 5025 50 10 15 0 0 0\n" /* +10 +5 +25: 15/40 */
-                     "cpu2 1010 30 255 5040 50 16 11 0 0 0\n" /* +10 +5 +5 +40 +1 +1: 22/62 */
-                     "cpu3 1010 25 255 5025 50 15 10 0 0 0\n" /* +10 +5 +25: 15/40 */);
+    tu_put("proc/stat", "cpu  4060 110 1020 20100 200 54 56 0 0 0\n"
+                        "cpu0 1030 30 255 5010 50 12 18 0 0 0\n" /* +30 +5 +5 +10 +2 +3: 45/55 */
+                        "cpu1 1010 25 255 5025 50 10 15 0 0 0\n" /* +10 +5 +25: 15/40 */
+                        "cpu2 1010 30 255 5040 50 16 11 0 0 0\n" /* +10 +5 +5 +40 +1 +1: 22/62 */
+                        "cpu3 1010 25 255 5025 50 15 10 0 0 0\n" /* +10 +5 +25: 15/40 */);
     assert_int_equal(procstat_sample(&p), 0);
     assert_true(p.primed);
     assert_true(p.total_ticks_delta == 200);
@@ -222,11 +178,11 @@ static void test_open_and_fractions(void **state)
     assert_true(p.socket_util[1] == 37.0 / 102.0);
 
     /* second rewrite: iowait is not busy; steal is */
-    put("proc/stat", "cpu  4060 110 1020 20150 250 54 56 100 0 0\n"
-                     "cpu0 1030 30 255 5010 100 12 18 0 0 0\n" /* +50 iowait: 0/50 */
-                     "cpu1 1010 25 255 5025 50 10 15 50 0 0\n" /* +50 steal: 50/50 */
-                     "cpu2 1010 30 255 5090 50 16 11 0 0 0\n"  /* +50 idle */
-                     "cpu3 1010 25 255 5025 50 15 10 50 0 0\n" /* +50 steal */);
+    tu_put("proc/stat", "cpu  4060 110 1020 20150 250 54 56 100 0 0\n"
+                        "cpu0 1030 30 255 5010 100 12 18 0 0 0\n" /* +50 iowait: 0/50 */
+                        "cpu1 1010 25 255 5025 50 10 15 50 0 0\n" /* +50 steal: 50/50 */
+                        "cpu2 1010 30 255 5090 50 16 11 0 0 0\n"  /* +50 idle */
+                        "cpu3 1010 25 255 5025 50 15 10 50 0 0\n" /* +50 steal */);
     assert_int_equal(procstat_sample(&p), 0);
     assert_true(p.total_ticks_delta == 200);
     assert_true(p.busy_ticks_delta == 100);
@@ -246,15 +202,15 @@ static void test_open_and_fractions(void **state)
     assert_true(p.socket_util[0] == 0.5);
 
     /* a bad read: invalid, and the next good one is compared with the last good one */
-    put("proc/stat", "rubbish\n");
+    tu_put("proc/stat", "rubbish\n");
     assert_int_equal(procstat_sample(&p), -EINVAL);
     assert_false(p.valid);
     assert_int_equal(p.err, -EINVAL);
-    put("proc/stat", "cpu  4160 110 1020 20250 250 54 56 100 0 0\n"
-                     "cpu0 1080 30 255 5010 100 12 18 0 0 0\n"
-                     "cpu1 1080 25 255 5025 50 10 15 50 0 0\n"
-                     "cpu2 1010 30 255 5140 50 16 11 0 0 0\n"
-                     "cpu3 1010 25 255 5075 50 15 10 50 0 0\n");
+    tu_put("proc/stat", "cpu  4160 110 1020 20250 250 54 56 100 0 0\n"
+                        "cpu0 1080 30 255 5010 100 12 18 0 0 0\n"
+                        "cpu1 1080 25 255 5025 50 10 15 50 0 0\n"
+                        "cpu2 1010 30 255 5140 50 16 11 0 0 0\n"
+                        "cpu3 1010 25 255 5075 50 15 10 50 0 0\n");
     assert_int_equal(procstat_sample(&p), 0);
     assert_true(p.valid);
     assert_int_equal(p.err, 0);
@@ -270,14 +226,14 @@ static void test_open_and_fractions(void **state)
 static void test_counters_backwards(void **state)
 {
     (void)state;
-    put("proc/stat", "cpu  100 0 0 100\ncpu0 100 0 0 100\n");
-    open_root();
+    tu_put("proc/stat", "cpu  100 0 0 100\ncpu0 100 0 0 100\n");
+    tu_open_root(&root, tu_dir);
     struct procstat p;
     struct carma_err e = {0};
     assert_int_equal(procstat_open(&p, &root, &e), 0);
     assert_int_equal(p.nsockets, 1); /* no proc/cpuinfo: one socket */
     assert_string_equal(p.model_name, "");
-    put("proc/stat", "cpu  50 0 0 250\ncpu0 50 0 0 250\n");
+    tu_put("proc/stat", "cpu  50 0 0 250\ncpu0 50 0 0 250\n");
     assert_int_equal(procstat_sample(&p), 0);
     assert_true(p.busy_ticks_delta == 0);
     assert_true(p.total_ticks_delta == 100);
@@ -294,24 +250,24 @@ static void test_offline_cpus(void **state)
     cpuinfo_2s();
     /* cpu1 is offline: not in proc/stat (proc/cpuinfo lists online cpus too, but keeps the
      * numbers of the others) */
-    put("proc/cpuinfo", "processor\t: 0\nphysical id\t: 0\n\n"
-                        "processor\t: 2\nphysical id\t: 1\n\n"
-                        "processor\t: 3\nphysical id\t: 1\n\n");
-    put("proc/stat", "cpu  300 0 0 300\n"
-                     "cpu0 100 0 0 100\n"
-                     "cpu2 100 0 0 100\n"
-                     "cpu3 100 0 0 100\n");
-    open_root();
+    tu_put("proc/cpuinfo", "processor\t: 0\nphysical id\t: 0\n\n"
+                           "processor\t: 2\nphysical id\t: 1\n\n"
+                           "processor\t: 3\nphysical id\t: 1\n\n");
+    tu_put("proc/stat", "cpu  300 0 0 300\n"
+                        "cpu0 100 0 0 100\n"
+                        "cpu2 100 0 0 100\n"
+                        "cpu3 100 0 0 100\n");
+    tu_open_root(&root, tu_dir);
     struct procstat p;
     struct carma_err e = {0};
     assert_int_equal(procstat_open(&p, &root, &e), 0);
     assert_int_equal(p.nsockets, 2);
     assert_true(p.ncpu >= 4);
     assert_int_equal(p.cpu_socket[3], 1);
-    put("proc/stat", "cpu  400 0 0 500\n"
-                     "cpu0 100 0 0 200\n" /* idle */
-                     "cpu2 100 0 0 200\n" /* idle */
-                     "cpu3 200 0 0 100\n" /* busy */);
+    tu_put("proc/stat", "cpu  400 0 0 500\n"
+                        "cpu0 100 0 0 200\n" /* idle */
+                        "cpu2 100 0 0 200\n" /* idle */
+                        "cpu3 200 0 0 100\n" /* busy */);
     assert_int_equal(procstat_sample(&p), 0);
     assert_true(p.socket_util[0] == 0.0);
     assert_true(p.socket_util[1] == 0.5);
@@ -321,16 +277,16 @@ static void test_offline_cpus(void **state)
 static void test_open_errors(void **state)
 {
     (void)state;
-    put("proc/cpuinfo", "processor\t: 0\n");
-    open_root();
+    tu_put("proc/cpuinfo", "processor\t: 0\n");
+    tu_open_root(&root, tu_dir);
     struct procstat p;
     struct carma_err e = {0};
     assert_int_equal(procstat_open(&p, &root, &e), -ENOENT);
     assert_non_null(strstr(e.msg, "proc/stat"));
-    assert_non_null(strstr(e.msg, dir));
+    assert_non_null(strstr(e.msg, tu_dir));
     procstat_close(&p);
 
-    put("proc/stat", "this is not proc/stat\n");
+    tu_put("proc/stat", "this is not proc/stat\n");
     memset(&e, 0, sizeof e);
     assert_int_equal(procstat_open(&p, &root, &e), -EINVAL);
     assert_int_equal(e.code, -EINVAL);
@@ -358,7 +314,7 @@ static void test_fixtures(void **state)
     };
     for (size_t k = 0; k < sizeof fx / sizeof fx[0]; k++) {
         char path[512];
-        snprintf(path, sizeof path, "%s/%s", fixtures(), fx[k].name);
+        tu_fixture_path(path, sizeof path, fx[k].name);
         struct fsroot r;
         struct carma_err e = {0};
         assert_int_equal(fsroot_open(&r, path, &e), 0);

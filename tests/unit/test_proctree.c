@@ -9,9 +9,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +22,7 @@
 
 #include "core/timeutil.h"
 #include "workload/proctree.h"
+#include "testutil.h"
 
 #define S_NS 1000000000ULL
 
@@ -89,12 +90,8 @@ static void test_parse_stat_rejects(void **state)
 static void test_parse_own_stat(void **state)
 {
     (void)state;
-    FILE *f = fopen("/proc/self/stat", "r");
-    assert_non_null(f);
     char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
+    tu_slurp("/proc/self/stat", buf, sizeof buf);
     pid_t ppid;
     uint64_t ticks, start;
     assert_int_equal(proctree_parse_stat(buf, &ppid, &ticks, &start), 0);
@@ -117,19 +114,6 @@ static void burn(double s)
     } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < s);
 }
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
-
 /* Reads one pid_t from fd (written by a child when it is ready). */
 static pid_t wait_ready(int fd)
 {
@@ -149,27 +133,49 @@ static void tell_ready(int fd)
     (void)n;
 }
 
-static void test_child_cpu_time(void **state)
+/*
+ * Forks a child that spends s seconds of CPU time, writes its pid into a pipe whose read end
+ * is returned in *ready, and then exits, or with stay waits to be killed.
+ */
+static pid_t fork_burner(double s, bool stay, int *ready)
 {
-    (void)state;
     int pfd[2];
     assert_int_equal(pipe(pfd), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(pfd[0]);
-        burn(0.3);
+        burn(s);
         tell_ready(pfd[1]);
+        if (!stay)
+            _exit(0);
         for (;;)
             pause();
     }
     close(pfd[1]);
+    *ready = pfd[0];
+    return pid;
+}
+
+/* The user and system time in ru, in ns. */
+static uint64_t rusage_ns(const struct rusage *ru)
+{
+    return ((uint64_t)ru->ru_utime.tv_sec * 1000000ULL + (uint64_t)ru->ru_utime.tv_usec +
+            (uint64_t)ru->ru_stime.tv_sec * 1000000ULL + (uint64_t)ru->ru_stime.tv_usec) *
+           1000ULL;
+}
+
+static void test_child_cpu_time(void **state)
+{
+    (void)state;
+    int ready;
+    pid_t pid = fork_burner(0.3, true, &ready);
     struct proctree t;
     assert_int_equal(proctree_init(&t, pid, "/proc", 100 * NS_PER_MS), 0);
     assert_int_equal(t.n, 1);
     assert_int_equal(t.m[0].pid, pid);
-    assert_int_equal(wait_ready(pfd[0]), pid);
-    close(pfd[0]);
+    assert_int_equal(wait_ready(ready), pid);
+    close(ready);
     uint64_t ns = proctree_update(&t, time_mono_ns(), true);
     if (ns < S_NS / 4 || ns > S_NS / 2)
         fail_msg("tree CPU time %.3f s, want 0.25 .. 0.5", (double)ns / 1e9);
@@ -229,9 +235,7 @@ static void test_grandchild(void **state)
     struct rusage ru;
     assert_int_equal(wait4(pid, &st, 0, &ru), pid);
     assert_true(WIFEXITED(st));
-    uint64_t ru_ns = ((uint64_t)ru.ru_utime.tv_sec * 1000000ULL + (uint64_t)ru.ru_utime.tv_usec +
-                      (uint64_t)ru.ru_stime.tv_sec * 1000000ULL + (uint64_t)ru.ru_stime.tv_usec) *
-                     1000ULL;
+    uint64_t ru_ns = rusage_ns(&ru);
     /* wait4 counts the child and the grandchild it reaped */
     assert_true(ru_ns >= S_NS / 4);
     proctree_reaped(&t, pid, &ru);
@@ -246,30 +250,19 @@ static void test_grandchild(void **state)
 static void test_reaped_adds_rusage(void **state)
 {
     (void)state;
-    int pfd[2];
-    assert_int_equal(pipe(pfd), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(pfd[0]);
-        burn(0.2);
-        tell_ready(pfd[1]);
-        _exit(0);
-    }
-    close(pfd[1]);
+    int ready;
+    pid_t pid = fork_burner(0.2, false, &ready);
     struct proctree t;
     assert_int_equal(proctree_init(&t, pid, "/proc", 100 * NS_PER_MS), 0);
-    wait_ready(pfd[0]);
-    close(pfd[0]);
+    wait_ready(ready);
+    close(ready);
     uint64_t before = proctree_update(&t, time_mono_ns(), true);
     struct rusage ru;
     int st;
     assert_int_equal(wait4(pid, &st, 0, &ru), pid);
     proctree_reaped(&t, pid, &ru);
     assert_int_equal(t.n, 0);
-    uint64_t ru_ns = ((uint64_t)ru.ru_utime.tv_sec * 1000000ULL + (uint64_t)ru.ru_utime.tv_usec +
-                      (uint64_t)ru.ru_stime.tv_sec * 1000000ULL + (uint64_t)ru.ru_stime.tv_usec) *
-                     1000ULL;
+    uint64_t ru_ns = rusage_ns(&ru);
     assert_true(t.reaped_ns == ru_ns);
     uint64_t after = proctree_update(&t, time_mono_ns(), true);
     assert_true(after >= before);
@@ -292,26 +285,16 @@ static void test_reaped_adds_rusage(void **state)
 static void test_adopter(void **state)
 {
     (void)state;
-    int pfd[2];
-    assert_int_equal(pipe(pfd), 0);
     pid_t root = fork();
     assert_true(root >= 0);
     if (root == 0) {
         for (;;)
             pause();
     }
-    pid_t other = fork();
-    assert_true(other >= 0);
-    if (other == 0) {
-        close(pfd[0]);
-        burn(0.1);
-        tell_ready(pfd[1]);
-        for (;;)
-            pause();
-    }
-    close(pfd[1]);
-    wait_ready(pfd[0]);
-    close(pfd[0]);
+    int ready;
+    pid_t other = fork_burner(0.1, true, &ready);
+    wait_ready(ready);
+    close(ready);
     struct proctree t;
     assert_int_equal(proctree_init(&t, root, "/proc", 100 * NS_PER_MS), 0);
     proctree_update(&t, time_mono_ns(), true);
@@ -375,7 +358,7 @@ static void test_scan_period(void **state)
 static void test_init_errors(void **state)
 {
     (void)state;
-    int before = count_fds();
+    int before = tu_count_fds();
     struct proctree t;
     /* a pid that does not exist (above the kernel's pid_max limit) */
     assert_int_equal(proctree_init(&t, 4194305 + 7, "/proc", NS_PER_S), -ENOENT);
@@ -384,7 +367,7 @@ static void test_init_errors(void **state)
     proctree_done(&t);
     /* a failed init holds no descriptor, even when the caller does not call done */
     assert_int_equal(proctree_init(&t, 4194305 + 7, "/proc", NS_PER_S), -ENOENT);
-    assert_int_equal(count_fds(), before);
+    assert_int_equal(tu_count_fds(), before);
 
     /* this process as the root: a tree of one, its own CPU time */
     assert_int_equal(proctree_init(&t, getpid(), "/proc", NS_PER_S), 0);
@@ -395,7 +378,7 @@ static void test_init_errors(void **state)
     assert_true(b >= a);
     assert_true(b > 0);
     proctree_done(&t);
-    assert_int_equal(count_fds(), before);
+    assert_int_equal(tu_count_fds(), before);
 }
 
 int main(void)

@@ -10,16 +10,14 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/fsroot.h"
 #include "sampler/sampler.h"
 #include "sources/source.h"
+#include "testutil.h"
 
 extern const struct source_ops rapl_source_ops;
 
@@ -33,54 +31,28 @@ struct probed {
     int r; /* what probe returned */
 };
 
-static const char *fixtures(void)
-{
-    const char *f = getenv("CARMA_FIXTURES");
-    return f && *f ? f : "tests/fixtures";
-}
-
-static void fixture_path(char *buf, size_t cap, const char *name)
-{
-    snprintf(buf, cap, "%s/%s", fixtures(), name);
-}
-
 static struct probed *probe_dir(const char *dir)
 {
     struct probed *p = calloc(1, sizeof *p);
     assert_non_null(p);
     p->set = calloc(1, sizeof *p->set);
     assert_non_null(p->set);
-    struct carma_err e = {0};
-    if (fsroot_open(&p->root, dir, &e) < 0)
-        fail_msg("fsroot_open %s: %s", dir, e.msg);
-    struct probe_ctx ctx = {.root = &p->root, .set = p->set};
-    p->src.ops = &rapl_source_ops;
-    p->r = rapl_source_ops.probe(&p->src, &ctx);
+    p->r = tu_probe(&p->src, &rapl_source_ops, &p->root, dir, p->set);
     return p;
 }
 
 static struct probed *probe_fixture(const char *name)
 {
     char dir[512];
-    fixture_path(dir, sizeof dir, name);
+    tu_fixture_path(dir, sizeof dir, name);
     return probe_dir(dir);
 }
 
 static void probed_free(struct probed *p)
 {
-    rapl_source_ops.close(&p->src);
-    assert_null(p->src.priv);
-    fsroot_close(&p->root);
+    tu_unprobe(&p->src, &p->root);
     free(p->set);
     free(p);
-}
-
-static int find(const struct channel_set *set, const char *name)
-{
-    for (size_t i = 0; i < set->n; i++)
-        if (strcmp(set->ch[i].name, name) == 0)
-            return (int)i;
-    return -1;
 }
 
 /* What one channel must be; parent by name ("" for none). */
@@ -228,69 +200,20 @@ static void test_vm_empty_absent(void **state)
     probed_free(p);
 }
 
-/* A scratch directory for trees built by hand, removed at teardown. */
-static char scratch[256];
-
-static int setup_scratch(void **state)
-{
-    (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/carma-rapl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(scratch))
-        return -1;
-    unsetenv("CARMA_FAULT");
-    return 0;
-}
-
-static int teardown_scratch(void **state)
-{
-    (void)state;
-    unsetenv("CARMA_FAULT");
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void put(const char *rel, const char *content)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", scratch, rel);
-    for (char *q = path + strlen(scratch) + 1; *q; q++) {
-        if (*q == '/') {
-            *q = '\0';
-            if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                fail_msg("mkdir %s: %s", path, strerror(errno));
-            *q = '/';
-        }
-    }
-    /* in place: a probed source keeps the file open */
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    assert_true(fd >= 0);
-    size_t n = strlen(content);
-    assert_int_equal(write(fd, content, n), (ssize_t)n);
-    close(fd);
-}
-
+/* A zone written below tu_dir: its name, and its energy_uj and range unless NULL. */
 static void zone(const char *dir, const char *name, const char *energy, const char *range)
 {
     char rel[300];
     snprintf(rel, sizeof rel, PC "%s/name", dir);
-    put(rel, name);
+    tu_put(rel, name);
     if (energy) {
         snprintf(rel, sizeof rel, PC "%s/energy_uj", dir);
-        put(rel, energy);
+        tu_put(rel, energy);
     }
     if (range) {
         snprintf(rel, sizeof rel, PC "%s/max_energy_range_uj", dir);
-        put(rel, range);
+        tu_put(rel, range);
     }
-}
-
-static void copy_fixture(const char *name)
-{
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cp -R '%s/%s/.' '%s/'", fixtures(), name, scratch);
-    assert_int_equal(system(cmd), 0);
 }
 
 /* A package whose energy_uj root alone may read: the channel is missing, the reason names
@@ -301,15 +224,15 @@ static void test_eacces_one_zone(void **state)
     setenv("CARMA_FAULT", "eacces:sys/class/powercap/intel-rapl:0/energy_uj", 1);
     struct probed *p = probe_fixture("intel-2s");
     assert_int_equal(p->r, 5);
-    assert_int_equal(find(p->set, "rapl/package-0"), -1);
+    assert_int_equal(tu_channel_index(p->set, "rapl/package-0"), -1);
     /* the source is usable: the skipped file is a note, not a reason */
     assert_string_equal(p->src.reason, "");
     assert_non_null(strstr(p->src.note, "cannot read sys/class/powercap/intel-rapl:0/energy_uj"));
     assert_non_null(strstr(p->src.note, "CVE-2020-8694"));
     assert_non_null(strstr(p->src.note, "root"));
 
-    int core = find(p->set, "rapl/package-0/core");
-    int dram = find(p->set, "rapl/package-0/dram");
+    int core = tu_channel_index(p->set, "rapl/package-0/core");
+    int dram = tu_channel_index(p->set, "rapl/package-0/dram");
     assert_int_equal(core, 0);
     assert_int_equal(dram, 1);
     assert_int_equal(p->set->ch[core].socket, 0);
@@ -317,9 +240,9 @@ static void test_eacces_one_zone(void **state)
     assert_int_equal(p->set->ch[core].parent, -1); /* the package is no channel here */
     assert_int_equal(p->set->ch[dram].socket, 0);
     assert_int_equal(p->set->ch[dram].domain, DOMAIN_TOTAL);
-    int pkg1 = find(p->set, "rapl/package-1");
+    int pkg1 = tu_channel_index(p->set, "rapl/package-1");
     assert_int_equal(pkg1, 2);
-    assert_int_equal(p->set->ch[find(p->set, "rapl/package-1/core")].parent, pkg1);
+    assert_int_equal(p->set->ch[tu_channel_index(p->set, "rapl/package-1/core")].parent, pkg1);
 
     /* names stay unique */
     for (size_t i = 0; i < p->set->n; i++)
@@ -356,7 +279,7 @@ static void test_eacces_all(void **state)
 
     /* through the sampler: kept with its status and reason, no channel */
     char dir[512];
-    fixture_path(dir, sizeof dir, "intel-2s");
+    tu_fixture_path(dir, sizeof dir, "intel-2s");
     struct sampler_opts o = {.root = dir, .sources = "rapl"};
     struct carma_err e = {0};
     struct sampler *s = sampler_new(&o, &e);
@@ -372,30 +295,26 @@ static void test_eacces_all(void **state)
 static void test_no_powercap(void **state)
 {
     (void)state;
-    put("proc/stat", "cpu  1 2 3 4\n");
-    struct probed *p = probe_dir(scratch);
+    tu_put("proc/stat", "cpu  1 2 3 4\n");
+    struct probed *p = probe_dir(tu_dir);
     assert_int_equal(p->r, -ENOENT);
     assert_non_null(strstr(p->src.reason, "no RAPL zones"));
     probed_free(p);
 
     /* an empty powercap directory (or one with only mmio zones) is absent too */
-    char path[600];
-    snprintf(path, sizeof path, "%s/sys/class/powercap", scratch);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
-    assert_int_equal(system(cmd), 0);
-    p = probe_dir(scratch);
+    tu_mkdirs(PC);
+    p = probe_dir(tu_dir);
     assert_int_equal(p->r, -ENOENT);
     probed_free(p);
     zone("intel-rapl-mmio:0", "package-0", "5", "100");
-    p = probe_dir(scratch);
+    p = probe_dir(tu_dir);
     assert_int_equal(p->r, -ENOENT);
     assert_int_equal(p->set->n, 0);
     probed_free(p);
 
     /* zones whose energy_uj is missing (not denied): -ENOENT with its own reason */
     zone("intel-rapl:0", "package-0", NULL, "100");
-    p = probe_dir(scratch);
+    p = probe_dir(tu_dir);
     assert_int_equal(p->r, -ENOENT);
     assert_non_null(strstr(p->src.reason, "none has a readable energy_uj"));
     probed_free(p);
@@ -411,22 +330,22 @@ static void test_many_packages_and_unknown_zone(void **state)
     zone("intel-rapl:10:0", "core", "21", "2000");
     zone("intel-rapl:10:1", "dram", "22", NULL);
     zone("intel-rapl:10:2", "mystery", "23", "2000");
-    struct probed *p = probe_dir(scratch);
+    struct probed *p = probe_dir(tu_dir);
     assert_int_equal(p->r, 6);
-    int pkg1 = find(p->set, "rapl/package-1");
-    int pkg10 = find(p->set, "rapl/package-10");
+    int pkg1 = tu_channel_index(p->set, "rapl/package-1");
+    int pkg10 = tu_channel_index(p->set, "rapl/package-10");
     assert_true(pkg1 >= 0 && pkg10 >= 0);
     assert_int_equal(p->set->ch[pkg10].socket, 10);
-    int c1 = find(p->set, "rapl/package-1/core");
-    int c10 = find(p->set, "rapl/package-10/core");
+    int c1 = tu_channel_index(p->set, "rapl/package-1/core");
+    int c10 = tu_channel_index(p->set, "rapl/package-10/core");
     assert_int_equal(p->set->ch[c1].parent, pkg1);
     assert_int_equal(p->set->ch[c1].socket, 1);
     assert_int_equal(p->set->ch[c10].parent, pkg10);
     assert_int_equal(p->set->ch[c10].socket, 10);
-    int d10 = find(p->set, "rapl/package-10/dram");
+    int d10 = tu_channel_index(p->set, "rapl/package-10/dram");
     assert_true(d10 >= 0);
     assert_true(p->set->ch[d10].counter_range == 0); /* unknown range */
-    int m = find(p->set, "rapl/package-10/mystery");
+    int m = tu_channel_index(p->set, "rapl/package-10/mystery");
     assert_true(m >= 0);
     assert_int_equal(p->set->ch[m].kind, KIND_OTHER);
     assert_string_equal(p->set->ch[m].zone, "other");
@@ -445,8 +364,8 @@ static void test_many_packages_and_unknown_zone(void **state)
 static void test_read_invalid(void **state)
 {
     (void)state;
-    copy_fixture("amd-server");
-    struct probed *p = probe_dir(scratch);
+    tu_copy_fixture("amd-server");
+    struct probed *p = probe_dir(tu_dir);
     assert_int_equal(p->r, 4);
     static const char *const bad[] = {
         "abc\n",
@@ -459,7 +378,7 @@ static void test_read_invalid(void **state)
     };
     struct reading rd[4];
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        put(PC "intel-rapl:0/energy_uj", bad[k]);
+        tu_put(PC "intel-rapl:0/energy_uj", bad[k]);
         memset(rd, 0, sizeof rd);
         rd[0].valid = READING_ENERGY;
         rd[0].energy_raw = 77;
@@ -470,7 +389,7 @@ static void test_read_invalid(void **state)
         assert_int_equal(rd[1].valid, READING_ENERGY);
         assert_true(rd[1].energy_raw == 21234567890ULL);
     }
-    put(PC "intel-rapl:0/energy_uj", "18446744073709551615\n");
+    tu_put(PC "intel-rapl:0/energy_uj", "18446744073709551615\n");
     rapl_source_ops.read(&p->src, rd);
     assert_int_equal(rd[0].valid, READING_ENERGY);
     assert_int_equal(rd[0].err, 0);
@@ -506,13 +425,12 @@ int main(void)
         cmocka_unit_test(test_amd_server),
         cmocka_unit_test(test_laptop_psys),
         cmocka_unit_test(test_vm_empty_absent),
-        cmocka_unit_test_setup_teardown(test_eacces_one_zone, setup_scratch, teardown_scratch),
-        cmocka_unit_test_setup_teardown(test_eacces_all, setup_scratch, teardown_scratch),
-        cmocka_unit_test_setup_teardown(test_no_powercap, setup_scratch, teardown_scratch),
-        cmocka_unit_test_setup_teardown(test_many_packages_and_unknown_zone, setup_scratch,
-                                        teardown_scratch),
-        cmocka_unit_test_setup_teardown(test_read_invalid, setup_scratch, teardown_scratch),
-        cmocka_unit_test_setup_teardown(test_read_enodev, setup_scratch, teardown_scratch),
+        cmocka_unit_test_setup_teardown(test_eacces_one_zone, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_eacces_all, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_no_powercap, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_many_packages_and_unknown_zone, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_read_invalid, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_read_enodev, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

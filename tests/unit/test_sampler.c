@@ -13,121 +13,38 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/energy.h"
 #include "core/fmt.h"
 #include "core/timeutil.h"
 #include "sampler/sampler.h"
 #include "sampler/samples_csv.h"
+#include "testutil.h"
 
 #define PC         "sys/class/powercap/"
 #define PKG0       PC "intel-rapl:0/energy_uj"
 #define PKG0_START 81234567890ULL
 #define PKG_RANGE  262143328850ULL
 
-static char dir[256];
-
-static const char *fixtures(void)
-{
-    const char *f = getenv("CARMA_FIXTURES");
-    return f && *f ? f : "tests/fixtures";
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/carma-sampler-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir))
-        return -1;
-    unsetenv("CARMA_FAULT");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    unsetenv("CARMA_FAULT");
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void copy_fixture(const char *name)
-{
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cp -R '%s/%s/.' '%s/'", fixtures(), name, dir);
-    assert_int_equal(system(cmd), 0);
-}
-
-/* Writes content into rel below dir in place (creating it and its directories if needed). */
-static void put(const char *rel, const char *content)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    for (char *q = path + strlen(dir) + 1; *q; q++) {
-        if (*q == '/') {
-            *q = '\0';
-            if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                fail_msg("mkdir %s: %s", path, strerror(errno));
-            *q = '/';
-        }
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    assert_true(fd >= 0);
-    size_t n = strlen(content);
-    assert_int_equal(write(fd, content, n), (ssize_t)n);
-    close(fd);
-}
-
-static void put_u64(const char *rel, uint64_t v)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%" PRIu64 "\n", v);
-    put(rel, buf);
-}
-
-static void pause_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* A tick a few ms after the previous one, so that every dt is well above zero. */
 static void tick(struct sampler *s)
 {
-    pause_ms(3);
+    tu_pause_ms(3);
     sampler_tick(s);
 }
 
 static struct sampler *new_on(const char *sources)
 {
-    struct sampler_opts o = {.root = dir, .sources = sources};
+    struct sampler_opts o = {.root = tu_dir, .sources = sources};
     o.model.idle_w = -1;
     o.model.idle_fraction = 0.12;
-    struct carma_err e = {0};
-    struct sampler *s = sampler_new(&o, &e);
-    if (!s)
-        fail_msg("sampler_new: %s", e.msg);
-    return s;
-}
-
-static int find(const struct sampler *s, const char *name)
-{
-    for (size_t i = 0; i < s->set.n; i++)
-        if (strcmp(s->set.ch[i].name, name) == 0)
-            return (int)i;
-    return -1;
+    return tu_sampler_new(&o);
 }
 
 static double dt_s(int64_t a, int64_t b)
@@ -146,9 +63,9 @@ static void assert_rel(double got, double want)
 static void test_new_errors(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct carma_err e = {0};
-    struct sampler_opts o = {.root = dir, .sources = "rapl,foo"};
+    struct sampler_opts o = {.root = tu_dir, .sources = "rapl,foo"};
     assert_null(sampler_new(&o, &e));
     assert_int_equal(e.code, -EINVAL);
     assert_string_equal(e.msg, "--sources: unknown source 'foo' (known: rapl, hwmon, model)");
@@ -181,7 +98,7 @@ static void test_new_errors(void **state)
 
     /* a root that does not exist */
     char missing[400];
-    snprintf(missing, sizeof missing, "%s/nowhere", dir);
+    snprintf(missing, sizeof missing, "%s/nowhere", tu_dir);
     memset(&e, 0, sizeof e);
     o.root = missing;
     o.interval_ns = 0;
@@ -194,7 +111,7 @@ static void test_new_errors(void **state)
 static void test_probe_all_sources(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct sampler *s = new_on(NULL);
     assert_int_equal(s->nsrc, 3);
     assert_string_equal(s->src[0].ops->name, "rapl");
@@ -223,10 +140,10 @@ static void test_probe_all_sources(void **state)
 static void test_counter_delta(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct sampler *s = new_on("rapl");
-    int i = find(s, "rapl/package-0");
-    int d = find(s, "rapl/package-1/dram");
+    int i = tu_channel_index(&s->set, "rapl/package-0");
+    int d = tu_channel_index(&s->set, "rapl/package-1/dram");
     assert_int_equal(i, 0);
     sampler_tick(s);
     assert_int_equal(s->ticks, 1);
@@ -238,8 +155,8 @@ static void test_counter_delta(void **state)
     assert_true(s->st[i].energy_j == 0.0);
     assert_int_equal(s->st[i].samples, 1);
 
-    put_u64(PKG0, PKG0_START + 1234567);
-    put_u64(PC "intel-rapl:1:1/energy_uj", 8234567890ULL + 250000);
+    tu_put_u64(PKG0, PKG0_START + 1234567);
+    tu_put_u64(PC "intel-rapl:1:1/energy_uj", 8234567890ULL + 250000);
     tick(s);
     double j = 1234567 * 1e-6;
     double dt = dt_s(s->t_prev, s->t_now);
@@ -250,12 +167,12 @@ static void test_counter_delta(void **state)
     assert_rel(s->st[d].energy_j, 0.25);
     assert_rel(s->st[d].watts, 0.25 / dt);
     /* unchanged counters: 0 W, measured */
-    int core = find(s, "rapl/package-0/core");
+    int core = tu_channel_index(&s->set, "rapl/package-0/core");
     assert_true(s->st[core].watts == 0.0);
     assert_true(s->st[core].energy_j == 0.0);
 
     int64_t t2 = s->t_now;
-    put_u64(PKG0, PKG0_START + 1234567 + 3000000);
+    tu_put_u64(PKG0, PKG0_START + 1234567 + 3000000);
     tick(s);
     double dt3 = dt_s(t2, s->t_now);
     assert_rel(s->st[i].tick_energy_j, 3.0);
@@ -277,11 +194,11 @@ static void test_counter_delta(void **state)
 static void test_counter_wrap(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
-    put_u64(PKG0, PKG_RANGE - 500000);
+    tu_copy_fixture("intel-2s");
+    tu_put_u64(PKG0, PKG_RANGE - 500000);
     struct sampler *s = new_on("rapl");
     sampler_tick(s);
-    put_u64(PKG0, 700000);
+    tu_put_u64(PKG0, 700000);
     tick(s);
     double dt = dt_s(s->t_prev, s->t_now);
     /* 0.5 J up to the range, 0.7 J after it */
@@ -290,7 +207,7 @@ static void test_counter_wrap(void **state)
     assert_rel(s->st[0].watts, 1.2 / dt);
     assert_int_equal(s->st[0].wraps, 1);
     assert_int_equal(s->st[0].resets, 0);
-    put_u64(PKG0, 900000);
+    tu_put_u64(PKG0, 900000);
     tick(s);
     assert_rel(s->st[0].energy_j, 1.4);
     assert_int_equal(s->st[0].wraps, 1);
@@ -300,11 +217,11 @@ static void test_counter_wrap(void **state)
 static void test_counter_reset(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct sampler *s = new_on("rapl");
     sampler_tick(s);
     /* back to 0: a wrap would mean 180908 J within milliseconds, far above 20 kW */
-    put(PKG0, "0\n");
+    tu_put(PKG0, "0\n");
     tick(s);
     assert_int_equal(s->st[0].resets, 1);
     assert_int_equal(s->st[0].wraps, 0);
@@ -314,7 +231,7 @@ static void test_counter_reset(void **state)
     assert_true(isnan(s->st[0].watts));
     int64_t t2 = s->t_now;
     /* integration goes on from the new value */
-    put_u64(PKG0, 2000000);
+    tu_put_u64(PKG0, 2000000);
     tick(s);
     assert_rel(s->st[0].energy_j, 2.0);
     assert_rel(s->st[0].watts, 2.0 / dt_s(t2, s->t_now));
@@ -328,7 +245,7 @@ static void test_counter_reset(void **state)
 static void test_counter_invalid(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct sampler *s = new_on("rapl");
     sampler_tick(s);
     int64_t t1 = s->t_now;
@@ -339,7 +256,7 @@ static void test_counter_invalid(void **state)
         "1234567890123456789012345678901234567890\n",
     };
     for (size_t k = 0; k < 4; k++) {
-        put(PKG0, bad[k]);
+        tu_put(PKG0, bad[k]);
         tick(s);
         assert_false(s->st[0].tick_valid);
         assert_int_equal(s->st[0].invalid, k + 1);
@@ -351,7 +268,7 @@ static void test_counter_invalid(void **state)
         /* the other channels go on */
         assert_true(s->st[1].tick_valid);
     }
-    put_u64(PKG0, PKG0_START + 3000000);
+    tu_put_u64(PKG0, PKG0_START + 3000000);
     tick(s);
     assert_true(s->st[0].tick_valid);
     assert_rel(s->st[0].energy_j, 3.0);
@@ -365,16 +282,16 @@ static void test_counter_invalid(void **state)
 static void test_counter_enodev(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     setenv("CARMA_FAULT", "enodev@2:" PKG0, 1);
     struct sampler *s = new_on("rapl");
     unsetenv("CARMA_FAULT");
     sampler_tick(s);
-    put_u64(PKG0, PKG0_START + 1000000);
+    tu_put_u64(PKG0, PKG0_START + 1000000);
     tick(s);
     assert_true(s->st[0].tick_valid);
     assert_rel(s->st[0].energy_j, 1.0);
-    put_u64(PKG0, PKG0_START + 5000000);
+    tu_put_u64(PKG0, PKG0_START + 5000000);
     tick(s);
     assert_false(s->st[0].tick_valid);
     assert_int_equal(s->st[0].last_err, -ENODEV);
@@ -393,9 +310,9 @@ static void test_counter_enodev(void **state)
 
 static void meter_tree(void)
 {
-    copy_fixture("vm-empty");
-    put(METER "name", "power_meter\n");
-    put(METER "power1_average", "100000000\n");
+    tu_copy_fixture("vm-empty");
+    tu_put(METER "name", "power_meter\n");
+    tu_put(METER "power1_average", "100000000\n");
 }
 
 static void test_gauge_trapezoid(void **state)
@@ -413,7 +330,7 @@ static void test_gauge_trapezoid(void **state)
     assert_true(s->st[0].energy_j == 0.0);
     int64_t t1 = s->t_now;
 
-    put(METER "power1_average", "200000000\n");
+    tu_put(METER "power1_average", "200000000\n");
     tick(s);
     int64_t t2 = s->t_now;
     double e2 = energy_trapezoid_j(100.0, 200.0, t2 - t1);
@@ -423,13 +340,13 @@ static void test_gauge_trapezoid(void **state)
     assert_true(s->st[0].energy_j == e2);
 
     /* a missing value: nothing added, then the trapezoid spans the gap */
-    put(METER "power1_average", "oops\n");
+    tu_put(METER "power1_average", "oops\n");
     tick(s);
     assert_false(s->st[0].tick_valid);
     assert_int_equal(s->st[0].last_err, -EINVAL);
     assert_true(isnan(s->st[0].watts));
     assert_true(s->st[0].energy_j == e2);
-    put(METER "power1_average", "300000000\n");
+    tu_put(METER "power1_average", "300000000\n");
     tick(s);
     double e4 = energy_trapezoid_j(200.0, 300.0, s->t_now - t2);
     assert_true(s->st[0].tick_energy_j == e4);
@@ -459,7 +376,7 @@ static void check_select(const char *fixture, const char *sources, const char *n
                          const char *cpu)
 {
     if (fixture)
-        copy_fixture(fixture);
+        tu_copy_fixture(fixture);
     struct sampler *s = new_on(sources);
     int idx[CHANNELS_MAX];
     char got[1024];
@@ -527,8 +444,8 @@ static void test_select_meter_and_model(void **state)
 static void test_timer(void **state)
 {
     (void)state;
-    copy_fixture("amd-server");
-    struct sampler_opts o = {.root = dir, .sources = "rapl", .interval_ns = 2 * NS_PER_MS};
+    tu_copy_fixture("amd-server");
+    struct sampler_opts o = {.root = tu_dir, .sources = "rapl", .interval_ns = 2 * NS_PER_MS};
     struct carma_err e = {0};
     struct sampler *s = sampler_new(&o, &e);
     assert_non_null(s);
@@ -538,7 +455,7 @@ static void test_timer(void **state)
     assert_true(fd >= 0);
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
     assert_int_equal(poll(&pfd, 1, 1000), 1);
-    pause_ms(20);
+    tu_pause_ms(20);
     sampler_ack(s);
     /* several expirations went by while we slept: all but one are overruns */
     assert_true(s->overruns >= 5);
@@ -547,14 +464,12 @@ static void test_timer(void **state)
 
 /* ---- samples.csv ---- */
 
+/* The file at path (its first MiB), NUL-terminated, in a buffer the caller frees. */
 static char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
     char *buf = calloc(1, 1 << 20);
     assert_non_null(buf);
-    *len = fread(buf, 1, (1 << 20) - 1, f);
-    fclose(f);
+    *len = tu_slurp(path, buf, 1 << 20);
     return buf;
 }
 
@@ -591,10 +506,10 @@ static void want_tick(char *want, const struct sampler *s, const char *const *wa
 static void test_samples_csv(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
+    tu_copy_fixture("intel-2s");
     struct sampler *s = new_on("rapl");
     char path[400];
-    snprintf(path, sizeof path, "%s/samples.csv", dir);
+    snprintf(path, sizeof path, "%s/samples.csv", tu_dir);
     struct carma_err e = {0};
     struct samples_csv *w = samples_csv_open(path, s, &e);
     assert_non_null(w);
@@ -605,7 +520,7 @@ static void test_samples_csv(void **state)
                  "joules_total\r\n");
 
     /* tick 1: counters primed (0 J, no power yet); package-0 unreadable: both cells blank */
-    put(PKG0, "garbage\n");
+    tu_put(PKG0, "garbage\n");
     sampler_tick(s);
     assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
     assert_int_equal(samples_csv_rows(w), 6);
@@ -616,8 +531,8 @@ static void test_samples_csv(void **state)
     }
 
     /* tick 2: package-0 valid again (primes it), the core used 1.5 J */
-    put_u64(PKG0, PKG0_START);
-    put_u64(PC "intel-rapl:0:0/energy_uj", 41234567890ULL + 1500000);
+    tu_put_u64(PKG0, PKG0_START);
+    tu_put_u64(PC "intel-rapl:0:0/energy_uj", 41234567890ULL + 1500000);
     tick(s);
     assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
     char core_w[40];
@@ -631,7 +546,7 @@ static void test_samples_csv(void **state)
     }
 
     /* tick 3: package-0 missing after a valid reading: blank watts, its energy so far */
-    put(PKG0, "");
+    tu_put(PKG0, "");
     tick(s);
     assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
     assert_int_equal(samples_csv_rows(w), 18);
@@ -662,17 +577,17 @@ static void test_samples_csv(void **state)
 static void test_samples_csv_fixed_point(void **state)
 {
     (void)state;
-    copy_fixture("intel-2s");
-    put_u64(PKG0, 0);
+    tu_copy_fixture("intel-2s");
+    tu_put_u64(PKG0, 0);
     struct sampler *s = new_on("rapl");
     char path[400];
-    snprintf(path, sizeof path, "%s/samples.csv", dir);
+    snprintf(path, sizeof path, "%s/samples.csv", tu_dir);
     struct carma_err e = {0};
     struct samples_csv *w = samples_csv_open(path, s, &e);
     assert_non_null(w);
     sampler_tick(s);
     /* 1 µJ, then 100 kJ */
-    put_u64(PKG0, 1);
+    tu_put_u64(PKG0, 1);
     tick(s);
     assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
     assert_true(s->st[0].energy_j == 1e-6);
@@ -714,10 +629,10 @@ static void test_samples_csv_fixed_point(void **state)
 static void test_samples_csv_open_errors(void **state)
 {
     (void)state;
-    copy_fixture("amd-server");
+    tu_copy_fixture("amd-server");
     struct sampler *s = new_on("rapl");
     char path[400];
-    snprintf(path, sizeof path, "%s/no/such/dir/samples.csv", dir);
+    snprintf(path, sizeof path, "%s/no/such/dir/samples.csv", tu_dir);
     struct carma_err e = {0};
     assert_null(samples_csv_open(path, s, &e));
     assert_int_equal(e.code, -ENOENT);
@@ -726,8 +641,8 @@ static void test_samples_csv_open_errors(void **state)
     assert_int_equal(samples_csv_rows(NULL), 0);
 
     /* a writer for a sampler without channels writes only the header */
-    snprintf(path, sizeof path, "%s/empty.csv", dir);
-    struct sampler_opts o = {.root = dir, .sources = "hwmon"};
+    snprintf(path, sizeof path, "%s/empty.csv", tu_dir);
+    struct sampler_opts o = {.root = tu_dir, .sources = "hwmon"};
     struct sampler *none = sampler_new(&o, &e);
     assert_non_null(none);
     assert_int_equal(none->set.n, 0);
@@ -747,7 +662,7 @@ static void test_samples_csv_open_errors(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
     const struct CMUnitTest tests[] = {
         T(test_new_errors),
         T(test_probe_all_sources),

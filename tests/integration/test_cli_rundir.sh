@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The run directory of `carma stat -o DIR`: manifest.json (schema and carma versions, host,
+# channels with kind/domain/method, options, status), samples.csv (exact header, CRLF, RFC
+# 4180 quoting, ISO 8601 local timestamps with their UTC offset, one row per channel per
+# tick, cumulative joules that never decrease and end at the summary's energy) and
+# summary.json (the same bytes as --json-out).
+. "${CARMA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib_cli.sh"
+
+HEADER='timestamp_unix,timestamp_local,channel,source,kind,domain,method,watts,joules_total'
+version=$("$CARMA" --version | awk '{print $2}')
+[ -n "$version" ] || fail "carma --version printed nothing"
+
+# a live tree when the plant is built (counters that move), else the static fixture
+if [ -x "$PLANT" ]; then
+    live_tree intel-2s tree
+    start_plant tree "$PLANT_CONFIGS/intel-2s.conf" truth.csv
+    live=1
+else
+    copy_tree intel-2s tree
+    live=0
+    note "no $PLANT: the run directory is checked on a static tree"
+fi
+# a zone offset with minutes, so that a wrong or missing offset shows
+rc=$(run_logged run env TZ=XYZ-5:30 "$CARMA" stat --root tree --interval 50ms -o run \
+    --json-out out.json -- sleep 0.6)
+[ "$live" = 1 ] && stop_plant
+check_rc run 0 "$rc"
+check_clean_stderr run
+need_file run/manifest.json run/samples.csv run/summary.json out.json
+
+cmp -s run/summary.json out.json ||
+    check_fail "run/summary.json differs from the --json-out file: $(diff run/summary.json out.json | head -5)"
+
+check_py "manifest.json" '
+m = load(sys.argv[1])
+s = load(sys.argv[2])
+version, hostname, kernel, live = sys.argv[3:7]
+assert m["schema_version"] == 1 and type(m["schema_version"]) is int, m.get("schema_version")
+assert m["carma_version"] == version, (m["carma_version"], version)
+h = m["host"]
+assert h["hostname"] == hostname and h["kernel"] == kernel, h
+assert h["cpu_model"] == "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", h
+assert m["options"]["interval_s"] == 0.05, m["options"]
+assert m["command"] == ["sleep", "0.6"], m["command"]
+assert m["status"] == "complete", m["status"]
+mc = m["channels"]
+assert [c["name"] for c in mc] == [c["name"] for c in s["channels"]], "manifest and summary channels differ"
+assert sorted(c["name"] for c in mc) == sorted(["rapl/package-0", "rapl/package-0/core", "rapl/package-0/dram", "rapl/package-1", "rapl/package-1/core", "rapl/package-1/dram"]), [c["name"] for c in mc]
+for c, sc in zip(mc, s["channels"]):
+    for k in ("source", "kind", "domain", "method"):
+        assert c[k] == sc[k], "%s: manifest %s %r, summary %r" % (c["name"], k, c[k], sc[k])
+want = {"rapl/package-0/core": ("cpu", "component"), "rapl/package-0/dram": ("dram", "total"), "rapl/package-1": ("cpu", "total")}
+for name, (kind, domain) in want.items():
+    c = [c for c in mc if c["name"] == name][0]
+    assert (c["kind"], c["domain"], c["method"]) == (kind, domain, "measured"), c
+' run/manifest.json run/summary.json "$version" "$(uname -n)" "$(uname -r)" "$live"
+
+check_py "samples.csv" '
+from datetime import datetime, timedelta, timezone
+rows = csv_rows(sys.argv[1])
+m = load(sys.argv[2])
+s = load(sys.argv[3])
+live = sys.argv[5] == "1"
+assert ",".join(rows[0]) == sys.argv[4], rows[0]
+chans = m["channels"]
+n = len(chans)
+body = rows[1:]
+assert body and len(body) % n == 0, "%d rows for %d channels" % (len(body), n)
+ticks = [body[k:k + n] for k in range(0, len(body), n)]
+assert len(ticks) == s["ticks"], "%d ticks in samples.csv, %d in the summary" % (len(ticks), s["ticks"])
+iso = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?[+-]\d\d:\d\d$")
+prev_t = None
+spacing = []
+for t in ticks:
+    t0 = t[0][0]
+    assert re.match(r"^\d{10,}\.\d{6}$", t0), "timestamp_unix %r" % t0
+    for r, c in zip(t, chans):
+        assert r[0] == t0 and r[1] == t[0][1], "one tick, two timestamps: %r" % t
+        assert r[2:7] == [c["name"], c["source"], c["kind"], c["domain"], c["method"]], "row %r for channel %r" % (r, c)
+    loc = t[0][1]
+    assert iso.match(loc), "timestamp_local %r is not ISO 8601 with a UTC offset" % loc
+    assert loc.endswith("+05:30"), "timestamp_local %r: TZ=XYZ-5:30 is UTC+05:30" % loc
+    d = datetime.fromisoformat(loc)
+    assert abs(d.timestamp() - float(t0)) < 2e-6, "timestamp_local %r is not timestamp_unix %s" % (loc, t0)
+    if prev_t is not None:
+        assert float(t0) > prev_t, "time goes back at %s" % t0
+        spacing.append(float(t0) - prev_t)
+    prev_t = float(t0)
+spacing.sort()
+med = spacing[len(spacing) // 2]
+assert 0.04 <= med <= 0.075, "median tick spacing %.4f s for --interval 50ms" % med
+for i, c in enumerate(chans):
+    col = [t[i] for t in ticks]
+    joules = [float(r[8]) for r in col if r[8] != ""]
+    assert len(joules) == len(col), "%s: blank joules_total on a good tree" % c["name"]
+    assert all(b >= a for a, b in zip(joules, joules[1:])), "%s: joules_total decreases: %s" % (c["name"], joules)
+    watts = [float(r[7]) for r in col if r[7] != ""]
+    assert len(watts) >= len(col) - 1, "%s: blank watts cells" % c["name"]
+    assert all(w >= 0 for w in watts), "%s: negative watts" % c["name"]
+    e = chan(s, c["name"])["energy_j"]
+    # the summary counts from the tick before the command (the first or the second row)
+    ok = [k for k in (0, 1) if abs((joules[-1] - joules[k]) - e) <= 2e-6 + 1e-9 * e]
+    assert ok, "%s: summary energy_j %r, samples.csv joules %r .. %r" % (c["name"], e, joules[:2], joules[-1])
+    if live:
+        assert e > 0 and watts and max(watts) > 0, "%s: nothing measured on a live tree" % c["name"]
+' run/samples.csv run/manifest.json run/summary.json "$HEADER" "$live"
+
+# --- a channel name that needs quoting (a zone named weird,"zone") is quoted per RFC 4180
+rc=$(run_logged odd "$CARMA" stat -q --root "$BAD_FIXTURES/rapl-oddname" --interval 20ms \
+    -o odd -- sleep 0.1)
+check_rc odd 0 "$rc"
+check_clean_stderr odd
+check_grep odd/samples.csv ',"rapl/package-0/weird,""zone""",rapl,other,component,measured,' \
+    "quoted channel name in samples.csv"
+check_py "odd channel name" '
+rows = csv_rows(sys.argv[1])
+m = load(sys.argv[2])
+name = "rapl/package-0/weird,\"zone\""
+c = chan(m, name)
+assert (c["kind"], c["domain"], c["socket"]) == ("other", "component", 0), c
+assert sum(1 for r in rows[1:] if r[2] == name) == load(sys.argv[3])["ticks"], "rows of %s" % name
+' odd/samples.csv odd/manifest.json odd/summary.json
+
+# --- -o creates missing parents, and a second run into the same directory replaces the files
+rc=$(run_logged nest "$CARMA" stat -q --root "$CARMA_FIXTURES/amd-server" --interval 20ms \
+    -o deep/er/run -- true)
+check_rc nest 0 "$rc"
+need_file deep/er/run/manifest.json deep/er/run/samples.csv deep/er/run/summary.json
+rc=$(run_logged again "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
+    -o deep/er/run -- true)
+check_rc again 0 "$rc"
+check_py "second run into the same directory" '
+rows = csv_rows(sys.argv[1])
+assert rows[0] == sys.argv[3].split(","), rows[0]
+assert set(r[2] for r in rows[1:]) == {"model/cpu0"}, set(r[2] for r in rows[1:])
+m = load(sys.argv[2])
+assert [c["name"] for c in m["channels"]] == ["model/cpu0"] and m["status"] == "complete", m
+' deep/er/run/samples.csv deep/er/run/manifest.json "$HEADER"
+
+cli_done
