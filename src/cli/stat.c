@@ -222,15 +222,18 @@ static void run_tick(struct stat_run *r, bool final)
      * busy and tree deltas cover the same interval */
     if (final)
         sampler_refresh_util(r->s);
-    if (!r->have_tree || !(r->s->util_fresh || !r->s->have_util))
+    if (!r->have_tree)
         return;
-    uint64_t tree = proctree_update(&r->tree, r->s->t_now, final || r->scan_due);
-    r->scan_due = false;
-    uint64_t tree_d = tree - r->tree_prev_ns;
-    r->tree_prev_ns = tree;
-    uint64_t busy_d = 0;
-    if (r->s->have_util && r->s->util_fresh)
-        busy_d = r->s->util.busy_ticks_delta * (uint64_t)(NS_PER_S / r->tree.clk_tck);
+    /* every tick's energy goes in; the CPU times only when they were re-read */
+    uint64_t tree_d = 0, busy_d = 0;
+    if (r->s->util_fresh || !r->s->have_util) {
+        uint64_t tree = proctree_update(&r->tree, r->s->t_now, final || r->scan_due);
+        r->scan_due = false;
+        tree_d = tree - r->tree_prev_ns;
+        r->tree_prev_ns = tree;
+        if (r->s->have_util)
+            busy_d = r->s->util.busy_ticks_delta * (uint64_t)(NS_PER_S / r->tree.clk_tck);
+    }
     cpu_attrib_add(&r->attrib, cpu_tick_j(r), r->s->t_now - r->s->t_prev, busy_d, tree_d);
 }
 

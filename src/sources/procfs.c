@@ -102,11 +102,6 @@ static uint64_t total_of(const struct cpu_times *t)
     return busy_of(t) + t->idle + t->iowait;
 }
 
-static uint64_t sub(uint64_t a, uint64_t b)
-{
-    return a > b ? a - b : 0;
-}
-
 /* Reads processor → physical id pairs and the model name from proc/cpuinfo. */
 static void read_cpuinfo(struct procstat *p, const struct fsroot *root)
 {
@@ -205,6 +200,38 @@ int procstat_open(struct procstat *p, const struct fsroot *root, struct carma_er
     return 0;
 }
 
+/* Field-wise: *d = max(0, cur - *hw), then *hw = max(*hw, cur). */
+static void advance(struct cpu_times *hw, const struct cpu_times *cur, struct cpu_times *d)
+{
+#define ADV(f)                                                                                     \
+    do {                                                                                           \
+        d->f = cur->f > hw->f ? cur->f - hw->f : 0;                                                \
+        if (cur->f > hw->f)                                                                        \
+            hw->f = cur->f;                                                                        \
+    } while (0)
+    ADV(user);
+    ADV(nice);
+    ADV(system);
+    ADV(idle);
+    ADV(iowait);
+    ADV(irq);
+    ADV(softirq);
+    ADV(steal);
+#undef ADV
+}
+
+static void add_times(struct cpu_times *sum, const struct cpu_times *d)
+{
+    sum->user += d->user;
+    sum->nice += d->nice;
+    sum->system += d->system;
+    sum->idle += d->idle;
+    sum->iowait += d->iowait;
+    sum->irq += d->irq;
+    sum->softirq += d->softirq;
+    sum->steal += d->steal;
+}
+
 int procstat_sample(struct procstat *p)
 {
     ssize_t n = fsroot_pread_raw(p->fd, p->buf, p->buf_cap - 1);
@@ -213,53 +240,58 @@ int procstat_sample(struct procstat *p)
         return p->err = (int)n;
     }
     p->buf[n] = '\0';
-    /* the buffer holds at least the cpu lines; anything cut off after them is ignored */
+    /* the buffer holds at least the cpu lines; anything cut off after them is ignored. A cpu
+     * missing from this reading (offline) keeps its last values, so it adds nothing. */
     struct cpu_times node;
-    struct cpu_times *tmp = p->cpu_prev;
-    p->cpu_prev = p->cpu_cur;
-    p->cpu_cur = tmp;
     int r = procstat_parse(p->buf, &node, p->cpu_cur, p->ncpu);
     if (r < 0) {
-        tmp = p->cpu_prev;
-        p->cpu_prev = p->cpu_cur;
-        p->cpu_cur = tmp;
         p->valid = false;
         return p->err = r;
     }
-    p->busy_ticks = busy_of(&node);
+    if (r == 0)
+        p->cpu_cur[0] = node; /* no per-cpu lines (some containers): the node as one cpu */
     p->valid = true;
     p->err = 0;
     if (!p->have_prev) {
         /* first successful reading: fractions come with the next one */
         p->have_prev = true;
-        p->node_prev = p->node_cur = node;
         memcpy(p->cpu_prev, p->cpu_cur, (size_t)p->ncpu * sizeof *p->cpu_cur);
         p->busy_ticks_delta = p->total_ticks_delta = 0;
-        return 0;
+    }
+    /*
+     * Deltas are taken per cpu against each field's high-water mark and summed: a counter
+     * that steps back (a torn or bogus read, a cpu that went offline) adds nothing, and the
+     * time is counted once when the counter passes its old mark again. The node's own line
+     * would go back by a whole cpu's lifetime when that cpu goes offline.
+     */
+    struct cpu_times d_node = {0}, hw_node = {0};
+    uint64_t sb[PROCSTAT_SOCKETS_MAX] = {0}, st[PROCSTAT_SOCKETS_MAX] = {0};
+    for (int i = 0; i < p->ncpu; i++) {
+        struct cpu_times d;
+        advance(&p->cpu_prev[i], &p->cpu_cur[i], &d);
+        add_times(&d_node, &d);
+        add_times(&hw_node, &p->cpu_prev[i]);
+        int s = p->cpu_socket[i];
+        sb[s] += busy_of(&d);
+        st[s] += total_of(&d);
     }
     p->node_prev = p->node_cur;
-    p->node_cur = node;
-    const struct cpu_times *a = &p->node_prev, *b = &p->node_cur;
-    uint64_t total = sub(total_of(b), total_of(a));
+    p->node_cur = hw_node;
+    p->busy_ticks = busy_of(&hw_node);
+    uint64_t total = total_of(&d_node);
     p->total_ticks_delta = total;
-    p->busy_ticks_delta = sub(busy_of(b), busy_of(a));
+    p->busy_ticks_delta = busy_of(&d_node);
     if (total > 0) {
         double t = (double)total;
         p->util_total = (double)p->busy_ticks_delta / t;
-        p->util_user = (double)sub(b->user, a->user) / t;
-        p->util_nice = (double)sub(b->nice, a->nice) / t;
-        p->util_sys = (double)sub(b->system, a->system) / t;
-        p->util_irq = (double)(sub(b->irq, a->irq) + sub(b->softirq, a->softirq)) / t;
+        p->util_user = (double)d_node.user / t;
+        p->util_nice = (double)d_node.nice / t;
+        p->util_sys = (double)d_node.system / t;
+        p->util_irq = (double)(d_node.irq + d_node.softirq) / t;
         if (p->util_total > 1.0)
             p->util_total = 1.0;
     }
     /* per socket: keep the previous fraction when no tick elapsed on the socket */
-    uint64_t sb[PROCSTAT_SOCKETS_MAX] = {0}, st[PROCSTAT_SOCKETS_MAX] = {0};
-    for (int i = 0; i < p->ncpu; i++) {
-        int s = p->cpu_socket[i];
-        sb[s] += sub(busy_of(&p->cpu_cur[i]), busy_of(&p->cpu_prev[i]));
-        st[s] += sub(total_of(&p->cpu_cur[i]), total_of(&p->cpu_prev[i]));
-    }
     for (int s = 0; s < p->nsockets; s++)
         if (st[s] > 0)
             p->socket_util[s] = (double)sb[s] / (double)st[s];

@@ -29,9 +29,9 @@ struct procstat {
     size_t buf_cap;
     int ncpu;
     int nsockets;
-    int *cpu_socket; /* socket of each cpu index (0 when unknown) */
-    struct cpu_times node_prev, node_cur;
-    struct cpu_times *cpu_prev, *cpu_cur; /* per cpu */
+    int *cpu_socket;                      /* socket of each cpu index (0 when unknown) */
+    struct cpu_times node_prev, node_cur; /* node sums of the per-cpu high-water marks */
+    struct cpu_times *cpu_prev, *cpu_cur; /* per cpu: high-water marks, last reading */
     bool have_prev;                       /* one good reading taken */
     bool primed; /* a clock tick elapsed between two readings: the fractions are valid */
     bool valid;  /* the last read succeeded */

@@ -19,8 +19,10 @@
  *
  * Files are never recreated (carma keeps its fds open and preads at offset 0): values are
  * overwritten in place with fixed-width zero-padded decimals, so a reader never sees a short
- * file. Power model: P = IDLE_W + (MAX_W - IDLE_W) * u, u = busy fraction of all CPUs over the
- * last ~50 ms from the real /proc/stat. The truth log integrates exactly the P that was used.
+ * file. Power model: P = IDLE_W + (MAX_W - IDLE_W) * u, u = busy fraction of all CPUs from the
+ * real /proc/stat. A counter's dynamic energy is (MAX_W - IDLE_W) x the CPU-seconds of load
+ * counted by /proc/stat's clock ticks since the last step, divided by the number of CPUs; a
+ * gauge shows u over the last ~50 ms. The truth log holds exactly what was written.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,6 +104,8 @@ struct plant {
     struct cpu_snap ring[PLANT_RING];
     size_t ring_head; /* index of the newest snapshot */
     size_t ring_len;
+    double ncpu; /* cpuN lines of the real /proc/stat */
+    double hz;   /* clock ticks per second */
     double util;
 
     int64_t t0_ns;   /* monotonic start */
@@ -544,13 +548,27 @@ static void step(struct plant *p)
     double dt = (double)(t - p->last_ns) / 1e9;
     double elapsed = (double)(t - p->t0_ns) / 1e9;
 
+    uint64_t busy0 = p->ring_len ? p->ring[p->ring_head].busy : 0;
     update_util(p, t);
+    uint64_t busy1 = p->ring[p->ring_head].busy;
+    /* CPU-seconds of full load since the last step, straight from the clock ticks: a counter's
+     * dynamic energy follows every tick of load, even ticks that fell while the plant itself
+     * waited for a CPU (a utilization sampled only when the plant runs would miss the load
+     * that kept it waiting). */
+    double load_s = busy1 > busy0 ? (double)(busy1 - busy0) / (p->ncpu * p->hz) : 0.0;
     for (size_t i = 0; i < p->n_chans; i++) {
         struct chan *c = &p->chans[i];
         double power = c->idle_w + (c->max_w - c->idle_w) * p->util;
 
-        c->true_uj += power * dt * 1e6;
-        c->dyn_uj += (power - c->idle_w) * dt * 1e6;
+        if (c->kind == CHAN_COUNTER) {
+            double dyn_uj = (c->max_w - c->idle_w) * load_s * 1e6;
+            c->true_uj += c->idle_w * dt * 1e6 + dyn_uj;
+            c->dyn_uj += dyn_uj;
+        } else {
+            /* a gauge shows the smoothed power; its truth is what was written */
+            c->true_uj += power * dt * 1e6;
+            c->dyn_uj += (power - c->idle_w) * dt * 1e6;
+        }
         if (c->reset_at_s >= 0 && !c->reset_done && elapsed >= c->reset_at_s) {
             c->origin_uj = 0;
             c->offset_uj = c->true_uj;
@@ -598,6 +616,18 @@ static void start(struct plant *p)
     p->stat_buf = malloc(p->stat_cap);
     if (!p->stat_buf)
         die("out of memory");
+    {
+        uint64_t b, tt;
+        read_proc_stat(p, &b, &tt);
+        p->ncpu = 0;
+        for (const char *q = p->stat_buf; (q = strstr(q, "\ncpu")); q++)
+            if (q[4] >= '0' && q[4] <= '9')
+                p->ncpu++;
+        if (p->ncpu < 1)
+            p->ncpu = 1;
+        long hz = sysconf(_SC_CLK_TCK);
+        p->hz = hz > 0 ? (double)hz : 100.0;
+    }
 
     parse_config(p);
 

@@ -157,23 +157,24 @@ static void test_open_and_fractions(void **state)
     assert_true(p.busy_ticks == 4000 + 100 + 1000 + 50 + 50);
     assert_true(p.busy_ticks_delta == 0 && p.total_ticks_delta == 0);
 
-    /* node: +60 user, +10 nice, +20 system, +100 idle, +4 irq, +6 softirq: 200 ticks, 100
-     * busy. socket 0: 60 of 95 ticks busy; socket 1: 37 of 102. */
-    tu_put("proc/stat", "cpu  4060 110 1020 20100 200 54 56 0 0 0\n"
+    /* the node's figures are the sums of the per-cpu deltas: +60 user, +10 nice, +20 system,
+     * +100 idle, +3 irq, +4 softirq: 197 ticks, 97 busy. socket 0: 60 of 95 ticks busy;
+     * socket 1: 37 of 102. (The node's own line is not used for deltas.) */
+    tu_put("proc/stat", "cpu  4060 110 1020 20100 200 53 54 0 0 0\n"
                         "cpu0 1030 30 255 5010 50 12 18 0 0 0\n" /* +30 +5 +5 +10 +2 +3: 45/55 */
                         "cpu1 1010 25 255 5025 50 10 15 0 0 0\n" /* +10 +5 +25: 15/40 */
                         "cpu2 1010 30 255 5040 50 16 11 0 0 0\n" /* +10 +5 +5 +40 +1 +1: 22/62 */
                         "cpu3 1010 25 255 5025 50 15 10 0 0 0\n" /* +10 +5 +25: 15/40 */);
     assert_int_equal(procstat_sample(&p), 0);
     assert_true(p.primed);
-    assert_true(p.total_ticks_delta == 200);
-    assert_true(p.busy_ticks_delta == 100);
-    assert_true(p.busy_ticks == 4060 + 110 + 1020 + 54 + 56);
-    assert_true(p.util_total == 0.5);
-    assert_true(p.util_user == 0.3);
-    assert_true(p.util_nice == 0.05);
-    assert_true(p.util_sys == 0.1);
-    assert_true(p.util_irq == 0.05);
+    assert_true(p.total_ticks_delta == 197);
+    assert_true(p.busy_ticks_delta == 97);
+    assert_true(p.busy_ticks == 4060 + 110 + 1020 + 53 + 54);
+    assert_true(p.util_total == 97.0 / 197.0);
+    assert_true(p.util_user == 60.0 / 197.0);
+    assert_true(p.util_nice == 10.0 / 197.0);
+    assert_true(p.util_sys == 20.0 / 197.0);
+    assert_true(p.util_irq == 7.0 / 197.0);
     assert_true(p.socket_util[0] == 60.0 / 95.0);
     assert_true(p.socket_util[1] == 37.0 / 102.0);
 
@@ -208,7 +209,7 @@ static void test_open_and_fractions(void **state)
     assert_int_equal(p.err, -EINVAL);
     tu_put("proc/stat", "cpu  4160 110 1020 20250 250 54 56 100 0 0\n"
                         "cpu0 1080 30 255 5010 100 12 18 0 0 0\n"
-                        "cpu1 1080 25 255 5025 50 10 15 50 0 0\n"
+                        "cpu1 1060 25 255 5025 50 10 15 50 0 0\n"
                         "cpu2 1010 30 255 5140 50 16 11 0 0 0\n"
                         "cpu3 1010 25 255 5075 50 15 10 50 0 0\n");
     assert_int_equal(procstat_sample(&p), 0);
@@ -222,7 +223,8 @@ static void test_open_and_fractions(void **state)
     procstat_close(&p); /* twice is fine */
 }
 
-/* A counter that went backwards (a cpu that went offline and back) counts as no time. */
+/* A counter that went backwards (a torn read, a cpu that went offline and back) counts as no
+ * time, and its time is counted once it passes its old value again. */
 static void test_counters_backwards(void **state)
 {
     (void)state;
@@ -236,9 +238,14 @@ static void test_counters_backwards(void **state)
     tu_put("proc/stat", "cpu  50 0 0 250\ncpu0 50 0 0 250\n");
     assert_int_equal(procstat_sample(&p), 0);
     assert_true(p.busy_ticks_delta == 0);
-    assert_true(p.total_ticks_delta == 100);
+    assert_true(p.total_ticks_delta == 150); /* idle moved on by 150, user's drop is ignored */
     assert_true(p.util_total == 0.0);
     assert_true(p.socket_util[0] == 0.0);
+    /* user passes its old mark of 100 by 20: only those 20 ticks count */
+    tu_put("proc/stat", "cpu  120 0 0 250\ncpu0 120 0 0 250\n");
+    assert_int_equal(procstat_sample(&p), 0);
+    assert_true(p.busy_ticks_delta == 20);
+    assert_true(p.total_ticks_delta == 20);
     procstat_close(&p);
 }
 
