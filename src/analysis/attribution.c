@@ -17,6 +17,10 @@ static void flush(struct cpu_attrib *a)
     /* an empty epoch; CPU time alone (no energy, no elapsed time) still counts */
     if (a->ep_ns == 0 && a->ep_j == 0.0 && a->ep_busy_ns == 0 && a->ep_tree_ns == 0)
         return;
+    /* CPU times count in 10 ms clock ticks while the tree's reaped time is exact: a busy time
+     * below the tree's own is taken as the tree's */
+    if (a->ep_busy_ns < a->ep_tree_ns)
+        a->ep_busy_ns = a->ep_tree_ns;
     double share;
     if (a->ep_busy_ns > 0)
         share = (double)a->ep_tree_ns / (double)a->ep_busy_ns;

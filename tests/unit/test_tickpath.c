@@ -1,0 +1,166 @@
+/*
+ * test_tickpath: the sampling path allocates nothing and opens nothing.
+ *
+ * This program is linked with -Wl,--wrap for malloc, calloc, realloc, open64, openat64, fopen64
+ * and fdopendir (the names the calls take with _FILE_OFFSET_BITS=64), so every call that carma's
+ * own code makes to them goes through the counters below. After the sources are probed and the
+ * samples journal is open, many ticks of the sampler and of the journal must not move the counters,
+ * for every source (rapl, hwmon, model, procfs).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+#include "sampler/sampler.h"
+#include "sampler/samples_csv.h"
+#include "testutil.h"
+
+static int counting;
+static int allocs, opens;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+/* with _FILE_OFFSET_BITS=64 the calls land on the 64-bit names */
+int __real_open64(const char *path, int flags, ...);
+int __real_openat64(int dirfd, const char *path, int flags, ...);
+FILE *__real_fopen64(const char *path, const char *mode);
+DIR *__real_fdopendir(int fd);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
+int __wrap_open64(const char *path, int flags, ...);
+int __wrap_openat64(int dirfd, const char *path, int flags, ...);
+FILE *__wrap_fopen64(const char *path, const char *mode);
+DIR *__wrap_fdopendir(int fd);
+
+void *__wrap_malloc(size_t n)
+{
+    allocs += counting;
+    return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t m)
+{
+    allocs += counting;
+    return __real_calloc(n, m);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    allocs += counting;
+    return __real_realloc(p, n);
+}
+
+int __wrap_open64(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    int mode = (flags & O_CREAT) ? va_arg(ap, int) : 0;
+    va_end(ap);
+    opens += counting;
+    return __real_open64(path, flags, mode);
+}
+
+int __wrap_openat64(int dirfd, const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    int mode = (flags & O_CREAT) ? va_arg(ap, int) : 0;
+    va_end(ap);
+    opens += counting;
+    return __real_openat64(dirfd, path, flags, mode);
+}
+
+FILE *__wrap_fopen64(const char *path, const char *mode)
+{
+    opens += counting;
+    return __real_fopen64(path, mode);
+}
+
+DIR *__wrap_fdopendir(int fd)
+{
+    opens += counting;
+    return __real_fdopendir(fd);
+}
+
+/* Probes the fixture with the given sources, then counts what 200 ticks allocate and open. */
+static void ticks_on(const char *fixture, const char *sources, size_t want_channels)
+{
+    tu_copy_fixture(fixture);
+    struct sampler_opts o = {
+        .root = tu_dir, .interval_ns = SAMPLER_INTERVAL_MIN_NS, .sources = sources};
+    o.model.idle_w = -1;
+    struct sampler *s = tu_sampler_new(&o);
+    assert_int_equal(s->set.n, want_channels);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/samples.csv", tu_dir);
+    struct carma_err e = {0};
+    struct samples_csv *w = samples_csv_open(path, s, &e);
+    assert_non_null(w);
+    sampler_tick(s); /* the first tick, like every later one, must not allocate either */
+    allocs = opens = 0;
+    counting = 1;
+    for (int i = 0; i < 200; i++) {
+        sampler_tick(s);
+        assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    }
+    counting = 0;
+    assert_int_equal(allocs, 0);
+    assert_int_equal(opens, 0);
+    assert_int_equal(samples_csv_rows(w), 201 * want_channels - want_channels);
+    assert_int_equal(samples_csv_close(w), 0);
+    sampler_free(s);
+}
+
+static void test_rapl(void **state)
+{
+    (void)state;
+    ticks_on("intel-2s", "rapl", 6);
+}
+
+static void test_hwmon(void **state)
+{
+    (void)state;
+    ticks_on("grace", "hwmon", 28);
+}
+
+static void test_model(void **state)
+{
+    (void)state;
+    ticks_on("vm-empty", "model", 1);
+}
+
+/* The counters do count: a probe allocates and opens. */
+static void test_counters_work(void **state)
+{
+    (void)state;
+    tu_copy_fixture("intel-2s");
+    struct sampler_opts o = {.root = tu_dir, .sources = "rapl"};
+    allocs = opens = 0;
+    counting = 1;
+    struct sampler *s = tu_sampler_new(&o);
+    counting = 0;
+    assert_true(allocs > 0);
+    assert_true(opens > 0);
+    sampler_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_counters_work, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_rapl, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_hwmon, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_model, tu_setup, tu_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
