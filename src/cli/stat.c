@@ -32,9 +32,10 @@
 #include "workload/proctree.h"
 
 #define ATTRIB_EPOCH_MIN_NS (500 * NS_PER_MS)
-/* Discovering new members of the command's tree reads every /proc/PID/stat of the machine:
- * once a second (and when carma reaps an orphan). A member found late loses nothing: until
- * then its time is counted in its parent's cutime, or in carma's rusage when carma reaps it. */
+/* New members of the command's tree are found among the pids created since the last update;
+ * a full scan of /proc (every /proc/PID/stat of the machine) runs only where /proc/loadavg
+ * cannot tell the last pid, at most this often, and when carma reaps an orphan. A member
+ * found late loses nothing: its time is in its parent's cutime, or in carma's rusage. */
 #define PROCTREE_SCAN_NS (1000 * NS_PER_MS)
 
 struct stat_opts {

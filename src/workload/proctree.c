@@ -92,6 +92,8 @@ static int open_stat(struct proctree *t, pid_t pid)
     return fd < 0 ? -errno : fd;
 }
 
+static long read_last_pid(const struct proctree *t);
+
 int proctree_init(struct proctree *t, pid_t root, const char *proc_dir, int64_t scan_every_ns)
 {
     memset(t, 0, sizeof *t);
@@ -100,9 +102,25 @@ int proctree_init(struct proctree *t, pid_t root, const char *proc_dir, int64_t 
         t->clk_tck = 100;
     t->scan_every_ns = scan_every_ns;
     t->last_scan = -1;
+    t->loadavg_fd = -1;
     t->proc_fd = open(proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (t->proc_fd < 0)
         return -errno;
+    t->loadavg_fd = openat(t->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
+    t->pid_max = 4194304;
+    int pm = openat(t->proc_fd, "sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
+    if (pm >= 0) {
+        char buf[32];
+        ssize_t n = pread(pm, buf, sizeof buf - 1, 0);
+        if (n > 0) {
+            buf[n] = '\0';
+            long v = strtol(buf, NULL, 10);
+            if (v > 0)
+                t->pid_max = v;
+        }
+        close(pm);
+    }
+    t->last_pid = read_last_pid(t);
     int fd = open_stat(t, root);
     if (fd < 0) {
         proctree_done(t); /* a failed init holds nothing */
@@ -117,6 +135,64 @@ int proctree_init(struct proctree *t, pid_t root, const char *proc_dir, int64_t 
         return r;
     }
     return add(t, root, fd, ticks, start);
+}
+
+/* The last pid handed out (the 5th field of /proc/loadavg), or -1. */
+static long read_last_pid(const struct proctree *t)
+{
+    if (t->loadavg_fd < 0)
+        return -1;
+    char buf[128];
+    ssize_t n = pread(t->loadavg_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ' ');
+    if (!p)
+        return -1;
+    char *end;
+    long v = strtol(p + 1, &end, 10);
+    return end != p + 1 && v > 0 ? v : -1;
+}
+
+/* Adds pid if its parent is a member (or the adopter). Returns 1 if added. */
+static int consider(struct proctree *t, pid_t pid)
+{
+    if (find(t, pid) >= 0)
+        return 0;
+    int fd = open_stat(t, pid);
+    if (fd < 0)
+        return 0;
+    pid_t ppid;
+    uint64_t ticks, start;
+    if (read_stat(fd, &ppid, &ticks, &start) < 0 ||
+        (find(t, ppid) < 0 && !(t->adopter > 0 && ppid == t->adopter))) {
+        close(fd);
+        return 0;
+    }
+    return add(t, pid, fd, ticks, start) == 0;
+}
+
+/* Looks at the pids created after from, up to to (wrapping at pid_max). Returns how many
+ * were added, or -1 when the range is too wide to walk (then a full scan is due). */
+static int scan_new(struct proctree *t, long from, long to)
+{
+    long count = to > from ? to - from : (t->pid_max - from) + to;
+    if (count > 4096)
+        return -1;
+    int added = 0;
+    /* ascending, so that a parent is usually added before its children; a second pass
+     * catches the others */
+    for (int pass = 0; pass < 2; pass++) {
+        int before = added;
+        for (long k = 1, p = from; k <= count; k++) {
+            p = p + 1 >= t->pid_max ? 1 : p + 1;
+            added += consider(t, (pid_t)p);
+        }
+        if (added == before)
+            break;
+    }
+    return added;
 }
 
 /* One pass over /proc adding processes whose parent is a member. Returns how many. */
@@ -136,34 +212,27 @@ static int scan(struct proctree *t)
     while ((de = readdir(d))) {
         if (de->d_name[0] < '1' || de->d_name[0] > '9')
             continue;
-        pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
-        if (find(t, pid) >= 0)
-            continue;
-        int fd = open_stat(t, pid);
-        if (fd < 0)
-            continue;
-        pid_t ppid;
-        uint64_t ticks, start;
-        if (read_stat(fd, &ppid, &ticks, &start) < 0 ||
-            (find(t, ppid) < 0 && !(t->adopter > 0 && ppid == t->adopter))) {
-            close(fd);
-            continue;
-        }
-        if (add(t, pid, fd, ticks, start) == 0)
-            added++;
+        added += consider(t, (pid_t)strtol(de->d_name, NULL, 10));
     }
     closedir(d);
+    t->scans++;
     return added;
 }
 
 uint64_t proctree_update(struct proctree *t, int64_t now, bool force_scan)
 {
-    if (force_scan || t->last_scan < 0 || now - t->last_scan >= t->scan_every_ns) {
+    long last = read_last_pid(t);
+    bool full =
+        force_scan || t->last_scan < 0 || (last < 0 && now - t->last_scan >= t->scan_every_ns);
+    if (!full && last >= 0 && t->last_pid >= 0 && last != t->last_pid)
+        full = scan_new(t, t->last_pid, last) < 0;
+    if (full) {
         /* a second pass catches children listed before their parent was added */
         for (int pass = 0; pass < 4 && scan(t) > 0; pass++)
             ;
         t->last_scan = now;
     }
+    t->last_pid = last;
     uint64_t ticks = 0;
     for (int i = 0; i < t->n;) {
         pid_t ppid;
@@ -200,6 +269,9 @@ void proctree_done(struct proctree *t)
 {
     while (t->n > 0)
         remove_at(t, t->n - 1);
+    if (t->loadavg_fd >= 0)
+        close(t->loadavg_fd);
+    t->loadavg_fd = -1;
     if (t->proc_fd > 0)
         close(t->proc_fd);
     t->proc_fd = -1;

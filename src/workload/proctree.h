@@ -3,9 +3,12 @@
  * attributing node CPU energy to it.
  *
  * The tree is the command carma launched and every process whose parent is in the tree.
- * Members are discovered by a scan of /proc (at most every scan_every_ns) and their
- * /proc/PID/stat is kept open and re-read with pread each update. CPU time is
- * utime + stime + cutime + cstime of the live members (so a member reaped by another member
+ * Members are discovered as they are born: each update reads the last pid the kernel handed
+ * out (/proc/loadavg) and looks only at the pids created since the previous update (a
+ * process whose parent is a member is a member). A full scan of /proc runs at the start, when
+ * asked, when too many pids were created at once, and every scan_every_ns where
+ * /proc/loadavg cannot be read. Members' /proc/PID/stat are kept open and re-read with pread. CPU
+ * time is utime + stime + cutime + cstime of the live members (so a member reaped by another member
  * moves into its parent's cutime without a gap) plus the rusage of members that carma
  * reaped itself (the command, and orphans when carma is their child subreaper). The total
  * never decreases.
@@ -35,7 +38,11 @@ struct proctree {
     int n;
     uint64_t reaped_ns; /* CPU time of members carma reaped (from wait4 rusage) */
     uint64_t total_ns;  /* last reported total (monotonic) */
-    int64_t last_scan;  /* monotonic ns */
+    int64_t last_scan;  /* monotonic ns of the last full scan */
+    int loadavg_fd;     /* /proc/loadavg, -1 when unreadable */
+    long last_pid;      /* the last pid handed out when last looked */
+    long pid_max;       /* /proc/sys/kernel/pid_max */
+    uint64_t scans;     /* full scans so far */
     int64_t scan_every_ns;
     long clk_tck;
     uint64_t dropped; /* members not tracked because the table was full */

@@ -311,9 +311,10 @@ static void test_adopter(void **state)
 }
 
 /* Scans happen when due, or when forced. */
-static void test_scan_period(void **state)
+/* A child born to a member is found at the next update, from the pids created since the last
+ * one (/proc/loadavg); where that cannot be read, by a full scan every scan_every_ns. */
+static void scan_case(bool loadavg)
 {
-    (void)state;
     int go[2], ready[2];
     assert_int_equal(pipe(go), 0);
     assert_int_equal(pipe(ready), 0);
@@ -339,20 +340,45 @@ static void test_scan_period(void **state)
     struct proctree t;
     int64_t now = 1000 * NS_PER_MS;
     assert_int_equal(proctree_init(&t, pid, "/proc", 100 * NS_PER_MS), 0);
+    if (!loadavg) {
+        close(t.loadavg_fd);
+        t.loadavg_fd = -1;
+    }
     proctree_update(&t, now, false);
     assert_int_equal(t.n, 1);
+    uint64_t scans = t.scans;
     assert_int_equal(write(go[1], "x", 1), 1);
     pid_t gc = wait_ready(ready[0]);
-    proctree_update(&t, now + 50 * NS_PER_MS, false); /* not due */
-    assert_int_equal(t.n, 1);
+    proctree_update(&t, now + 50 * NS_PER_MS, false); /* a full scan is not due */
+    int n_early = t.n;
     proctree_update(&t, now + 100 * NS_PER_MS, false); /* due */
-    assert_int_equal(t.n, 2);
+    int n_due = t.n;
     kill(gc, SIGKILL);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     close(go[1]);
     close(ready[0]);
+    if (loadavg) {
+        assert_int_equal(n_early, 2); /* found at once, without a full scan */
+        assert_int_equal(t.scans, scans);
+    } else {
+        assert_int_equal(n_early, 1);
+        assert_int_equal(n_due, 2);
+        assert_true(t.scans > scans);
+    }
     proctree_done(&t);
+}
+
+static void test_new_member_at_once(void **state)
+{
+    (void)state;
+    scan_case(true);
+}
+
+static void test_scan_period_without_loadavg(void **state)
+{
+    (void)state;
+    scan_case(false);
 }
 
 static void test_init_errors(void **state)
@@ -384,10 +410,15 @@ static void test_init_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_stat),     cmocka_unit_test(test_parse_stat_rejects),
-        cmocka_unit_test(test_parse_own_stat), cmocka_unit_test(test_child_cpu_time),
-        cmocka_unit_test(test_grandchild),     cmocka_unit_test(test_reaped_adds_rusage),
-        cmocka_unit_test(test_adopter),        cmocka_unit_test(test_scan_period),
+        cmocka_unit_test(test_parse_stat),
+        cmocka_unit_test(test_parse_stat_rejects),
+        cmocka_unit_test(test_parse_own_stat),
+        cmocka_unit_test(test_child_cpu_time),
+        cmocka_unit_test(test_grandchild),
+        cmocka_unit_test(test_reaped_adds_rusage),
+        cmocka_unit_test(test_adopter),
+        cmocka_unit_test(test_new_member_at_once),
+        cmocka_unit_test(test_scan_period_without_loadavg),
         cmocka_unit_test(test_init_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
