@@ -28,10 +28,10 @@ static bool trim(const char *s, const char **b, const char **e)
     return q > p;
 }
 
-int parse_u64(const char *s, uint64_t *ret)
+/* Unsigned decimal digits in [b, e): 0 and *ret, -EINVAL (not all digits, or none), -ERANGE. */
+static int digits_u64(const char *b, const char *e, uint64_t *ret)
 {
-    const char *b, *e;
-    if (!trim(s, &b, &e))
+    if (b == e)
         return -EINVAL;
     uint64_t v = 0;
     for (const char *p = b; p < e; p++) {
@@ -46,6 +46,14 @@ int parse_u64(const char *s, uint64_t *ret)
     return 0;
 }
 
+int parse_u64(const char *s, uint64_t *ret)
+{
+    const char *b, *e;
+    if (!trim(s, &b, &e))
+        return -EINVAL;
+    return digits_u64(b, e, ret);
+}
+
 int parse_i64(const char *s, int64_t *ret)
 {
     const char *b, *e;
@@ -55,18 +63,11 @@ int parse_i64(const char *s, int64_t *ret)
     if (*b == '-' || *b == '+') {
         neg = *b == '-';
         b++;
-        if (b == e)
-            return -EINVAL;
     }
-    uint64_t v = 0;
-    for (const char *p = b; p < e; p++) {
-        if (*p < '0' || *p > '9')
-            return -EINVAL;
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -ERANGE;
-        v = v * 10 + d;
-    }
+    uint64_t v;
+    int r = digits_u64(b, e, &v);
+    if (r < 0)
+        return r;
     if (neg) {
         if (v > (uint64_t)INT64_MAX + 1)
             return -ERANGE;
