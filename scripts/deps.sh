@@ -7,7 +7,6 @@ packages=(
     gcc make meson ninja-build pkg-config python3    # build
     libjansson-dev                                   # JSON (reading with line/column errors)
     libcmocka-dev                                    # unit tests
-    python3-numpy                                    # reference numbers in tests
     clang-format                                     # format check
 )
 if [ "${1:-}" = "--print" ]; then

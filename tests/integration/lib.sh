@@ -12,7 +12,7 @@ set -u
 : "${CARMA:?CARMA must name the carma binary (run the tests through run.sh)}"
 : "${CARMA_BUILD:?}" "${CARMA_SRC:?}" "${CARMA_FIXTURES:?}"
 
-# Debian's python: it has numpy, and the tests rely only on what it ships.
+# Debian's python (meson's own): the tests use its standard library only.
 PY=/usr/bin/python3
 PLANT="$CARMA_BUILD/tests/fakes/carma-plant"
 BUSY="$CARMA_BUILD/tests/fakes/carma-busy"
