@@ -1,17 +1,447 @@
-/* carbon: operational CO2e (see carbon.h). */
+/* carbon: operational and embodied CO2e, intensity time series (see carbon.h). */
 #include "analysis/carbon.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "core/table.h"
+#include "core/csv.h"
+#include "core/parse.h"
 
-int carbon_intensity_resolve(const char *region, double g_per_kwh, struct carbon_intensity *ret,
-                             struct carma_err *e)
+#define SECONDS_PER_YEAR (365.25 * 86400.0)
+
+/* ---- intensity time series ---- */
+
+/* Reads the whole file at path (at most CARBON_SERIES_MAX_BYTES) into a new buffer. */
+static int read_whole(const char *path, char **ret, size_t *ret_len, struct carma_err *e)
 {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int r = errno == ENOENT ? -ENOENT : -EACCES;
+        return carma_err_set(e, r, "%s: cannot open the intensity file: %s", path, strerror(errno));
+    }
+    /* room for one byte over the limit, to tell a file of exactly the limit from a larger one */
+    const size_t limit = (size_t)CARBON_SERIES_MAX_BYTES + 1;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int r = 0;
+    for (;;) {
+        if (len == cap) {
+            if (cap == limit) {
+                r = carma_err_set(e, -EFBIG, "%s: larger than %u MiB", path,
+                                  CARBON_SERIES_MAX_BYTES >> 20);
+                goto out;
+            }
+            size_t nc = cap ? cap * 2 : 4096;
+            if (nc > limit)
+                nc = limit;
+            char *p = realloc(buf, nc + 1);
+            if (!p) {
+                r = carma_err_set(e, -ENOMEM, "%s: out of memory", path);
+                goto out;
+            }
+            buf = p;
+            cap = nc;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = carma_err_set(e, -EACCES, "%s: cannot read: %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    if (len > CARBON_SERIES_MAX_BYTES) {
+        r = carma_err_set(e, -EFBIG, "%s: larger than %u MiB", path, CARBON_SERIES_MAX_BYTES >> 20);
+        goto out;
+    }
+    if (!buf && !(buf = malloc(1))) {
+        r = carma_err_set(e, -ENOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    buf[len] = '\0';
+    *ret = buf;
+    *ret_len = len;
+    buf = NULL;
+out:
+    free(buf);
+    close(fd);
+    return r;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Reads exactly n digits at *p into *ret and advances *p; false when they are not there. */
+static bool take_digits(const char **p, int n, int *ret)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!is_digit((*p)[i]))
+            return false;
+        v = v * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    *ret = v;
+    return true;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : dm[m - 1];
+}
+
+/*
+ * ISO 8601 date and time with a UTC offset: YYYY-MM-DDTHH:MM[:SS[.frac]](Z|±HH:MM|±HHMM|±HH),
+ * 'T' or a space between date and time. Returns 0 and the Unix time, or -EINVAL with *why.
+ */
+static int parse_iso8601(const char *s, double *ret, const char **why)
+{
+    const char *p = s;
+    int y, mo, d, h, mi, sec = 0;
+    double frac = 0;
+    *why = "is not an ISO 8601 time (YYYY-MM-DDTHH:MM:SS+HH:MM)";
+    if (!take_digits(&p, 4, &y) || *p++ != '-' || !take_digits(&p, 2, &mo) || *p++ != '-' ||
+        !take_digits(&p, 2, &d))
+        return -EINVAL;
+    if (*p != 'T' && *p != 't' && *p != ' ')
+        return -EINVAL;
+    p++;
+    if (!take_digits(&p, 2, &h) || *p++ != ':' || !take_digits(&p, 2, &mi))
+        return -EINVAL;
+    if (*p == ':') {
+        p++;
+        if (!take_digits(&p, 2, &sec))
+            return -EINVAL;
+        if (*p == '.' || *p == ',') {
+            p++;
+            if (!is_digit(*p))
+                return -EINVAL;
+            /* up to nanoseconds; further digits are read and dropped */
+            int64_t num = 0, den = 1;
+            for (; is_digit(*p); p++)
+                if (den < 1000000000) {
+                    num = num * 10 + (*p - '0');
+                    den *= 10;
+                }
+            frac = (double)num / (double)den;
+        }
+    }
+    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59) {
+        *why = "is not a valid date and time";
+        return -EINVAL;
+    }
+    int off_s = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p++ == '-' ? -1 : 1, oh, om = 0;
+        if (!take_digits(&p, 2, &oh))
+            return -EINVAL;
+        if (*p == ':') {
+            p++;
+            if (!take_digits(&p, 2, &om))
+                return -EINVAL;
+        } else if (is_digit(*p) && !take_digits(&p, 2, &om)) {
+            return -EINVAL;
+        }
+        if (oh > 23 || om > 59) {
+            *why = "has an invalid UTC offset";
+            return -EINVAL;
+        }
+        off_s = sign * (oh * 3600 + om * 60);
+    } else if (*p == '\0') {
+        *why = "has no UTC offset (add Z or +HH:MM)";
+        return -EINVAL;
+    } else {
+        return -EINVAL;
+    }
+    if (*p != '\0')
+        return -EINVAL;
+    int64_t t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off_s;
+    *ret = (double)t + frac;
+    return 0;
+}
+
+/* A time field: Unix seconds or ISO 8601 (four digits and a '-' start one). */
+static int parse_time(const char *field, double *ret, const char **why)
+{
+    const char *p = field;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (is_digit(p[0]) && is_digit(p[1]) && is_digit(p[2]) && is_digit(p[3]) && p[4] == '-') {
+        char buf[64];
+        size_t n = strlen(p);
+        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        if (n >= sizeof buf) {
+            *why = "is not a time (Unix seconds or ISO 8601 with a UTC offset)";
+            return -EINVAL;
+        }
+        memcpy(buf, p, n);
+        buf[n] = '\0';
+        return parse_iso8601(buf, ret, why);
+    }
+    if (parse_double(field, ret) < 0) {
+        *why = "is not a time (Unix seconds or ISO 8601 with a UTC offset)";
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int carbon_series_load(const char *path, struct carbon_series *ret, struct carma_err *e)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct csv_doc doc = {0};
+    struct carbon_interval *v = NULL;
+    int r = read_whole(path, &text, &len, e);
+    if (r < 0)
+        return r;
+    if ((r = csv_parse(text, len, path, &doc, e)) < 0)
+        goto out;
+    if (doc.n == 0) {
+        r = carma_err_set(e, -EINVAL, "%s:1: header: missing (want start,end,g_per_kwh)", path);
+        goto out;
+    }
+    static const char *const cols[] = {"start", "end", "g_per_kwh"};
+    int idx[3];
+    for (size_t c = 0; c < 3; c++) {
+        idx[c] = csv_column(&doc.rows[0], cols[c]);
+        if (idx[c] < 0) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: %s: missing column (want start,end,g_per_kwh)",
+                              path, doc.rows[0].line, cols[c]);
+            goto out;
+        }
+    }
+    if (doc.n == 1) {
+        r = carma_err_set(e, -EINVAL, "%s:%zu: start: no intervals after the header", path,
+                          doc.rows[0].line);
+        goto out;
+    }
+    v = calloc(doc.n - 1, sizeof *v);
+    if (!v) {
+        r = carma_err_set(e, -ENOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    size_t n = 0;
+    size_t prev_line = 0;
+    for (size_t i = 1; i < doc.n; i++) {
+        const struct csv_row *row = &doc.rows[i];
+        if (row->n != doc.rows[0].n) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: row: %zu fields, the header has %zu", path,
+                              row->line, row->n, doc.rows[0].n);
+            goto out;
+        }
+        struct carbon_interval iv;
+        const char *why;
+        for (size_t c = 0; c < 2; c++) {
+            const char *f = row->fields[idx[c]];
+            if (parse_time(f, c == 0 ? &iv.start_s : &iv.end_s, &why) < 0) {
+                r = carma_err_set(e, -EINVAL, "%s:%zu: %s: '%.64s' %s", path, row->line, cols[c], f,
+                                  why);
+                goto out;
+            }
+        }
+        const char *g = row->fields[idx[2]];
+        if (parse_double(g, &iv.g_per_kwh) < 0) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: g_per_kwh: '%.64s' is not a number", path,
+                              row->line, g);
+            goto out;
+        }
+        if (iv.g_per_kwh < 0) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: g_per_kwh: '%.64s' is negative", path, row->line,
+                              g);
+            goto out;
+        }
+        if (!(iv.end_s > iv.start_s)) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: end: '%.64s' is not after start '%.64s'", path,
+                              row->line, row->fields[idx[1]], row->fields[idx[0]]);
+            goto out;
+        }
+        if (n > 0 && iv.start_s < v[n - 1].start_s) {
+            r = carma_err_set(e, -EINVAL,
+                              "%s:%zu: start: '%.64s' is before the start of line %zu: rows must "
+                              "be sorted by time",
+                              path, row->line, row->fields[idx[0]], prev_line);
+            goto out;
+        }
+        if (n > 0 && iv.start_s < v[n - 1].end_s) {
+            r = carma_err_set(e, -EINVAL,
+                              "%s:%zu: start: '%.64s' overlaps line %zu, which ends at %.17g", path,
+                              row->line, row->fields[idx[0]], prev_line, v[n - 1].end_s);
+            goto out;
+        }
+        v[n++] = iv;
+        prev_line = row->line;
+    }
+    ret->v = v;
+    ret->n = n;
+    v = NULL;
+    r = 0;
+out:
+    free(v);
+    csv_doc_free(&doc);
+    free(text);
+    return r;
+}
+
+void carbon_series_free(struct carbon_series *s)
+{
+    if (!s)
+        return;
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
+}
+
+/* The index of the last interval starting at or before t, or -1 when t is before the first. */
+static ptrdiff_t last_start_at_or_before(const struct carbon_series *s, double t)
+{
+    size_t lo = 0, hi = s->n; /* answer + 1 is in [lo, hi] */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->v[mid].start_s <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (ptrdiff_t)lo - 1;
+}
+
+double carbon_series_at(const struct carbon_series *s, double t_unix)
+{
+    if (!s || s->n == 0 || !isfinite(t_unix))
+        return NAN;
+    ptrdiff_t i = last_start_at_or_before(s, t_unix);
+    if (i < 0)
+        return s->v[0].g_per_kwh;
+    const struct carbon_interval *a = &s->v[i];
+    if (t_unix < a->end_s || (size_t)i + 1 == s->n)
+        return a->g_per_kwh;
+    const struct carbon_interval *b = &s->v[i + 1];
+    return t_unix - a->end_s < b->start_s - t_unix ? a->g_per_kwh : b->g_per_kwh;
+}
+
+/* Length of the overlap of [a0, a1] and [b0, b1] (0 when they do not meet). */
+static double overlap(double a0, double a1, double b0, double b1)
+{
+    double lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+    return hi > lo ? hi - lo : 0;
+}
+
+double carbon_series_energy_g(const struct carbon_series *s, double t0_unix, double t1_unix,
+                              double energy_j, double pue, int *ret_covered)
+{
+    if (ret_covered)
+        *ret_covered = 0;
+    if (!s || s->n == 0 || !isfinite(t0_unix) || !isfinite(t1_unix) || t1_unix < t0_unix)
+        return NAN;
+    if (t1_unix == t0_unix) {
+        ptrdiff_t i = last_start_at_or_before(s, t0_unix);
+        if (ret_covered)
+            *ret_covered = i >= 0 && t0_unix < s->v[i].end_s;
+        return carbon_operational_g(energy_j, pue, carbon_series_at(s, t0_unix));
+    }
+    /* Each interval i is charged for its own span and, outside the series, for the part of
+     * the time line nearest to it: [mid(i-1, i), mid(i, i+1)), open-ended at both ends. */
+    double span = t1_unix - t0_unix, weighted = 0;
+    bool uncovered = false;
+    /* intervals before the last one starting at or before t0 end their share before t0 */
+    ptrdiff_t first = last_start_at_or_before(s, t0_unix);
+    if (first < 0)
+        first = 0;
+    for (size_t i = (size_t)first; i < s->n; i++) {
+        const struct carbon_interval *iv = &s->v[i];
+        double lo = i == 0 ? -INFINITY : (s->v[i - 1].end_s + iv->start_s) / 2;
+        double hi = i + 1 == s->n ? INFINITY : (iv->end_s + s->v[i + 1].start_s) / 2;
+        if (lo >= t1_unix)
+            break;
+        double inside = overlap(t0_unix, t1_unix, iv->start_s, iv->end_s);
+        double near =
+            overlap(t0_unix, t1_unix, lo, iv->start_s) + overlap(t0_unix, t1_unix, iv->end_s, hi);
+        if (near > 0)
+            uncovered = true;
+        weighted += (inside + near) / span * iv->g_per_kwh;
+    }
+    if (ret_covered)
+        *ret_covered = !uncovered;
+    return carbon_operational_g(energy_j, pue, weighted);
+}
+
+double carbon_series_mean_g_per_kwh(const struct carbon_series *s)
+{
+    if (!s || s->n == 0)
+        return NAN;
+    double sum = 0, dur = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        double d = s->v[i].end_s - s->v[i].start_s;
+        sum += d * s->v[i].g_per_kwh;
+        dur += d;
+    }
+    return sum / dur;
+}
+
+/* ---- intensity: where it comes from ---- */
+
+/* Formats a Unix time as UTC ISO 8601 to the second ("2026-11-30T08:00:00Z"). */
+static void format_utc(double t, char *buf, size_t cap)
+{
+    time_t tt = (time_t)floor(t);
+    struct tm tm;
+    if (!gmtime_r(&tt, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, cap, "%.17g", t);
+}
+
+int carbon_intensity_resolve_series(const char *series_path, const char *region, double g_per_kwh,
+                                    struct carbon_intensity *ret, struct carma_err *e)
+{
+    if (series_path && series_path[0]) {
+        struct carbon_series s;
+        int r = carbon_series_load(series_path, &s, e);
+        if (r < 0)
+            return r;
+        char a[32], b[32];
+        format_utc(s.v[0].start_s, a, sizeof a);
+        format_utc(s.v[s.n - 1].end_s, b, sizeof b);
+        memset(ret, 0, sizeof *ret);
+        ret->kind = CARBON_CI_SERIES;
+        ret->g_per_kwh = carbon_series_mean_g_per_kwh(&s);
+        snprintf(ret->source, sizeof ret->source, "time series %s (%zu intervals, %s to %s)",
+                 series_path, s.n, a, b);
+        ret->series = s;
+        return 0;
+    }
     if (g_per_kwh > 0) {
+        memset(ret, 0, sizeof *ret);
+        ret->kind = CARBON_CI_CONSTANT;
         ret->g_per_kwh = g_per_kwh;
-        ret->region[0] = '\0';
         snprintf(ret->source, sizeof ret->source, "given on the command line");
         return 0;
     }
@@ -19,6 +449,8 @@ int carbon_intensity_resolve(const char *region, double g_per_kwh, struct carbon
     int r = table_grid_lookup(region ? region : GRID_WORLD_REGION, &g, e);
     if (r < 0)
         return r;
+    memset(ret, 0, sizeof *ret);
+    ret->kind = CARBON_CI_REGION;
     ret->g_per_kwh = g.g_per_kwh;
     snprintf(ret->region, sizeof ret->region, "%s", g.region);
     snprintf(ret->source, sizeof ret->source, "%s (%s): %s, %d", g.region, g.name, g.source,
@@ -26,7 +458,106 @@ int carbon_intensity_resolve(const char *region, double g_per_kwh, struct carbon
     return 0;
 }
 
+int carbon_intensity_resolve(const char *region, double g_per_kwh, struct carbon_intensity *ret,
+                             struct carma_err *e)
+{
+    return carbon_intensity_resolve_series(NULL, region, g_per_kwh, ret, e);
+}
+
+void carbon_intensity_done(struct carbon_intensity *ci)
+{
+    if (ci)
+        carbon_series_free(&ci->series);
+}
+
+double carbon_intensity_energy_g(const struct carbon_intensity *ci, double t0_unix, double t1_unix,
+                                 double energy_j, double pue, int *ret_covered)
+{
+    if (ci->kind == CARBON_CI_SERIES && ci->series.n > 0)
+        return carbon_series_energy_g(&ci->series, t0_unix, t1_unix, energy_j, pue, ret_covered);
+    if (ret_covered)
+        *ret_covered = 1;
+    return carbon_operational_g(energy_j, pue, ci->g_per_kwh);
+}
+
 double carbon_operational_g(double energy_j, double pue, double g_per_kwh)
 {
     return energy_j / 3.6e6 * pue * g_per_kwh;
+}
+
+/* ---- embodied ---- */
+
+double carbon_embodied_g(double kg_co2e, double lifetime_years, double seconds, double share)
+{
+    if (!isfinite(kg_co2e) || !isfinite(lifetime_years) || !isfinite(seconds) || !isfinite(share) ||
+        kg_co2e < 0 || lifetime_years <= 0 || seconds < 0 || share < 0)
+        return NAN;
+    return kg_co2e * 1000.0 / (lifetime_years * SECONDS_PER_YEAR) * seconds * share;
+}
+
+static const struct carbon_embodied_override *
+find_override(const struct carbon_embodied_override *ov, size_t n, const char *component,
+              const char *model)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(ov[i].component, component) == 0 && strcasecmp(ov[i].model, model) == 0)
+            return &ov[i];
+    return NULL;
+}
+
+/*
+ * Fills ret from override o; the scope comes from the table's row for the same model (row, or
+ * NULL), per_gb from the component's rows (per_gb).
+ */
+static int use_override(const struct carbon_embodied_override *o, const struct embodied_fact *row,
+                        bool per_gb, bool fallback, struct embodied_fact *ret, struct carma_err *e)
+{
+    if (!isfinite(o->kg_co2e) || o->kg_co2e < 0)
+        return carma_err_set(e, -EINVAL,
+                             "embodied override %s/%s: kg_co2e %.17g is not a number >= 0",
+                             o->component, o->model, o->kg_co2e);
+    if (!isfinite(o->lifetime_years) || o->lifetime_years <= 0)
+        return carma_err_set(e, -EINVAL,
+                             "embodied override %s/%s: lifetime_years %.17g is not positive",
+                             o->component, o->model, o->lifetime_years);
+    memset(ret, 0, sizeof *ret);
+    snprintf(ret->component, sizeof ret->component, "%s", o->component);
+    snprintf(ret->model, sizeof ret->model, "%s", o->model);
+    ret->kg_co2e = o->kg_co2e;
+    ret->lifetime_years = o->lifetime_years;
+    if (row)
+        snprintf(ret->scope, sizeof ret->scope, "%s", row->scope);
+    ret->per_gb = per_gb;
+    snprintf(ret->source, sizeof ret->source, "experiment override");
+    ret->fallback = fallback;
+    return 0;
+}
+
+int carbon_embodied_resolve(const char *component, const char *model,
+                            const struct carbon_embodied_override *overrides, size_t n,
+                            struct embodied_fact *ret, struct carma_err *e)
+{
+    if (!component)
+        component = "";
+    const char *want = model && model[0] ? model : "default";
+    struct embodied_fact t;
+    int r = table_embodied_lookup(component, model, &t, e);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    bool in_table = r == 0;
+    const struct carbon_embodied_override *o = find_override(overrides, n, component, want);
+    if (o) {
+        bool same_row = in_table && !t.fallback;
+        r = use_override(o, same_row ? &t : NULL, in_table && t.per_gb, false, ret, e);
+        if (r == 0)
+            carma_err_clear(e);
+        return r;
+    }
+    if (!in_table)
+        return r; /* e names the components */
+    o = find_override(overrides, n, t.component, t.model);
+    if (o)
+        return use_override(o, &t, t.per_gb, t.fallback, ret, e);
+    *ret = t;
+    return 0;
 }

@@ -5,5 +5,6 @@
 /* Each returns the process exit status. */
 int cmd_sensors(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 #endif

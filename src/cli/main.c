@@ -15,6 +15,7 @@ static const struct {
 } commands[] = {
     {"sensors", cmd_sensors, "list every power source and channel with a current reading"},
     {"stat", cmd_stat, "run a command and report its energy, power and CO2e"},
+    {"validate", cmd_validate, "check an experiment file"},
 };
 
 static void usage(FILE *f)

@@ -14,6 +14,8 @@ extern const char embedded_cpu_tdp[];
 extern const size_t embedded_cpu_tdp_len;
 extern const char embedded_grid_intensity[];
 extern const size_t embedded_grid_intensity_len;
+extern const char embedded_embodied[];
+extern const size_t embedded_embodied_len;
 
 /* Case-insensitive search for pat in s as whole tokens; returns true on a match. */
 static bool token_match(const char *s, const char *pat)
@@ -150,6 +152,94 @@ int table_grid_lookup(const char *region, struct grid_intensity *ret, struct car
         r = 0;
         break;
     }
+out:
+    csv_doc_free(&doc);
+    return r;
+}
+
+/* True for the model of a component's generic row. */
+static bool embodied_generic(const char *model)
+{
+    return strcasecmp(model, "default") == 0 || strcasecmp(model, "per_gb") == 0;
+}
+
+int table_embodied_lookup(const char *component, const char *model, struct embodied_fact *ret,
+                          struct carma_err *e)
+{
+    const char *table_name = "data/embodied.csv (embedded)";
+    struct csv_doc doc;
+    int r = csv_parse(embedded_embodied, embedded_embodied_len, table_name, &doc, e);
+    if (r < 0)
+        return r;
+    static const char *const cols[] = {"component",      "model", "kg_co2e",
+                                       "lifetime_years", "scope", "source"};
+    int idx[6];
+    if (doc.n == 0 || (r = need_columns(&doc.rows[0], table_name, cols, idx, 6, e)) < 0) {
+        if (r == 0)
+            r = carma_err_set(e, -EINVAL, "%s: empty table", table_name);
+        goto out;
+    }
+    if (!component)
+        component = "";
+    bool want_generic = !model || !model[0] || strcasecmp(model, "default") == 0;
+    const struct csv_row *exact = NULL, *generic = NULL;
+    char components[256] = "";
+    size_t clen = 0;
+    for (size_t i = 1; i < doc.n; i++) {
+        const struct csv_row *row = &doc.rows[i];
+        if (row->n != doc.rows[0].n) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: %zu fields, the header has %zu", table_name,
+                              row->line, row->n, doc.rows[0].n);
+            goto out;
+        }
+        double kg, years;
+        if (parse_double(row->fields[idx[2]], &kg) < 0 || kg < 0) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: field kg_co2e: '%s' is not a number >= 0",
+                              table_name, row->line, row->fields[idx[2]]);
+            goto out;
+        }
+        if (parse_double(row->fields[idx[3]], &years) < 0 || years <= 0) {
+            r = carma_err_set(e, -EINVAL,
+                              "%s:%zu: field lifetime_years: '%s' is not a positive number",
+                              table_name, row->line, row->fields[idx[3]]);
+            goto out;
+        }
+        const char *comp = row->fields[idx[0]], *mod = row->fields[idx[1]];
+        /* the list of components for the error message, each once */
+        size_t cl = strlen(comp);
+        bool seen = false;
+        for (const char *p = components; (p = strstr(p, comp)) != NULL; p += cl)
+            if ((p == components || p[-1] == ' ') && (p[cl] == ',' || p[cl] == '\0'))
+                seen = true;
+        if (!seen && clen + cl + 3 < sizeof components)
+            clen += (size_t)snprintf(components + clen, sizeof components - clen, "%s%s",
+                                     clen ? ", " : "", comp);
+        if (strcasecmp(comp, component) != 0)
+            continue;
+        if (!want_generic && !exact && strcasecmp(mod, model) == 0)
+            exact = row;
+        if (!generic && embodied_generic(mod))
+            generic = row;
+    }
+    const struct csv_row *use = exact ? exact : generic;
+    if (!use) {
+        r = carma_err_set(e, -ENOENT,
+                          "unknown embodied-carbon component '%s': data/embodied.csv has %s; "
+                          "give the experiment an override for it",
+                          component, components);
+        goto out;
+    }
+    memset(ret, 0, sizeof *ret);
+    snprintf(ret->component, sizeof ret->component, "%s", use->fields[idx[0]]);
+    snprintf(ret->model, sizeof ret->model, "%s", use->fields[idx[1]]);
+    parse_double(use->fields[idx[2]], &ret->kg_co2e);
+    parse_double(use->fields[idx[3]], &ret->lifetime_years);
+    snprintf(ret->scope, sizeof ret->scope, "%s", use->fields[idx[4]]);
+    snprintf(ret->source, sizeof ret->source, "%s", use->fields[idx[5]]);
+    ret->fallback = !exact && !want_generic;
+    ret->per_gb = strcasecmp(ret->scope, "per GB") == 0;
+    carma_err_clear(e);
+    r = 0;
 out:
     csv_doc_free(&doc);
     return r;

@@ -1,6 +1,6 @@
 /*
- * table: the data/ tables compiled into carma (CPU TDP, grid carbon intensity), each row
- * with its source and year, and their look-ups.
+ * table: the data/ tables compiled into carma (CPU TDP, grid carbon intensity, embodied
+ * carbon of hardware), each row with its source, and their look-ups.
  */
 #ifndef CARMA_CORE_TABLE_H
 #define CARMA_CORE_TABLE_H
@@ -46,5 +46,27 @@ struct grid_intensity {
  * data/grid_intensity.csv. Returns 0, -ENOENT with e listing how to find codes.
  */
 int table_grid_lookup(const char *region, struct grid_intensity *ret, struct carma_err *e);
+
+struct embodied_fact {
+    char component[16]; /* "gpu", "cpu", "server", "dram", "ssd" */
+    char model[64];     /* the row used: a model, or the generic "default" / "per_gb" row */
+    double kg_co2e;     /* per unit of scope (per GB when per_gb) */
+    double lifetime_years;
+    char scope[96]; /* what the number covers ("card", "socket", "per GB", ...) */
+    char source[512];
+    bool fallback; /* a model was named and no row has it: the generic row was used */
+    bool per_gb;   /* kg_co2e is per GB (the scope says "per GB") */
+};
+
+/*
+ * Looks component/model up in the embedded data/embodied.csv, both case-insensitive: the row
+ * of that exact model, else the component's generic row (model "default", or "per_gb" for
+ * dram) with ret->fallback set when a model was named. model NULL, "" or "default" asks for
+ * the generic row (fallback not set). Returns 0, -ENOENT with e listing the components when
+ * the component is unknown (or has no row to fall back to), -EINVAL with e naming the table
+ * line when the table is malformed. ret is written only on success.
+ */
+int table_embodied_lookup(const char *component, const char *model, struct embodied_fact *ret,
+                          struct carma_err *e);
 
 #endif

@@ -1,6 +1,8 @@
 /* launcher: process groups, signal routing and exit statuses (see launcher.h). */
 #include "workload/launcher.h"
 
+#include <stdlib.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,11 +36,34 @@ static int redirect(const char *path, int target)
     return r < 0 ? -1 : 0;
 }
 
+/* Sets every "KEY=VALUE" of env in the (child's) environment. */
+static int putenv_all(char *const *env)
+{
+    for (char *const *p = env; *p; p++) {
+        const char *eq = strchr(*p, '=');
+        if (!eq || eq == *p) {
+            errno = EINVAL;
+            return -1;
+        }
+        char key[256];
+        size_t kl = (size_t)(eq - *p);
+        if (kl >= sizeof key) {
+            errno = EINVAL;
+            return -1;
+        }
+        memcpy(key, *p, kl);
+        key[kl] = '\0';
+        if (setenv(key, eq + 1, 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* whether the last spawn handed the terminal on stdin to the command */
 static bool tty_taken;
 
 /* The step of the child's set-up that failed, sent to the parent with its errno. */
-enum { STEP_EXEC, STEP_CWD, STEP_STDOUT, STEP_STDERR };
+enum { STEP_EXEC, STEP_CWD, STEP_STDOUT, STEP_STDERR, STEP_CGROUP, STEP_ENV };
 
 int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err *e)
 {
@@ -64,7 +89,13 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
         signal(SIGPIPE, SIG_DFL);
         /* what failed, and its errno, for the parent's message */
         int fail[2] = {STEP_EXEC, 0};
-        if (o->cwd && chdir(o->cwd) < 0)
+        int r;
+        if (o->cgroup && (r = cgroup_enter(o->cgroup, 0)) < 0) {
+            fail[0] = STEP_CGROUP;
+            errno = -r;
+        } else if (o->env && putenv_all(o->env) < 0)
+            fail[0] = STEP_ENV;
+        else if (o->cwd && chdir(o->cwd) < 0)
             fail[0] = STEP_CWD;
         else if (o->stdout_path && redirect(o->stdout_path, 1) < 0)
             fail[0] = STEP_STDOUT;
@@ -103,6 +134,12 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
         switch (fail[0]) {
         case STEP_CWD:
             return carma_err_set(e, -err, "cannot change to directory %s: %s", o->cwd,
+                                 strerror(err));
+        case STEP_CGROUP:
+            return carma_err_set(e, -err, "cannot move the command into cgroup %s: %s",
+                                 o->cgroup->path, strerror(err));
+        case STEP_ENV:
+            return carma_err_set(e, -err, "cannot set the command's environment: %s",
                                  strerror(err));
         case STEP_STDOUT:
         case STEP_STDERR:

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "core/err.h"
+#include "workload/cgroup.h"
 
 /*
  * Blocks SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGQUIT in the calling thread and returns a
@@ -23,9 +24,11 @@ struct launch_opts {
     const char *cwd;                       /* NULL: inherit */
     const char *stdout_path, *stderr_path; /* NULL: inherit */
     const sigset_t *mask;                  /* the mask to restore in the child */
-    bool foreground; /* when stdin is a terminal and carma's group is its foreground group,
-                        the command's group takes the terminal (so that it can read it and
-                        gets Ctrl-C directly), as a shell does */
+    const struct cgroup_dir *cgroup;       /* when set, the command starts in this cgroup */
+    char *const *env; /* "KEY=VALUE" set over carma's environment, NULL-ended */
+    bool foreground;  /* when stdin is a terminal and carma's group is its foreground group,
+                         the command's group takes the terminal (so that it can read it and
+                         gets Ctrl-C directly), as a shell does */
 };
 
 /* Gives the terminal on stdin back to carma's own process group if launcher_spawn() handed

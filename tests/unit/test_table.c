@@ -1,8 +1,9 @@
 /*
  * Unit tests for core/table: CPU TDP look-up by model name (whole-token, case-insensitive,
  * longest pattern first, "*" fallback) in the embedded table and in custom tables, and the
- * grid intensity look-up. Expected values are those of data/cpu_tdp.csv and
- * data/grid_intensity.csv.
+ * grid intensity look-up, the embodied carbon look-up (exact model, else the component's generic
+ * row). Expected values are those of data/cpu_tdp.csv, data/grid_intensity.csv and
+ * data/embodied.csv.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -199,6 +200,76 @@ static void test_grid(void **state)
     assert_int_equal(table_grid_lookup("FRAN", &g, &e), -ENOENT);
 }
 
+static void test_embodied(void **state)
+{
+    (void)state;
+    struct embodied_fact f;
+    struct carma_err e = {0};
+
+    assert_int_equal(table_embodied_lookup("gpu", "H100-SXM-80GB", &f, &e), 0);
+    assert_string_equal(f.component, "gpu");
+    assert_string_equal(f.model, "H100-SXM-80GB");
+    assert_true(f.kg_co2e == 575);
+    assert_true(f.lifetime_years == 5);
+    assert_string_equal(f.scope, "card");
+    assert_string_equal(f.source, "Boavizta impact factors applied to die/VRAM/PCB/heatsink specs");
+    assert_false(f.fallback);
+    assert_false(f.per_gb);
+
+    /* case-insensitive, the table's spelling kept; "A100" is not "A100-SXM4-40GB" */
+    assert_int_equal(table_embodied_lookup("GPU", "a100", &f, &e), 0);
+    assert_string_equal(f.model, "A100");
+    assert_true(f.kg_co2e == 318);
+    assert_string_equal(f.scope, "card incl. 1/8 of an 8-GPU host");
+    assert_int_equal(table_embodied_lookup("gpu", "A100-SXM4-40GB", &f, &e), 0);
+    assert_true(f.kg_co2e == 273);
+
+    /* an unknown model: the component's default row, flagged */
+    assert_int_equal(table_embodied_lookup("gpu", "H100-PCIe", &f, &e), 0);
+    assert_string_equal(f.model, "default");
+    assert_true(f.kg_co2e == 150);
+    assert_true(f.lifetime_years == 5);
+    assert_true(f.fallback);
+    assert_non_null(strstr(f.source, "Cloud Carbon Footprint"));
+    /* no model, or "default": the default row, not a fallback */
+    assert_int_equal(table_embodied_lookup("gpu", NULL, &f, &e), 0);
+    assert_true(f.kg_co2e == 150);
+    assert_false(f.fallback);
+    assert_int_equal(table_embodied_lookup("cpu", "Default", &f, &e), 0);
+    assert_true(f.kg_co2e == 100);
+    assert_string_equal(f.scope, "socket");
+    assert_false(f.fallback);
+    assert_int_equal(table_embodied_lookup("server", "", &f, &e), 0);
+    assert_true(f.kg_co2e == 1000);
+    assert_int_equal(table_embodied_lookup("ssd", "990 PRO", &f, &e), 0);
+    assert_true(f.kg_co2e == 100);
+    assert_true(f.fallback);
+
+    /* dram is per GB */
+    assert_int_equal(table_embodied_lookup("dram", NULL, &f, &e), 0);
+    assert_string_equal(f.model, "per_gb");
+    assert_true(f.kg_co2e == 1.39);
+    assert_true(f.per_gb);
+    assert_false(f.fallback);
+    assert_int_equal(table_embodied_lookup("dram", "per_gb", &f, &e), 0);
+    assert_true(f.per_gb);
+    assert_false(f.fallback);
+    assert_int_equal(table_embodied_lookup("dram", "DDR5-4800 RDIMM", &f, &e), 0);
+    assert_string_equal(f.model, "per_gb");
+    assert_true(f.per_gb);
+    assert_true(f.fallback);
+
+    /* an unknown component */
+    memset(&f, 0x5a, sizeof f);
+    struct embodied_fact before = f;
+    assert_int_equal(table_embodied_lookup("tpu", "v4", &f, &e), -ENOENT);
+    assert_int_equal(e.code, -ENOENT);
+    assert_non_null(strstr(e.msg, "'tpu'"));
+    assert_non_null(strstr(e.msg, "gpu, cpu, server, dram, ssd"));
+    assert_memory_equal(&f, &before, sizeof f); /* untouched on failure */
+    assert_int_equal(table_embodied_lookup(NULL, NULL, &f, &e), -ENOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_custom_longest_wins),
         cmocka_unit_test(test_custom_errors),
         cmocka_unit_test(test_grid),
+        cmocka_unit_test(test_embodied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

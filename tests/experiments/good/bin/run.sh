@@ -1,0 +1,3 @@
+#!/bin/sh
+# a workload of the example experiments
+echo "run.sh $*"

@@ -1,0 +1,2 @@
+import sys
+print("train", sys.argv[1:])
