@@ -6,5 +6,6 @@
 int cmd_sensors(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const struct {
     {"sensors", cmd_sensors, "list every power source and channel with a current reading"},
     {"stat", cmd_stat, "run a command and report its energy, power and CO2e"},
     {"validate", cmd_validate, "check an experiment file"},
+    {"run", cmd_run, "run an experiment of collocated workloads, energy and carbon per workload"},
 };
 
 static void usage(FILE *f)

@@ -1077,7 +1077,7 @@ static void load_embodied(struct loader *ld, json_t *e, struct experiment *x)
     x->n_embodied = n;
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_array_get(e, i);
-        struct embodied_override *eo = &x->embodied[i];
+        struct carbon_embodied_override *eo = &x->embodied[i];
         push_index(ld, i);
         if (!json_is_object(o)) {
             report(ld, AT_VALUE, "must be an object, not %s", type_name(o));
@@ -1303,7 +1303,7 @@ static json_t *resolved_json(const struct experiment *x, json_t *root)
     if (x->embodied) {
         json_t *e = json_array();
         for (size_t i = 0; i < x->n_embodied; i++) {
-            const struct embodied_override *eo = &x->embodied[i];
+            const struct carbon_embodied_override *eo = &x->embodied[i];
             json_t *o = json_object();
             json_object_set_new(o, "component", json_string(eo->component));
             if (eo->model[0])

@@ -20,6 +20,8 @@
 #define CARMA_WORKLOAD_EXPERIMENT_H
 
 #include <jansson.h>
+
+#include "analysis/carbon.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,11 +33,6 @@
 
 enum idle_policy { IDLE_POLICY_IDLE, IDLE_POLICY_PROPORTIONAL, IDLE_POLICY_EQUAL };
 
-struct embodied_override {
-    char component[16]; /* "gpu", "cpu", "server", "dram" or "ssd" */
-    char model[64];     /* "" when not given: every device of that component */
-    double kg_co2e, lifetime_years;
-};
 
 struct workload_spec {
     char *name, *type, *script; /* script resolved (absolute when it named a file) */
@@ -67,7 +64,7 @@ struct experiment {
     double g_per_kwh;     /* 0: not given */
     char *intensity_file; /* absolute, or NULL */
     double pue;           /* default 1 */
-    struct embodied_override *embodied;
+    struct carbon_embodied_override *embodied; /* model "": the generic row */
     size_t n_embodied;
     enum idle_policy idle_policy;
     json_t *resolved; /* the document with defaults and resolved paths, for the run

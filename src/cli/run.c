@@ -1,0 +1,1032 @@
+/*
+ * carma run: the experiment orchestrator.
+ *
+ * Loads an experiment file, measures the node's baseline, launches every workload (after its
+ * delay) in its own process group and, where the machine allows it, its own cgroup v2,
+ * samples every channel on one clock, and apportions each tick's energy to the workloads in
+ * real time (src/analysis/split.c): CPU-side channels by each workload's share of the node's
+ * busy time above the baseline's, the static part by the idle policy; what processes outside
+ * the experiment used is "other". Carbon per workload: operational (energy × PUE × grid
+ * intensity at the time) and embodied (device manufacture, by time share), side by side.
+ * Everything lands in a run directory (docs/formats.md); the exit status is 0 when every
+ * workload exited 0, 1 otherwise, 2 for a bad experiment or usage.
+ */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/carbon.h"
+#include "analysis/split.h"
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "core/csv.h"
+#include "core/fmt.h"
+#include "core/parse.h"
+#include "core/timeutil.h"
+#include "sampler/samples_csv.h"
+#include "workload/cgroup.h"
+#include "workload/experiment.h"
+#include "workload/launcher.h"
+#include "workload/proctree.h"
+
+#define EVENT_PERIOD_NS  NS_PER_S
+#define PSTREE_PERIOD_NS (10 * NS_PER_S)
+
+struct job {
+    const struct workload_spec *spec;
+    pid_t pid;
+    bool started, exited, timed_out, done;
+    int wstatus, exit_status;
+    int64_t start_mono, end_mono, start_real, end_real;
+    struct cgroup_dir cg;
+    bool have_cg;
+    struct proctree tree;
+    bool have_tree;
+    uint64_t cpu_ns, cpu_prev_ns; /* CPU time of the job's processes, cumulative */
+    int64_t kill_deadline;        /* SIGKILL the job's processes at this time; 0: none */
+    bool term_sent;
+    double energy_j, by_kind_j[6], g_op, event_j;
+};
+
+struct run {
+    struct experiment x;
+    struct sampler *s;
+    struct job *jobs;
+    size_t njobs;
+    char dir[4096];
+    struct samples_csv *csv;
+    FILE *attr, *events, *pstree;
+    int sigfd;
+    sigset_t old_mask;
+    struct cgroup_dir base;
+    bool have_base;
+    char cgroup_note[CARMA_ERR_MSG_MAX];
+    enum split_policy policy;
+    double static_w[CHANNELS_MAX]; /* per channel, from the baseline or the model */
+    double static_busy;            /* CPUs busy on average during the baseline */
+    const char *static_source;
+    double pend_j[CHANNELS_MAX]; /* energy not yet split (ticks without fresh CPU times) */
+    int64_t pend_ns;
+    int node_idx[CHANNELS_MAX];
+    size_t nnode;
+    bool in_node[CHANNELS_MAX];
+    double idle_j, other_j, unattr_j, idle_g, other_g, unattr_g;
+    double total_j;
+    struct carbon_intensity ci;
+    int64_t grace_ns, t_start, last_event, last_pstree;
+    int signals;
+    bool tty;
+    long clk_tck; /* proc/stat's clock ticks per second */
+    bool pstree_due; /* a workload started: snapshot the trees at the next tick */
+};
+
+static void help(void)
+{
+    printf("usage: carma run [OPTIONS] EXPERIMENT.json\n\n"
+           "Runs every workload of the experiment side by side, measures the node, apportions\n"
+           "the energy to each workload in real time and accounts its carbon. Writes a run\n"
+           "directory (printed first) and ends with a per-workload report. Exit status: 0 when\n"
+           "every workload exited 0, 1 otherwise, 2 for a bad experiment file or usage.\n\n"
+           "options:\n" COMMON_OPTIONS_HELP
+           "  -o, --output DIR    where run directories go (default: runs)\n"
+           "  --baseline T        idle measurement before the workloads (default: the file's\n"
+           "                      monitoring.baseline_s, else 3s; 0 skips it)\n"
+           "  --grace T           after SIGTERM, wait T before SIGKILL (default 5s)\n");
+}
+
+static const char *kind_key(enum channel_kind k)
+{
+    return channel_kind_name(k);
+}
+
+/* ---- the run directory ---- */
+
+static FILE *open_in(struct run *r, const char *name, const char *header)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", r->dir, name);
+    FILE *f = fopen(path, "we");
+    if (!f) {
+        cli_error("cannot create %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (header)
+        fputs(header, f);
+    fflush(f);
+    return f;
+}
+
+static int make_run_dir(struct run *r, const char *runs)
+{
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    int e = mkdir_p(runs);
+    if (e < 0) {
+        cli_error("cannot create %s: %s", runs, strerror(-e));
+        return -1;
+    }
+    for (int k = 1; k < 1000; k++) {
+        if (k == 1)
+            snprintf(r->dir, sizeof r->dir, "%s/%s_%s", runs, r->x.name, stamp);
+        else
+            snprintf(r->dir, sizeof r->dir, "%s/%s_%s-%d", runs, r->x.name, stamp, k);
+        if (mkdir(r->dir, 0755) == 0)
+            break;
+        if (errno != EEXIST) {
+            cli_error("cannot create %s: %s", r->dir, strerror(errno));
+            return -1;
+        }
+    }
+    char logs[4200];
+    snprintf(logs, sizeof logs, "%s/logs", r->dir);
+    if (mkdir(logs, 0755) < 0) {
+        cli_error("cannot create %s: %s", logs, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void write_json(struct run *r, const char *name, json_t *j)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", r->dir, name);
+    int e = json_write_file(j, path);
+    if (e < 0)
+        cli_error("cannot write %s: %s", path, strerror(-e));
+    json_decref(j);
+}
+
+static json_t *manifest(struct run *r, const char *status)
+{
+    json_t *m = json_object();
+    struct utsname u;
+    uname(&u);
+    json_object_set_new(m, "schema_version", json_integer(1));
+    json_object_set_new(m, "producer", json_string("carma run"));
+    json_object_set_new(m, "carma_version", json_string(CARMA_VERSION));
+    json_t *sv = json_object();
+    json_object_set_new(sv, "samples_csv", json_integer(1));
+    json_object_set_new(sv, "attribution_csv", json_integer(1));
+    json_object_set_new(sv, "report_json", json_integer(1));
+    json_object_set_new(m, "schema_versions", sv);
+    json_t *host = json_object();
+    json_object_set_new(host, "hostname", json_string(u.nodename));
+    json_object_set_new(host, "kernel", json_string(u.release));
+    json_object_set_new(host, "machine", json_string(u.machine));
+    if (r->s->have_util) {
+        json_object_set_new(host, "cpu_model", json_string(r->s->util.model_name));
+        json_object_set_new(host, "cpus", json_integer(r->s->util.ncpu));
+        json_object_set_new(host, "sockets", json_integer(r->s->util.nsockets));
+    }
+    json_object_set_new(m, "host", host);
+    json_t *opts = json_object();
+    json_object_set_new(opts, "root", json_string(r->s->root.path));
+    json_object_set_new(opts, "interval_s", json_real((double)r->s->interval_ns / 1e9));
+    json_object_set_new(opts, "idle_policy", json_string(split_policy_name(r->policy)));
+    json_object_set_new(opts, "cgroups", json_boolean(r->have_base));
+    if (!r->have_base)
+        json_object_set_new(opts, "cgroups_unavailable", json_string(r->cgroup_note));
+    json_object_set_new(m, "options", opts);
+    json_object_set_new(m, "channels", channels_json(r->s));
+    json_object_set_new(m, "unavailable", unavailable_json(r->s));
+    json_object_set_new(m, "notes", notes_json(r->s));
+    json_object_set_new(m, "status", json_string(status));
+    return m;
+}
+
+/* ---- workloads ---- */
+
+static void start_job(struct run *r, struct job *j)
+{
+    char out[4200], err[4200];
+    snprintf(out, sizeof out, "%s/logs/%s.out", r->dir, j->spec->name);
+    snprintf(err, sizeof err, "%s/logs/%s.err", r->dir, j->spec->name);
+    struct carma_err e = {0};
+    if (r->have_base) {
+        j->have_cg = cgroup_child_create(&r->base, j->spec->name, &j->cg, &e) == 0;
+        if (!j->have_cg)
+            cli_error("%s: %s; following its process tree instead", j->spec->name, e.msg);
+    }
+    struct launch_opts lo = {
+        .argv = j->spec->argv,
+        .cwd = j->spec->cwd ? j->spec->cwd : r->x.dir,
+        .stdout_path = out,
+        .stderr_path = err,
+        .mask = &r->old_mask,
+        .cgroup = j->have_cg ? &j->cg : NULL,
+        .env = j->spec->env,
+    };
+    j->started = true;
+    j->start_mono = time_mono_ns();
+    j->start_real = time_real_ns();
+    if (launcher_spawn(&lo, &j->pid, &e) < 0) {
+        cli_error("%s: %s", j->spec->name, e.msg);
+        j->exited = j->done = true;
+        j->exit_status = e.code == -ENOENT ? 127 : 126;
+        j->end_mono = j->start_mono;
+        j->end_real = j->start_real;
+        return;
+    }
+    if (!j->have_cg && proctree_init(&j->tree, j->pid, "/proc", NS_PER_S) == 0)
+        j->have_tree = true;
+}
+
+/* CPU time of the job so far (ns): exact from its cgroup, else from its process tree. */
+static uint64_t job_cpu(struct run *r, struct job *j)
+{
+    uint64_t ns = j->cpu_ns;
+    if (j->have_cg) {
+        uint64_t v;
+        if (cgroup_usage_ns(&j->cg, &v) == 0 && v > ns)
+            ns = v;
+    } else if (j->have_tree) {
+        uint64_t v = proctree_update(&j->tree, r->s->t_now, false);
+        if (v > ns)
+            ns = v;
+    }
+    return ns;
+}
+
+/* True while a process of the job is alive. */
+static bool job_alive(const struct job *j)
+{
+    if (!j->started || j->done)
+        return false;
+    if (!j->exited)
+        return true;
+    if (j->have_cg)
+        return cgroup_populated(&j->cg) == 1;
+    return kill(-j->pid, 0) == 0;
+}
+
+static void signal_job(struct job *j, int sig)
+{
+    if (!j->started || j->done)
+        return;
+    if (j->pid > 0)
+        kill(-j->pid, sig);
+    if (j->have_cg)
+        cgroup_signal(&j->cg, sig);
+}
+
+static void reap(struct run *r)
+{
+    for (;;) {
+        int ws;
+        struct rusage ru;
+        pid_t p = wait4(-1, &ws, WNOHANG, &ru);
+        if (p <= 0)
+            break;
+        for (size_t k = 0; k < r->njobs; k++) {
+            struct job *j = &r->jobs[k];
+            if (j->have_tree)
+                proctree_reaped(&j->tree, p, &ru);
+            if (j->pid == p && !j->exited) {
+                j->exited = true;
+                j->wstatus = ws;
+                j->exit_status = launcher_exit_status(ws);
+                j->end_mono = time_mono_ns();
+                j->end_real = time_real_ns();
+                /* what the workload left running gets the grace period, then SIGKILL */
+                if (job_alive(j)) {
+                    signal_job(j, SIGTERM);
+                    j->kill_deadline = j->end_mono + r->grace_ns;
+                }
+            }
+        }
+    }
+}
+
+static void handle_signals(struct run *r)
+{
+    struct signalfd_siginfo si;
+    while (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD) {
+            reap(r);
+            continue;
+        }
+        r->signals++;
+        for (size_t k = 0; k < r->njobs; k++) {
+            struct job *j = &r->jobs[k];
+            if (!j->started) {
+                j->started = j->exited = j->done = true; /* never launched */
+                j->exit_status = 128 + sig;
+                continue;
+            }
+            if (r->signals >= 2) {
+                signal_job(j, SIGKILL);
+            } else {
+                signal_job(j, sig);
+                j->kill_deadline = time_mono_ns() + r->grace_ns;
+            }
+        }
+    }
+}
+
+/* ---- attribution ---- */
+
+static void attr_row(struct run *r, size_t ch, const char *job, double j)
+{
+    if (!r->attr || j == 0.0)
+        return;
+    char num[40];
+    fmt_fixed6(num, j);
+    struct csv_buf b = {0};
+    char ts[40];
+    snprintf(ts, sizeof ts, "%.6f", (double)r->s->real_now / 1e9);
+    csv_buf_raw(&b, ts, strlen(ts));
+    csv_buf_field(&b, r->s->set.ch[ch].name, 0);
+    csv_buf_field(&b, job, 0);
+    csv_buf_raw(&b, ",", 1);
+    csv_buf_raw(&b, num, strlen(num));
+    csv_buf_end_row(&b);
+    fwrite(b.data, 1, b.len, r->attr);
+    csv_buf_free(&b);
+}
+
+/* Splits the energy gathered since the last fresh CPU times among the jobs. */
+static void split_pending(struct run *r, bool final)
+{
+    const struct sampler *s = r->s;
+    if (!(s->util_fresh || !s->have_util || final))
+        return;
+    double busy[SPLIT_JOBS_MAX] = {0}, jobs_busy = 0;
+    bool running[SPLIT_JOBS_MAX] = {0};
+    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
+        struct job *j = &r->jobs[k];
+        if (j->started && !j->done) {
+            j->cpu_ns = job_cpu(r, j);
+            busy[k] = (double)(j->cpu_ns - j->cpu_prev_ns) / 1e9;
+            j->cpu_prev_ns = j->cpu_ns;
+            running[k] = j->started && !j->exited;
+            jobs_busy += busy[k];
+        }
+    }
+    double node_busy = jobs_busy;
+    if (s->have_util && s->util_fresh)
+        node_busy = (double)s->util.busy_ticks_delta / (double)r->clk_tck;
+    /* the baseline's power already holds the background's load: only busy time above it
+     * is split */
+    double dt = (double)r->pend_ns / 1e9;
+    double above = node_busy - r->static_busy * dt;
+    if (above < jobs_busy)
+        above = jobs_busy;
+    double t = (double)s->real_now / 1e9;
+    double g_per_j =
+        (r->ci.kind == CARBON_CI_SERIES ? carbon_series_at(&r->ci.series, t) : r->ci.g_per_kwh) /
+        3.6e6 * r->x.pue;
+    for (size_t i = 0; i < s->set.n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        double de = r->pend_j[i];
+        r->pend_j[i] = 0;
+        if (de == 0.0)
+            continue;
+        bool cpu_side = c->kind == KIND_CPU || c->kind == KIND_DRAM || c->kind == KIND_SOC ||
+                        c->kind == KIND_SYSTEM;
+        struct split_in in = {
+            .de_j = de,
+            .static_j = isfinite(r->static_w[i]) ? r->static_w[i] * dt : 0.0,
+            .njobs = cpu_side ? r->njobs : 0,
+            .job_busy = busy,
+            .running = running,
+            .node_busy = cpu_side ? above : 0.0,
+            .policy = r->policy,
+        };
+        struct split_out o;
+        split_energy(&in, &o);
+        for (size_t k = 0; k < in.njobs; k++) {
+            attr_row(r, i, r->jobs[k].spec->name, o.job_j[k]);
+            if (r->in_node[i]) {
+                struct job *j = &r->jobs[k];
+                j->energy_j += o.job_j[k];
+                j->event_j += o.job_j[k];
+                j->by_kind_j[c->kind] += o.job_j[k];
+                j->g_op += o.job_j[k] * g_per_j;
+            }
+        }
+        attr_row(r, i, "idle", o.idle_j);
+        attr_row(r, i, "other", o.other_j);
+        attr_row(r, i, "unattributed", o.unattributed_j);
+        if (r->in_node[i]) {
+            r->idle_j += o.idle_j;
+            r->other_j += o.other_j;
+            r->unattr_j += o.unattributed_j;
+            r->idle_g += o.idle_j * g_per_j;
+            r->other_g += o.other_j * g_per_j;
+            r->unattr_g += o.unattributed_j * g_per_j;
+            r->total_j += de;
+        }
+    }
+    r->pend_ns = 0;
+    if (r->attr)
+        fflush(r->attr);
+}
+
+static const char *run_method(const struct run *r)
+{
+    return r->nnode ? channel_method_name(r->s->set.ch[r->node_idx[0]].method) : "none";
+}
+
+static void event_summary(struct run *r, double period_s)
+{
+    if (!r->events)
+        return;
+    json_t *o = json_object();
+    json_object_set_new(o, "timestamp_unix", json_real((double)r->s->real_now / 1e9));
+    json_object_set_new(o, "elapsed_s", json_real((double)(r->s->t_now - r->t_start) / 1e9));
+    json_t *arr = json_array();
+    for (size_t k = 0; k < r->njobs; k++) {
+        struct job *j = &r->jobs[k];
+        json_t *w = json_object();
+        json_object_set_new(w, "name", json_string(j->spec->name));
+        json_set_num(w, "power_w", period_s > 0 ? j->event_j / period_s : NAN);
+        json_object_set_new(w, "energy_j", json_real(j->energy_j));
+        json_object_set_new(w, "g_co2e", json_real(j->g_op));
+        json_object_set_new(w, "method", json_string(run_method(r)));
+        json_array_append_new(arr, w);
+        j->event_j = 0;
+    }
+    json_object_set_new(o, "workloads", arr);
+    json_object_set_new(o, "idle_j", json_real(r->idle_j));
+    json_object_set_new(o, "other_j", json_real(r->other_j));
+    json_object_set_new(o, "unattributed_j", json_real(r->unattr_j));
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
+    if (text) {
+        fprintf(r->events, "%s\n", text);
+        fflush(r->events);
+        free(text);
+    }
+    json_decref(o);
+}
+
+static void status_line(struct run *r)
+{
+    if (!r->tty)
+        return;
+    fprintf(stderr, "\r[%6.1fs]", (double)(r->s->t_now - r->t_start) / 1e9);
+    for (size_t k = 0; k < r->njobs; k++) {
+        struct job *j = &r->jobs[k];
+        fprintf(stderr, " %s %.4f Wh %.4f g%s |", j->spec->name, j->energy_j / 3600.0, j->g_op,
+                j->exited ? " (ended)" : "");
+    }
+    fprintf(stderr, "\033[K");
+    fflush(stderr);
+}
+
+static void pstree_snapshot(struct run *r)
+{
+    if (!r->pstree)
+        return;
+    fprintf(r->pstree, "# %.6f\n", (double)r->s->real_now / 1e9);
+    for (size_t k = 0; k < r->njobs; k++) {
+        struct job *j = &r->jobs[k];
+        if (!j->started || j->done)
+            continue;
+        fprintf(r->pstree, "%s: pgid %d%s%s\n", j->spec->name, (int)j->pid,
+                j->have_cg ? " cgroup " : "", j->have_cg ? j->cg.path : "");
+        if (j->have_cg) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/cgroup.procs", j->cg.path);
+            FILE *f = fopen(path, "re");
+            char line[64];
+            while (f && fgets(line, sizeof line, f))
+                fprintf(r->pstree, "  %s", line);
+            if (f)
+                fclose(f);
+        } else if (j->have_tree) {
+            for (int m = 0; m < j->tree.n; m++)
+                fprintf(r->pstree, "  %d\n", (int)j->tree.m[m].pid);
+        }
+    }
+    fflush(r->pstree);
+}
+
+static void tick(struct run *r)
+{
+    sampler_tick(r->s);
+    if (r->csv) {
+        struct carma_err e = {0};
+        if (samples_csv_write_tick(r->csv, r->s, &e) < 0)
+            cli_error("%s", e.msg);
+    }
+    for (size_t i = 0; i < r->s->set.n; i++)
+        r->pend_j[i] += r->s->st[i].tick_energy_j;
+    r->pend_ns += r->s->t_now - r->s->t_prev;
+    split_pending(r, false);
+    if (r->s->t_now - r->last_event >= EVENT_PERIOD_NS) {
+        event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
+        r->last_event = r->s->t_now;
+        status_line(r);
+    }
+    if (r->pstree_due || r->s->t_now - r->last_pstree >= PSTREE_PERIOD_NS) {
+        r->pstree_due = false;
+        pstree_snapshot(r);
+        r->last_pstree = r->s->t_now;
+    }
+}
+
+/* ---- carbon and the report ---- */
+
+static double embodied_g(struct run *r, const struct job *j, json_t *detail)
+{
+    double dur = (double)(j->end_mono - j->start_mono) / 1e9;
+    double g = 0;
+    int ncpu = r->s->have_util ? r->s->util.ncpu : 1;
+    int sockets = r->s->have_util ? r->s->util.nsockets : 1;
+    struct embodied_fact f;
+    struct carma_err e = {0};
+    /* CPUs: the allocation's share of the CPUs, else the time share of the job's CPU time */
+    double share = j->spec->n_cpus ? (double)j->spec->n_cpus / ncpu
+                                   : (dur > 0 ? (double)j->cpu_ns / 1e9 / (ncpu * dur) : 0);
+    if (share > 1)
+        share = 1;
+    if (carbon_embodied_resolve("cpu", "default", r->x.embodied, r->x.n_embodied, &f, &e) == 0) {
+        double gc = sockets * carbon_embodied_g(f.kg_co2e, f.lifetime_years, dur, share);
+        g += gc;
+        json_t *o = json_object();
+        json_object_set_new(o, "device", json_string("cpu"));
+        json_object_set_new(o, "units", json_integer(sockets));
+        json_object_set_new(o, "share", json_real(share));
+        json_object_set_new(o, "g_co2e", json_real(gc));
+        json_object_set_new(o, "source", json_string(f.source));
+        json_array_append_new(detail, o);
+    }
+    /* GPUs: the one named by "gpu" or the allocation, shared with the workloads naming it */
+    for (size_t k = 0; k < (j->spec->n_gpus ? j->spec->n_gpus : (j->spec->gpu >= 0)); k++) {
+        int gpu = j->spec->n_gpus ? j->spec->gpus[k] : j->spec->gpu;
+        int sharing = 0;
+        for (size_t m = 0; m < r->njobs; m++) {
+            const struct workload_spec *w = r->jobs[m].spec;
+            bool uses = w->gpu == gpu;
+            for (size_t q = 0; q < w->n_gpus; q++)
+                uses = uses || w->gpus[q] == gpu;
+            sharing += uses;
+        }
+        double gs = sharing ? 1.0 / sharing : 1.0;
+        if (carbon_embodied_resolve("gpu", "default", r->x.embodied, r->x.n_embodied, &f, &e) ==
+            0) {
+            double gg = carbon_embodied_g(f.kg_co2e, f.lifetime_years, dur, gs);
+            g += gg;
+            json_t *o = json_object();
+            json_object_set_new(o, "device", json_sprintf("gpu%d", gpu));
+            json_object_set_new(o, "share", json_real(gs));
+            json_object_set_new(o, "g_co2e", json_real(gg));
+            json_object_set_new(o, "source", json_string(f.source));
+            json_array_append_new(detail, o);
+        }
+    }
+    return g;
+}
+
+static json_t *report_json(struct run *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "experiment", json_string(r->x.name));
+    json_object_set_new(o, "run_dir", json_string(r->dir));
+    json_object_set_new(o, "duration_s", json_real(sampler_window_s(r->s)));
+    json_t *a = json_object();
+    json_object_set_new(a, "idle_policy", json_string(split_policy_name(r->policy)));
+    json_object_set_new(a, "static_source",
+                        r->static_source ? json_string(r->static_source) : json_null());
+    double sw = 0;
+    for (size_t k = 0; k < r->nnode; k++)
+        sw += isfinite(r->static_w[r->node_idx[k]]) ? r->static_w[r->node_idx[k]] : 0;
+    json_set_num(a, "static_power_w", r->static_source ? sw : NAN);
+    json_object_set_new(a, "cpu_time_source", json_string(r->have_base ? "cgroup" : "proc"));
+    json_object_set_new(o, "attribution", a);
+    json_t *ws = json_array();
+    double emb_total = 0, op_total = r->idle_g + r->other_g + r->unattr_g;
+    for (size_t k = 0; k < r->njobs; k++) {
+        struct job *j = &r->jobs[k];
+        json_t *w = json_object();
+        double dur = (double)(j->end_mono - j->start_mono) / 1e9;
+        json_object_set_new(w, "name", json_string(j->spec->name));
+        json_object_set_new(w, "exit_status", json_integer(j->exit_status));
+        json_object_set_new(w, "timed_out", json_boolean(j->timed_out));
+        json_object_set_new(w, "duration_s", json_real(dur));
+        json_object_set_new(w, "energy_j", json_real(j->energy_j));
+        json_t *bk = json_object();
+        for (int kk = 0; kk < 6; kk++)
+            if (j->by_kind_j[kk] != 0)
+                json_object_set_new(bk, kind_key((enum channel_kind)kk),
+                                    json_real(j->by_kind_j[kk]));
+        json_object_set_new(w, "energy_by_kind_j", bk);
+        json_set_num(w, "avg_power_w", dur > 0 ? j->energy_j / dur : NAN);
+        json_object_set_new(w, "cpu_time_s", json_real((double)j->cpu_ns / 1e9));
+        json_object_set_new(w, "operational_g_co2e", json_real(j->g_op));
+        json_t *detail = json_array();
+        double eg = embodied_g(r, j, detail);
+        json_object_set_new(w, "embodied_g_co2e", json_real(eg));
+        json_object_set_new(w, "embodied", detail);
+        json_object_set_new(w, "method", json_string(run_method(r)));
+        json_array_append_new(ws, w);
+        emb_total += eg;
+        op_total += j->g_op;
+    }
+    json_object_set_new(o, "workloads", ws);
+    json_t *idle = json_object(), *other = json_object(), *un = json_object();
+    json_object_set_new(idle, "energy_j", json_real(r->idle_j));
+    json_object_set_new(other, "energy_j", json_real(r->other_j));
+    json_object_set_new(un, "energy_j", json_real(r->unattr_j));
+    json_object_set_new(o, "idle", idle);
+    json_object_set_new(o, "other", other);
+    json_object_set_new(o, "unattributed", un);
+    json_object_set_new(o, "total_energy_j", json_real(r->total_j));
+    json_t *nodes = json_array();
+    for (size_t k = 0; k < r->nnode; k++)
+        json_array_append_new(nodes, json_string(r->s->set.ch[r->node_idx[k]].name));
+    json_object_set_new(o, "node_channels", nodes);
+    json_t *c = json_object();
+    json_object_set_new(c, "g_per_kwh", json_real(r->ci.g_per_kwh));
+    json_object_set_new(c, "intensity_source", json_string(r->ci.source));
+    json_object_set_new(c, "pue", json_real(r->x.pue));
+    json_object_set_new(c, "operational_g_co2e", json_real(op_total));
+    json_object_set_new(c, "embodied_g_co2e", json_real(emb_total));
+    json_object_set_new(o, "carbon", c);
+    return o;
+}
+
+static void report_text(struct run *r, json_t *rep, FILE *f)
+{
+    fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n\n", r->x.name,
+            json_real_value(json_object_get(rep, "duration_s")), split_policy_name(r->policy),
+            run_method(r));
+    fprintf(f, "%-20s %6s %10s %12s %10s %10s %12s %12s\n", "workload", "exit", "time s",
+            "energy J", "Wh", "avg W", "oper. gCO2e", "embod. gCO2e");
+    json_t *ws = json_object_get(rep, "workloads");
+    for (size_t k = 0; k < json_array_size(ws); k++) {
+        json_t *w = json_array_get(ws, k);
+        double e = json_real_value(json_object_get(w, "energy_j"));
+        fprintf(f, "%-20s %6d %10.3f %12.3f %10.6f %10.3f %12.6f %12.6f\n",
+                json_string_value(json_object_get(w, "name")),
+                (int)json_integer_value(json_object_get(w, "exit_status")),
+                json_real_value(json_object_get(w, "duration_s")), e, e / 3600.0,
+                json_is_real(json_object_get(w, "avg_power_w"))
+                    ? json_real_value(json_object_get(w, "avg_power_w"))
+                    : NAN,
+                json_real_value(json_object_get(w, "operational_g_co2e")),
+                json_real_value(json_object_get(w, "embodied_g_co2e")));
+    }
+    fprintf(f, "%-20s %6s %10s %12.3f %10.6f\n", "idle", "", "", r->idle_j, r->idle_j / 3600);
+    fprintf(f, "%-20s %6s %10s %12.3f %10.6f\n", "other processes", "", "", r->other_j,
+            r->other_j / 3600);
+    fprintf(f, "%-20s %6s %10s %12.3f %10.6f\n", "unattributed", "", "", r->unattr_j,
+            r->unattr_j / 3600);
+    fprintf(f, "%-20s %6s %10s %12.3f %10.6f\n\n", "node total", "", "", r->total_j,
+            r->total_j / 3600);
+    fprintf(f, "intensity: %.4g g/kWh x PUE %.3g (%s)\n", r->ci.g_per_kwh, r->x.pue, r->ci.source);
+    fprintf(f, "embodied: device manufacture by time share (data/embodied.csv or the "
+               "experiment's overrides); operational and embodied are not summed\n");
+}
+
+/* ---- main ---- */
+
+static int wait_event(struct run *r, int64_t until)
+{
+    struct pollfd pfd[2] = {
+        {.fd = sampler_fd(r->s), .events = POLLIN},
+        {.fd = r->sigfd, .events = POLLIN},
+    };
+    int timeout = -1;
+    if (until > 0) {
+        int64_t left = until - time_mono_ns();
+        timeout = left > 0 ? (int)(left / NS_PER_MS) + 1 : 0;
+    }
+    int n = poll(pfd, 2, timeout);
+    if (n < 0)
+        return errno == EINTR ? 0 : -1;
+    if (pfd[1].revents & POLLIN)
+        handle_signals(r);
+    if (pfd[0].revents & POLLIN) {
+        sampler_ack(r->s);
+        return 1;
+    }
+    return 0;
+}
+
+static int baseline(struct run *r, int64_t ns)
+{
+    double e[CHANNELS_MAX] = {0};
+    uint64_t busy = 0;
+    int64_t t0 = r->s->t_now;
+    while (r->s->t_now - t0 < ns) {
+        int ev = wait_event(r, 0);
+        if (ev < 0)
+            return -1;
+        if (r->signals)
+            return -EINTR;
+        if (ev == 0)
+            continue;
+        sampler_tick(r->s);
+        if (r->csv) {
+            struct carma_err err = {0};
+            samples_csv_write_tick(r->csv, r->s, &err);
+        }
+        for (size_t i = 0; i < r->s->set.n; i++)
+            e[i] += r->s->st[i].tick_energy_j;
+        if (r->s->have_util && r->s->util_fresh)
+            busy += r->s->util.busy_ticks_delta;
+    }
+    double dt = (double)(r->s->t_now - t0) / 1e9;
+    if (dt <= 0)
+        return 0;
+    for (size_t i = 0; i < r->s->set.n; i++)
+        r->static_w[i] = r->s->st[i].samples ? e[i] / dt : NAN;
+    if (r->s->have_util)
+        r->static_busy = (double)busy / (double)r->clk_tck / dt;
+    r->static_source = "baseline";
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct common_opts co;
+    common_opts_init(&co);
+    const char *runs = "runs";
+    int64_t baseline_ns = -1, grace_ns = 5 * NS_PER_S;
+    bool interval_given = false;
+    enum { OPT_BASELINE = OPT_COMMON_LAST + 1, OPT_GRACE };
+    static const struct option longopts[] = {
+        COMMON_LONG_OPTIONS,
+        {"output", required_argument, NULL, 'o'},
+        {"baseline", required_argument, NULL, OPT_BASELINE},
+        {"grace", required_argument, NULL, OPT_GRACE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+qvho:", longopts, NULL)) != -1) {
+        int h = common_opts_handle(&co, c, optarg);
+        if (h < 0)
+            return 2;
+        if (h > 0) {
+            interval_given = interval_given || c == OPT_INTERVAL;
+            continue;
+        }
+        switch (c) {
+        case 'o':
+            runs = optarg;
+            break;
+        case OPT_BASELINE:
+            if (strcmp(optarg, "0") == 0)
+                baseline_ns = 0;
+            else if (parse_duration_ns(optarg, &baseline_ns) < 0 || baseline_ns > 600 * NS_PER_S) {
+                cli_error("--baseline: '%s' is not a duration up to 10m", optarg);
+                return 2;
+            }
+            break;
+        case OPT_GRACE:
+            if (parse_duration_ns(optarg, &grace_ns) < 0 || grace_ns > 3600 * NS_PER_S) {
+                cli_error("--grace: '%s' is not a duration up to 1h", optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            help();
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (optind + 1 != argc) {
+        cli_error("run: give one experiment file (usage: carma run [OPTIONS] EXPERIMENT.json)");
+        return 2;
+    }
+    if (co.json) {
+        cli_error("run: --json is not an option of run: the report is in report.json");
+        return 2;
+    }
+    struct run *r = calloc(1, sizeof *r);
+    if (!r)
+        return 1;
+    r->sigfd = -1;
+    r->grace_ns = grace_ns;
+    r->clk_tck = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
+    int status = 2;
+    char *errors = NULL;
+    if (experiment_load(argv[optind], &r->x, &errors) < 0) {
+        fprintf(stderr, "%s", errors ? errors : "cannot load the experiment\n");
+        free(errors);
+        goto out;
+    }
+    r->njobs = r->x.n;
+    if (r->njobs > SPLIT_JOBS_MAX) {
+        cli_error("%s: at most %d workloads", argv[optind], SPLIT_JOBS_MAX);
+        goto out;
+    }
+    r->policy = (enum split_policy)r->x.idle_policy;
+    if (!interval_given && r->x.interval_ns)
+        co.sampler.interval_ns = r->x.interval_ns;
+    if (!co.sampler.sources && r->x.sources)
+        co.sampler.sources = r->x.sources;
+    if (baseline_ns < 0)
+        baseline_ns = (int64_t)llround(r->x.baseline_s * 1e9);
+    if (baseline_ns && baseline_ns < 2 * co.sampler.interval_ns) {
+        cli_error("the baseline must be at least two sampling intervals");
+        goto out;
+    }
+    struct carma_err e = {0};
+    if (carbon_intensity_resolve_series(r->x.intensity_file, r->x.region, r->x.g_per_kwh, &r->ci,
+                                        &e) < 0) {
+        cli_error("%s", e.msg);
+        goto out;
+    }
+    r->s = sampler_new(&co.sampler, &e);
+    if (!r->s) {
+        cli_error("%s", e.msg);
+        goto out;
+    }
+    r->nnode = sampler_select_node(r->s, r->node_idx);
+    for (size_t k = 0; k < r->nnode; k++)
+        r->in_node[r->node_idx[k]] = true;
+    for (size_t i = 0; i < r->s->set.n; i++) {
+        r->static_w[i] = r->s->set.ch[i].idle_w; /* a model's idle power, else NAN */
+        if (!isnan(r->static_w[i]))
+            r->static_source = "model";
+    }
+    r->jobs = calloc(r->njobs, sizeof *r->jobs);
+    if (!r->jobs)
+        goto out;
+    for (size_t k = 0; k < r->njobs; k++)
+        r->jobs[k].spec = &r->x.w[k];
+    status = 1;
+    if (make_run_dir(r, runs) < 0)
+        goto out;
+    printf("%s\n", r->dir);
+    fflush(stdout);
+    write_json(r, "experiment.json", json_deep_copy(r->x.resolved));
+    write_json(r, "manifest.json", manifest(r, "running"));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/samples.csv", r->dir);
+    r->csv = samples_csv_open(path, r->s, &e);
+    if (!r->csv)
+        cli_error("%s", e.msg);
+    r->attr = open_in(r, "attribution.csv", "timestamp_unix,channel,job,joules\r\n");
+    r->events = open_in(r, "event_summaries.jsonl", NULL);
+    r->pstree = open_in(r, "pstree.log", NULL);
+    r->have_base = cgroup_base_create(&r->base, &e) == 0;
+    if (!r->have_base)
+        snprintf(r->cgroup_note, sizeof r->cgroup_note, "%s", e.msg);
+    r->tty = isatty(STDERR_FILENO) && co.verbose >= 0;
+    r->sigfd = launcher_signals_open(&r->old_mask);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    if (sampler_start(r->s) < 0) {
+        cli_error("cannot start the sampling timer: %s", strerror(errno));
+        goto out;
+    }
+    sampler_tick(r->s);
+    if (r->csv)
+        samples_csv_write_tick(r->csv, r->s, &e);
+    if (baseline_ns && baseline(r, baseline_ns) == -EINTR) {
+        cli_error("interrupted during the baseline; no workload was started");
+        for (size_t k = 0; k < r->njobs; k++)
+            r->jobs[k].started = r->jobs[k].exited = r->jobs[k].done = true;
+    }
+    sampler_window_start(r->s);
+    r->t_start = r->last_event = r->last_pstree = r->s->t_now;
+    for (;;) {
+        int64_t now = time_mono_ns(), next = 0;
+        bool all_done = true;
+        for (size_t k = 0; k < r->njobs; k++) {
+            struct job *j = &r->jobs[k];
+            int64_t due = r->t_start + (int64_t)(j->spec->delay_s * 1e9);
+            if (!j->started) {
+                if (now >= due && !r->signals) {
+                    start_job(r, j);
+                    r->pstree_due = true;
+                }
+                else if (!next || due < next)
+                    next = due;
+            }
+            if (j->started && !j->exited && j->spec->timeout_s > 0 && !j->term_sent &&
+                now - j->start_mono >= (int64_t)(j->spec->timeout_s * 1e9)) {
+                j->timed_out = j->term_sent = true;
+                signal_job(j, SIGTERM);
+                j->kill_deadline = now + r->grace_ns;
+            }
+            if (j->kill_deadline && now >= j->kill_deadline) {
+                signal_job(j, SIGKILL);
+                j->kill_deadline = 0;
+            }
+            if (j->kill_deadline && (!next || j->kill_deadline < next))
+                next = j->kill_deadline;
+            if (j->started && j->exited && !j->done && !job_alive(j))
+                j->done = true;
+            all_done = all_done && j->done;
+        }
+        if (all_done)
+            break;
+        int ev = wait_event(r, next);
+        if (ev < 0)
+            break;
+        if (ev == 1)
+            tick(r);
+    }
+    sampler_tick(r->s);
+    if (r->csv)
+        samples_csv_write_tick(r->csv, r->s, &e);
+    for (size_t i = 0; i < r->s->set.n; i++)
+        r->pend_j[i] += r->s->st[i].tick_energy_j;
+    r->pend_ns += r->s->t_now - r->s->t_prev;
+    sampler_refresh_util(r->s);
+    split_pending(r, true);
+    event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
+    pstree_snapshot(r);
+    if (r->tty)
+        fprintf(stderr, "\n");
+    /* workloads.json, CARMA's workload_pids.json, the report */
+    json_t *wl = json_object(), *arr = json_array(), *pids = json_object();
+    status = 0;
+    for (size_t k = 0; k < r->njobs; k++) {
+        struct job *j = &r->jobs[k];
+        json_t *w = json_object();
+        json_object_set_new(w, "name", json_string(j->spec->name));
+        json_t *pl = json_array();
+        if (j->pid > 0)
+            json_array_append_new(pl, json_integer(j->pid));
+        json_object_set_new(w, "pids", pl);
+        json_object_set_new(w, "pgid", j->pid > 0 ? json_integer(j->pid) : json_null());
+        json_object_set_new(w, "cgroup", j->have_cg ? json_string(j->cg.path) : json_null());
+        json_set_num(w, "start_unix", j->start_real ? (double)j->start_real / 1e9 : NAN);
+        json_set_num(w, "end_unix", j->end_real ? (double)j->end_real / 1e9 : NAN);
+        json_object_set_new(w, "exit_status", json_integer(j->exit_status));
+        json_object_set_new(w, "signal",
+                            WIFSIGNALED(j->wstatus) && j->pid > 0
+                                ? json_integer(WTERMSIG(j->wstatus))
+                                : json_null());
+        json_object_set_new(w, "timed_out", json_boolean(j->timed_out));
+        json_array_append_new(arr, w);
+        if (j->pid > 0)
+            json_object_set_new(pids, j->spec->name, json_integer(j->pid));
+        if (j->exit_status != 0)
+            status = 1;
+    }
+    json_object_set_new(wl, "workloads", arr);
+    write_json(r, "workloads.json", wl);
+    write_json(r, "workload_pids.json", pids);
+    json_t *rep = report_json(r);
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *mem = open_memstream(&text, &tlen);
+    if (mem) {
+        report_text(r, rep, mem);
+        fclose(mem);
+        if (co.verbose >= 0)
+            fputs(text, stdout);
+        FILE *tf = open_in(r, "report.txt", text);
+        if (tf)
+            fclose(tf);
+        free(text);
+    }
+    write_json(r, "report.json", rep);
+    write_json(r, "manifest.json", manifest(r, "complete"));
+out:
+    if (r->csv)
+        samples_csv_close(r->csv);
+    if (r->attr)
+        fclose(r->attr);
+    if (r->events)
+        fclose(r->events);
+    if (r->pstree)
+        fclose(r->pstree);
+    for (size_t k = 0; r->jobs && k < r->njobs; k++) {
+        struct job *j = &r->jobs[k];
+        if (j->have_cg) {
+            if (cgroup_populated(&j->cg) == 1)
+                cgroup_signal(&j->cg, SIGKILL);
+            for (int w = 0; w < 100 && cgroup_populated(&j->cg) == 1; w++) {
+                usleep(10000);
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                    ;
+            }
+            cgroup_remove(&j->cg);
+        }
+        if (j->have_tree)
+            proctree_done(&j->tree);
+    }
+    if (r->have_base)
+        cgroup_remove(&r->base);
+    if (r->sigfd >= 0)
+        close(r->sigfd);
+    sampler_free(r->s);
+    carbon_intensity_done(&r->ci);
+    experiment_free(&r->x);
+    free(r->jobs);
+    free(r);
+    return status;
+}
