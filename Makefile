@@ -1,5 +1,5 @@
 # Thin wrapper around meson + ninja so that a fresh Debian machine needs two commands:
-#   make run    install missing packages, build, show the sensors and measure a demo workload
+#   make run    install missing packages, build, show the sensors, run the quickstart experiment
 #   make test   install missing packages, build (warnings are errors), run every test
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -20,7 +20,7 @@ build: deps $(BUILD)/build.ninja
 
 run: build
 	$(BUILD)/carma sensors
-	$(BUILD)/carma stat -- $(BUILD)/tests/fakes/carma-busy --fork 2 2
+	$(BUILD)/carma run -o runs examples/quickstart/experiment.json
 
 unit: build
 	meson test -C $(BUILD) --suite unit --print-errorlogs
