@@ -12,6 +12,7 @@
  * workload exited 0, 1 otherwise, 2 for a bad experiment or usage.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ struct job {
     bool have_tree;
     uint64_t cpu_ns, cpu_prev_ns; /* CPU time of the job's processes, cumulative */
     int64_t kill_deadline;        /* SIGKILL the job's processes at this time; 0: none */
+    int64_t linger_deadline;      /* SIGTERM what outlived the main process; 0: none */
     bool term_sent;
     double energy_j, by_kind_j[6], g_op, event_j;
 };
@@ -86,7 +88,7 @@ struct run {
     int64_t grace_ns, t_start, last_event, last_pstree;
     int signals;
     bool tty;
-    long clk_tck; /* proc/stat's clock ticks per second */
+    long clk_tck;    /* proc/stat's clock ticks per second */
     bool pstree_due; /* a workload started: snapshot the trees at the next tick */
 };
 
@@ -150,6 +152,10 @@ static int make_run_dir(struct run *r, const char *runs)
             return -1;
         }
     }
+    /* absolute, so that the workloads' logs open from whatever directory they start in */
+    char abs[PATH_MAX];
+    if (realpath(r->dir, abs))
+        snprintf(r->dir, sizeof r->dir, "%s", abs);
     char logs[4200];
     snprintf(logs, sizeof logs, "%s/logs", r->dir);
     if (mkdir(logs, 0755) < 0) {
@@ -300,11 +306,10 @@ static void reap(struct run *r)
                 j->exit_status = launcher_exit_status(ws);
                 j->end_mono = time_mono_ns();
                 j->end_real = time_real_ns();
-                /* what the workload left running gets the grace period, then SIGKILL */
-                if (job_alive(j)) {
-                    signal_job(j, SIGTERM);
-                    j->kill_deadline = j->end_mono + r->grace_ns;
-                }
+                /* what the workload left running may finish within the grace period; then
+                 * it gets SIGTERM, and SIGKILL after another grace period */
+                if (job_alive(j))
+                    j->linger_deadline = j->end_mono + r->grace_ns;
             }
         }
     }
@@ -347,8 +352,8 @@ static void attr_row(struct run *r, size_t ch, const char *job, double j)
     fmt_fixed6(num, j);
     struct csv_buf b = {0};
     char ts[40];
-    snprintf(ts, sizeof ts, "%.6f", (double)r->s->real_now / 1e9);
-    csv_buf_raw(&b, ts, strlen(ts));
+    size_t tl = fmt_unix_us(ts, r->s->real_now);
+    csv_buf_raw(&b, ts, tl);
     csv_buf_field(&b, r->s->set.ch[ch].name, 0);
     csv_buf_field(&b, job, 0);
     csv_buf_raw(&b, ",", 1);
@@ -372,7 +377,7 @@ static void split_pending(struct run *r, bool final)
             j->cpu_ns = job_cpu(r, j);
             busy[k] = (double)(j->cpu_ns - j->cpu_prev_ns) / 1e9;
             j->cpu_prev_ns = j->cpu_ns;
-            running[k] = j->started && !j->exited;
+            running[k] = true; /* a process of the workload is alive */
             jobs_busy += busy[k];
         }
     }
@@ -770,7 +775,7 @@ int cmd_run(int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+qvho:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qvho:", longopts, NULL)) != -1) {
         int h = common_opts_handle(&co, c, optarg);
         if (h < 0)
             return 2;
@@ -909,8 +914,7 @@ int cmd_run(int argc, char **argv)
                 if (now >= due && !r->signals) {
                     start_job(r, j);
                     r->pstree_due = true;
-                }
-                else if (!next || due < next)
+                } else if (!next || due < next)
                     next = due;
             }
             if (j->started && !j->exited && j->spec->timeout_s > 0 && !j->term_sent &&
@@ -919,14 +923,29 @@ int cmd_run(int argc, char **argv)
                 signal_job(j, SIGTERM);
                 j->kill_deadline = now + r->grace_ns;
             }
+            if (j->linger_deadline && now >= j->linger_deadline) {
+                j->linger_deadline = 0;
+                if (job_alive(j)) {
+                    signal_job(j, SIGTERM);
+                    j->kill_deadline = now + r->grace_ns;
+                }
+            }
+            if (j->linger_deadline && (!next || j->linger_deadline < next))
+                next = j->linger_deadline;
             if (j->kill_deadline && now >= j->kill_deadline) {
                 signal_job(j, SIGKILL);
                 j->kill_deadline = 0;
             }
             if (j->kill_deadline && (!next || j->kill_deadline < next))
                 next = j->kill_deadline;
-            if (j->started && j->exited && !j->done && !job_alive(j))
+            if (j->started && j->exited && !j->done && !job_alive(j)) {
                 j->done = true;
+                j->linger_deadline = j->kill_deadline = 0;
+                if (now > j->end_mono) { /* the last of its processes ended now */
+                    j->end_mono = now;
+                    j->end_real = time_real_ns();
+                }
+            }
             all_done = all_done && j->done;
         }
         if (all_done)

@@ -39,6 +39,22 @@ static uint64_t round_micro(double frac)
     return q;
 }
 
+size_t fmt_unix_us(char *buf, int64_t real_ns)
+{
+    if (real_ns < 0)
+        real_ns = 0;
+    size_t n = fmt_u64(buf, (uint64_t)(real_ns / 1000000000LL));
+    buf[n++] = '.';
+    uint64_t us = (uint64_t)((real_ns % 1000000000LL) / 1000);
+    for (int k = 5; k >= 0; k--) {
+        buf[n + (size_t)k] = (char)('0' + us % 10);
+        us /= 10;
+    }
+    n += 6;
+    buf[n] = '\0';
+    return n;
+}
+
 size_t fmt_fixed6(char *buf, double v)
 {
     if (!isfinite(v) || fabs(v) >= 9e12) {

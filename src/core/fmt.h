@@ -20,6 +20,10 @@
  */
 size_t fmt_fixed6(char *buf, double v);
 
+/* Writes realtime ns as seconds since the epoch with 6 decimals ("1796032424.837549"),
+ * returns the length (cap >= 32). Every timestamp_unix column is written with it. */
+size_t fmt_unix_us(char *buf, int64_t real_ns);
+
 /* Writes unsigned v in decimal, returns the length (cap >= 21). */
 size_t fmt_u64(char *buf, uint64_t v);
 

@@ -101,14 +101,7 @@ int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struc
 {
     char ts[48], local[64];
     int64_t real = s->real_now;
-    size_t tl = fmt_u64(ts, (uint64_t)(real / NS_PER_S));
-    ts[tl++] = '.';
-    uint64_t us = (uint64_t)((real % NS_PER_S) / NS_PER_US);
-    for (int k = 5; k >= 0; k--) {
-        ts[tl + (size_t)k] = (char)('0' + us % 10);
-        us /= 10;
-    }
-    tl += 6;
+    size_t tl = fmt_unix_us(ts, real);
     ts[tl++] = ',';
     int ll = time_format_local_iso(real, local, sizeof local);
     if (ll < 0)

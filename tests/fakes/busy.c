@@ -3,8 +3,12 @@
  *
  *   carma-busy SECONDS [EXIT_CODE]             spin one core for SECONDS of wall time
  *   carma-busy --fork N SECONDS [EXIT_CODE]    spin N child processes (a process tree), wait
+ *   carma-busy --duty FRACTION SECONDS [EXIT_CODE]
+ *                                              busy FRACTION (0 to 1) of every 100 ms period,
+ *                                              asleep the rest, for SECONDS of wall time
  *
- * It then exits with EXIT_CODE (default 0). If the environment variable CARMA_BUSY_REPORT
+ * --fork and --duty combine (N children, each on that duty cycle). It then exits with
+ * EXIT_CODE (default 0). If the environment variable CARMA_BUSY_REPORT
  * names a file, carma-busy writes there, before exiting, what it did as "key value" lines:
  * start_unix and end_unix (CLOCK_REALTIME seconds at start and before exit) and cpu_s (user +
  * system CPU time of this process and its waited-for children). Tests use it as the ground
@@ -23,7 +27,8 @@
 static void usage(void)
 {
     fputs("usage: carma-busy SECONDS [EXIT_CODE]\n"
-          "       carma-busy --fork N SECONDS [EXIT_CODE]\n",
+          "       carma-busy --fork N SECONDS [EXIT_CODE]\n"
+          "       carma-busy --duty FRACTION SECONDS [EXIT_CODE]\n",
           stderr);
     exit(2);
 }
@@ -74,6 +79,52 @@ static void spin(double seconds)
     }
 }
 
+/* The duty cycle's period, in seconds. */
+#define DUTY_PERIOD_S 0.1
+
+static void sleep_until_mono(double t)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/*
+ * Busy FRACTION of every DUTY_PERIOD_S period (on an absolute schedule, so it does not drift)
+ * and asleep the rest, until SECONDS of wall time have passed since it started.
+ */
+static void duty(double fraction, double seconds)
+{
+    double t0 = mono_s();
+    double end = t0 + seconds;
+
+    for (long k = 0;; k++) {
+        double period = t0 + (double)k * DUTY_PERIOD_S;
+        double busy_end = period + fraction * DUTY_PERIOD_S;
+        double next = period + DUTY_PERIOD_S;
+        volatile unsigned long sink = 0;
+
+        if (period >= end)
+            break;
+        if (busy_end > end)
+            busy_end = end;
+        if (next > end)
+            next = end;
+        while (mono_s() < busy_end)
+            for (unsigned long i = 0; i < 20000UL; i++)
+                sink += i;
+        if (next > mono_s())
+            sleep_until_mono(next);
+    }
+}
+
 static double timeval_s(struct timeval tv)
 {
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
@@ -113,15 +164,22 @@ int main(int argc, char **argv)
 {
     double start_unix = real_s();
     long children = 0;
+    double fraction = -1; /* < 0: spin all the time */
     double seconds;
     int code = 0;
     int i = 1;
 
-    if (argc > 1 && strcmp(argv[1], "--fork") == 0) {
-        if (argc < 4)
+    while (i < argc && argv[i][0] == '-' && argv[i][1] == '-') {
+        if (strcmp(argv[i], "--fork") == 0 && i + 1 < argc && children == 0) {
+            children = parse_long(argv[i + 1], 1, 4096);
+        } else if (strcmp(argv[i], "--duty") == 0 && i + 1 < argc && fraction < 0) {
+            fraction = parse_seconds(argv[i + 1]);
+            if (fraction > 1)
+                usage();
+        } else {
             usage();
-        children = parse_long(argv[2], 1, 4096);
-        i = 3;
+        }
+        i += 2;
     }
     if (argc - i < 1 || argc - i > 2)
         usage();
@@ -130,7 +188,10 @@ int main(int argc, char **argv)
         code = (int)parse_long(argv[i + 1], 0, 255);
 
     if (children == 0) {
-        spin(seconds);
+        if (fraction < 0)
+            spin(seconds);
+        else
+            duty(fraction, seconds);
     } else {
         for (long k = 0; k < children; k++) {
             pid_t pid = fork();
@@ -139,7 +200,10 @@ int main(int argc, char **argv)
                 return 1;
             }
             if (pid == 0) {
-                spin(seconds);
+                if (fraction < 0)
+                    spin(seconds);
+                else
+                    duty(fraction, seconds);
                 _exit(0);
             }
         }
