@@ -33,7 +33,6 @@
 
 enum idle_policy { IDLE_POLICY_IDLE, IDLE_POLICY_PROPORTIONAL, IDLE_POLICY_EQUAL };
 
-
 struct workload_spec {
     char *name, *type, *script; /* script resolved (absolute when it named a file) */
     char **argv;                /* ready for execvp: interpreter (if any), script, args..., NULL */
