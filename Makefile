@@ -36,8 +36,8 @@ asan: deps $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 		meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-		bash tests/integration/run.sh $(ASAN_BUILD)
+	CARMA_TEST_SANITIZED=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		ASAN_OPTIONS=detect_leaks=1 bash tests/integration/run.sh $(ASAN_BUILD)
 
 check-format: deps
 	@scripts/check-format.sh

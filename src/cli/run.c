@@ -1038,6 +1038,15 @@ out:
         if (j->have_tree)
             proctree_done(&j->tree);
     }
+    /* reap every child left (zombies of killed workloads reparented to carma) */
+    for (int w = 0; w < 200; w++) {
+        pid_t p = waitpid(-1, NULL, WNOHANG);
+        if (p > 0)
+            continue;
+        if (p < 0)
+            break; /* no child left */
+        usleep(10000);
+    }
     if (r->have_base)
         cgroup_remove(&r->base);
     if (r->sigfd >= 0)

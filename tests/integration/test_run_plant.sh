@@ -13,6 +13,11 @@
 . "$CARMA_SRC/tests/integration/lib.sh"
 
 CHECK_RUN="$CARMA_SRC/tests/integration/check_run.py"
+# Under a sanitizer carma itself runs several times slower, and its own CPU time is part of
+# "other" processes: the per-workload bound is then 5% instead of 2% (energy and residual
+# bounds stay). The accuracy figures that count come from the normal build.
+TOL_JOB=0.02
+[ -n "${CARMA_TEST_SANITIZED:-}" ] && TOL_JOB=0.05
 need_file "$BUSY" "$PLANT" "$CHECK_RUN"
 "$CARMA" run --help >/dev/null 2>&1 || fail "carma run --help fails: is 'carma run' built?"
 conf="$PLANT_CONFIGS/intel-2s.conf"
@@ -53,7 +58,7 @@ EOF
         rc=0
         "$PY" "$CHECK_RUN" plant "$rd" --config "$conf" --tree live --truth truth.csv \
             --policy "$policy" --busy full=full.txt --busy half=half.txt \
-            --tol-total 0.01 --tol-job 0.02 --residual 1e-4 || rc=$?
+            --tol-total 0.01 --tol-job "$TOL_JOB" --residual 1e-4 || rc=$?
         cd "$top" || fail "cd"
         case $rc in
         0)
