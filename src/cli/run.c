@@ -88,8 +88,9 @@ struct run {
     int64_t grace_ns, t_start, last_event, last_pstree;
     int signals;
     bool tty;
-    long clk_tck;    /* proc/stat's clock ticks per second */
-    bool pstree_due; /* a workload started: snapshot the trees at the next tick */
+    long clk_tck;            /* proc/stat's clock ticks per second */
+    bool pstree_due;         /* a workload started: snapshot the trees at the next tick */
+    struct csv_buf attr_buf; /* the rows of the current split */
 };
 
 static void help(void)
@@ -350,17 +351,37 @@ static void attr_row(struct run *r, size_t ch, const char *job, double j)
         return;
     char num[40];
     fmt_fixed6(num, j);
-    struct csv_buf b = {0};
     char ts[40];
     size_t tl = fmt_unix_us(ts, r->s->real_now);
-    csv_buf_raw(&b, ts, tl);
-    csv_buf_field(&b, r->s->set.ch[ch].name, 0);
-    csv_buf_field(&b, job, 0);
-    csv_buf_raw(&b, ",", 1);
-    csv_buf_raw(&b, num, strlen(num));
-    csv_buf_end_row(&b);
-    fwrite(b.data, 1, b.len, r->attr);
-    csv_buf_free(&b);
+    struct csv_buf *b = &r->attr_buf;
+    csv_buf_raw(b, ts, tl);
+    csv_buf_field(b, r->s->set.ch[ch].name, 0);
+    csv_buf_field(b, job, 0);
+    csv_buf_raw(b, ",", 1);
+    csv_buf_raw(b, num, strlen(num));
+    csv_buf_end_row(b);
+}
+
+/* Writes the rows of one split with one write(2): a killed carma leaves whole splits. */
+static void attr_flush(struct run *r)
+{
+    struct csv_buf *b = &r->attr_buf;
+    if (!r->attr || !b->len)
+        return;
+    const char *p = b->data;
+    size_t n = b->len;
+    while (n) {
+        ssize_t w = write(fileno(r->attr), p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            cli_error("cannot write attribution.csv: %s", strerror(errno));
+            break;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    b->len = 0;
 }
 
 /* Splits the energy gathered since the last fresh CPU times among the jobs. */
@@ -437,8 +458,7 @@ static void split_pending(struct run *r, bool final)
         }
     }
     r->pend_ns = 0;
-    if (r->attr)
-        fflush(r->attr);
+    attr_flush(r);
 }
 
 static const char *run_method(const struct run *r)
@@ -626,7 +646,8 @@ static json_t *report_json(struct run *r)
         json_object_set_new(w, "energy_j", json_real(j->energy_j));
         json_t *bk = json_object();
         for (int kk = 0; kk < 6; kk++)
-            if (j->by_kind_j[kk] != 0)
+            if (j->by_kind_j[kk] != 0 || kk == KIND_CPU || kk == KIND_DRAM || kk == KIND_SOC ||
+                kk == KIND_SYSTEM || kk == KIND_GPU)
                 json_object_set_new(bk, kind_key((enum channel_kind)kk),
                                     json_real(j->by_kind_j[kk]));
         json_object_set_new(w, "energy_by_kind_j", bk);
@@ -670,28 +691,33 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
     fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n\n", r->x.name,
             json_real_value(json_object_get(rep, "duration_s")), split_policy_name(r->policy),
             run_method(r));
-    fprintf(f, "%-20s %6s %10s %12s %10s %10s %12s %12s\n", "workload", "exit", "time s",
-            "energy J", "Wh", "avg W", "oper. gCO2e", "embod. gCO2e");
+    fprintf(f, "%-20s %6s %9s %11s %10s %9s %9s %9s %9s %9s %12s %12s\n", "workload", "exit",
+            "time s", "energy J", "Wh", "avg W", "cpu J", "dram J", "soc J", "system J",
+            "oper. gCO2e", "embod. gCO2e");
     json_t *ws = json_object_get(rep, "workloads");
     for (size_t k = 0; k < json_array_size(ws); k++) {
         json_t *w = json_array_get(ws, k);
+        json_t *bk = json_object_get(w, "energy_by_kind_j");
         double e = json_real_value(json_object_get(w, "energy_j"));
-        fprintf(f, "%-20s %6d %10.3f %12.3f %10.6f %10.3f %12.6f %12.6f\n",
+        json_t *avg = json_object_get(w, "avg_power_w");
+        fprintf(f, "%-20s %6d %9.3f %11.3f %10.6f %9.3f %9.3f %9.3f %9.3f %9.3f %12.6f %12.6f\n",
                 json_string_value(json_object_get(w, "name")),
                 (int)json_integer_value(json_object_get(w, "exit_status")),
                 json_real_value(json_object_get(w, "duration_s")), e, e / 3600.0,
-                json_is_real(json_object_get(w, "avg_power_w"))
-                    ? json_real_value(json_object_get(w, "avg_power_w"))
-                    : NAN,
+                json_is_real(avg) ? json_real_value(avg) : NAN,
+                json_real_value(json_object_get(bk, "cpu")),
+                json_real_value(json_object_get(bk, "dram")),
+                json_real_value(json_object_get(bk, "soc")),
+                json_real_value(json_object_get(bk, "system")),
                 json_real_value(json_object_get(w, "operational_g_co2e")),
                 json_real_value(json_object_get(w, "embodied_g_co2e")));
     }
-    fprintf(f, "%-20s %6s %10s %12.3f %10.6f\n", "idle", "", "", r->idle_j, r->idle_j / 3600);
-    fprintf(f, "%-20s %6s %10s %12.3f %10.6f\n", "other processes", "", "", r->other_j,
+    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "idle", "", "", r->idle_j, r->idle_j / 3600);
+    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "other processes", "", "", r->other_j,
             r->other_j / 3600);
-    fprintf(f, "%-20s %6s %10s %12.3f %10.6f\n", "unattributed", "", "", r->unattr_j,
+    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "unattributed", "", "", r->unattr_j,
             r->unattr_j / 3600);
-    fprintf(f, "%-20s %6s %10s %12.3f %10.6f\n\n", "node total", "", "", r->total_j,
+    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n\n", "node total", "", "", r->total_j,
             r->total_j / 3600);
     fprintf(f, "intensity: %.4g g/kWh x PUE %.3g (%s)\n", r->ci.g_per_kwh, r->x.pue, r->ci.source);
     fprintf(f, "embodied: device manufacture by time share (data/embodied.csv or the "
@@ -1019,6 +1045,7 @@ out:
         samples_csv_close(r->csv);
     if (r->attr)
         fclose(r->attr);
+    csv_buf_free(&r->attr_buf);
     if (r->events)
         fclose(r->events);
     if (r->pstree)
