@@ -57,6 +57,7 @@ struct job {
     int64_t kill_deadline;        /* SIGKILL the job's processes at this time; 0: none */
     int64_t linger_deadline;      /* SIGTERM what outlived the main process; 0: none */
     bool term_sent;
+    bool cpu_final; /* its CPU time was read after it ended */
     double energy_j, by_kind_j[6], g_op, event_j;
 };
 
@@ -88,9 +89,11 @@ struct run {
     int64_t grace_ns, t_start, last_event, last_pstree;
     int signals;
     bool tty;
-    long clk_tck;            /* proc/stat's clock ticks per second */
-    bool pstree_due;         /* a workload started: snapshot the trees at the next tick */
-    struct csv_buf attr_buf; /* the rows of the current split */
+    long clk_tck;                     /* proc/stat's clock ticks per second */
+    bool pstree_due;                  /* a workload started: snapshot the trees at the next tick */
+    struct csv_buf attr_buf;          /* the rows of the current split */
+    double sum_dyn_j[CHANNELS_MAX];   /* per channel: energy above the baseline so far */
+    double sum_above, sum_above_next; /* busy CPU-seconds above the baseline's so far */
 };
 
 static void help(void)
@@ -394,12 +397,14 @@ static void split_pending(struct run *r, bool final)
     bool running[SPLIT_JOBS_MAX] = {0};
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
         struct job *j = &r->jobs[k];
-        if (j->started && !j->done) {
+        /* a workload that ended since the last split is read once more: its last CPU time */
+        if (j->started && !j->cpu_final) {
             j->cpu_ns = job_cpu(r, j);
             busy[k] = (double)(j->cpu_ns - j->cpu_prev_ns) / 1e9;
             j->cpu_prev_ns = j->cpu_ns;
-            running[k] = true; /* a process of the workload is alive */
+            running[k] = !j->done; /* a process of the workload is alive */
             jobs_busy += busy[k];
+            j->cpu_final = j->done;
         }
     }
     double node_busy = jobs_busy;
@@ -423,9 +428,31 @@ static void split_pending(struct run *r, bool final)
             continue;
         bool cpu_side = c->kind == KIND_CPU || c->kind == KIND_DRAM || c->kind == KIND_SOC ||
                         c->kind == KIND_SYSTEM;
+        double st = isfinite(r->static_w[i]) ? r->static_w[i] * dt : 0.0;
+        if (st > de)
+            st = de;
+        /*
+         * A baseline measured with other processes running holds their power too. The
+         * channel's power per busy CPU, learnt from the run so far (dynamic energy over busy
+         * time above the baseline), tells how much: that part belongs to "other", and only
+         * the rest is the idle power the policy gives out.
+         */
+        double bg = 0;
+        if (cpu_side && r->static_busy > 0 && r->sum_above > 0.5) {
+            double k_w = r->sum_dyn_j[i] / r->sum_above; /* W per busy CPU */
+            bg = k_w * r->static_busy * dt;
+            if (bg > st)
+                bg = st;
+            if (bg < 0)
+                bg = 0;
+        }
+        if (cpu_side) {
+            r->sum_dyn_j[i] += de - st;
+            r->sum_above_next = above;
+        }
         struct split_in in = {
-            .de_j = de,
-            .static_j = isfinite(r->static_w[i]) ? r->static_w[i] * dt : 0.0,
+            .de_j = de - bg,
+            .static_j = st - bg,
             .njobs = cpu_side ? r->njobs : 0,
             .job_busy = busy,
             .running = running,
@@ -434,6 +461,7 @@ static void split_pending(struct run *r, bool final)
         };
         struct split_out o;
         split_energy(&in, &o);
+        o.other_j += bg;
         for (size_t k = 0; k < in.njobs; k++) {
             attr_row(r, i, r->jobs[k].spec->name, o.job_j[k]);
             if (r->in_node[i]) {
@@ -457,6 +485,8 @@ static void split_pending(struct run *r, bool final)
             r->total_j += de;
         }
     }
+    r->sum_above += r->sum_above_next;
+    r->sum_above_next = 0;
     r->pend_ns = 0;
     attr_flush(r);
 }

@@ -29,6 +29,9 @@ for policy in idle proportional equal; do
     for attempt in 1 2 3; do
         dir="$top/$policy-$attempt"
         note "policy $policy, attempt $attempt"
+        # let the previous run's aftermath (page cache writeback of its run directory, exiting
+        # processes) settle: the baseline must see the machine's usual background
+        sleep 2
         mkdir "$dir" || fail "mkdir $dir"
         cd "$dir" || fail "cd $dir"
         cat >exp.json <<EOF
