@@ -38,6 +38,7 @@
 #include "workload/cgroup.h"
 #include "workload/experiment.h"
 #include "workload/launcher.h"
+#include "workload/perfcount.h"
 #include "workload/proctree.h"
 
 #define EVENT_PERIOD_NS  NS_PER_S
@@ -58,6 +59,7 @@ struct job {
     int64_t linger_deadline;      /* SIGTERM what outlived the main process; 0: none */
     bool term_sent;
     bool cpu_final; /* its CPU time was read after it ended */
+    struct perf_counters perf;
     double energy_j, by_kind_j[6], g_op, event_j;
 };
 
@@ -68,7 +70,7 @@ struct run {
     size_t njobs;
     char dir[4096];
     struct samples_csv *csv;
-    FILE *attr, *events, *pstree;
+    FILE *attr, *events, *pstree, *features;
     int sigfd;
     sigset_t old_mask;
     struct cgroup_dir base;
@@ -252,6 +254,7 @@ static void start_job(struct run *r, struct job *j)
     }
     if (!j->have_cg && proctree_init(&j->tree, j->pid, "/proc", NS_PER_S) == 0)
         j->have_tree = true;
+    perf_counters_open(&j->perf, j->pid);
 }
 
 /* CPU time of the job so far (ns): exact from its cgroup, else from its process tree. */
@@ -496,6 +499,31 @@ static const char *run_method(const struct run *r)
     return r->nnode ? channel_method_name(r->s->set.ch[r->node_idx[0]].method) : "none";
 }
 
+/* features.csv: the workloads' performance counters, cumulative, at each event summary */
+static void features_rows(struct run *r)
+{
+    if (!r->features)
+        return;
+    char ts[40];
+    fmt_unix_us(ts, r->s->real_now);
+    for (size_t k = 0; k < r->njobs; k++) {
+        struct job *j = &r->jobs[k];
+        if (!j->started || j->pid <= 0)
+            continue;
+        uint64_t v[PERFC_N];
+        unsigned mask = perf_counters_read(&j->perf, v);
+        fprintf(r->features, "%s,%s,%.6f", ts, j->spec->name, (double)j->cpu_ns / 1e9);
+        for (int i = 0; i < PERFC_N; i++) {
+            if (mask & (1u << i))
+                fprintf(r->features, ",%llu", (unsigned long long)v[i]);
+            else
+                fputs(",", r->features);
+        }
+        fputs("\r\n", r->features);
+    }
+    fflush(r->features);
+}
+
 static void event_summary(struct run *r, double period_s)
 {
     if (!r->events)
@@ -516,6 +544,7 @@ static void event_summary(struct run *r, double period_s)
         j->event_j = 0;
     }
     json_object_set_new(o, "workloads", arr);
+    features_rows(r);
     json_object_set_new(o, "idle_j", json_real(r->idle_j));
     json_object_set_new(o, "other_j", json_real(r->other_j));
     json_object_set_new(o, "unattributed_j", json_real(r->unattr_j));
@@ -689,6 +718,20 @@ static json_t *report_json(struct run *r)
         json_object_set_new(w, "embodied_g_co2e", json_real(eg));
         json_object_set_new(w, "embodied", detail);
         json_object_set_new(w, "method", json_string(run_method(r)));
+        json_t *pf = json_object();
+        uint64_t v[PERFC_N];
+        unsigned mask = perf_counters_read(&j->perf, v);
+        for (int i = 0; i < PERFC_N; i++) {
+            if (mask & (1u << i)) {
+                json_object_set_new(pf, perf_counter_name(i), json_integer((json_int_t)v[i]));
+            } else {
+                json_object_set_new(pf, perf_counter_name(i), json_null());
+                char key[64];
+                snprintf(key, sizeof key, "%s_unavailable", perf_counter_name(i));
+                json_object_set_new(pf, key, json_string(perf_counter_error_text(&j->perf, i)));
+            }
+        }
+        json_object_set_new(w, "perf", pf);
         json_array_append_new(ws, w);
         emb_total += eg;
         op_total += j->g_op;
@@ -923,8 +966,10 @@ int cmd_run(int argc, char **argv)
     r->jobs = calloc(r->njobs, sizeof *r->jobs);
     if (!r->jobs)
         goto out;
-    for (size_t k = 0; k < r->njobs; k++)
+    for (size_t k = 0; k < r->njobs; k++) {
         r->jobs[k].spec = &r->x.w[k];
+        perf_counters_init(&r->jobs[k].perf);
+    }
     status = 1;
     if (make_run_dir(r, runs) < 0)
         goto out;
@@ -940,6 +985,9 @@ int cmd_run(int argc, char **argv)
     r->attr = open_in(r, "attribution.csv", "timestamp_unix,channel,job,joules\r\n");
     r->events = open_in(r, "event_summaries.jsonl", NULL);
     r->pstree = open_in(r, "pstree.log", NULL);
+    r->features =
+        open_in(r, "features.csv",
+                "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,cycles\r\n");
     r->have_base = cgroup_base_create(&r->base, &e) == 0;
     if (!r->have_base)
         snprintf(r->cgroup_note, sizeof r->cgroup_note, "%s", e.msg);
@@ -1080,6 +1128,8 @@ out:
         fclose(r->events);
     if (r->pstree)
         fclose(r->pstree);
+    if (r->features)
+        fclose(r->features);
     for (size_t k = 0; r->jobs && k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         if (j->have_cg) {
@@ -1094,6 +1144,7 @@ out:
         }
         if (j->have_tree)
             proctree_done(&j->tree);
+        perf_counters_close(&j->perf);
     }
     /* reap every child left (zombies of killed workloads reparented to carma) */
     for (int w = 0; w < 200; w++) {
