@@ -994,6 +994,7 @@ int cmd_run(int argc, char **argv)
     r->tty = isatty(STDERR_FILENO) && co.verbose >= 0;
     r->sigfd = launcher_signals_open(&r->old_mask);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout is an error to report, not a death */
     if (sampler_start(r->s) < 0) {
         cli_error("cannot start the sampling timer: %s", strerror(errno));
         goto out;
@@ -1109,14 +1110,17 @@ int cmd_run(int argc, char **argv)
     if (mem) {
         report_text(r, rep, mem);
         fclose(mem);
-        if (co.verbose >= 0)
-            fputs(text, stdout);
+    }
+    /* the files first: a closed stdout must not cost the report */
+    if (text) {
         FILE *tf = open_in(r, "report.txt", text);
         if (tf)
             fclose(tf);
-        free(text);
     }
     write_json(r, "report.json", rep);
+    if (text && co.verbose >= 0)
+        fputs(text, stdout);
+    free(text);
     write_json(r, "manifest.json", manifest(r, "complete"));
 out:
     if (r->csv)

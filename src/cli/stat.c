@@ -675,6 +675,7 @@ int cmd_stat(int argc, char **argv)
     /* orphans of the command's tree are reparented to carma, which reaps them and counts
      * their CPU time */
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    signal(SIGPIPE, SIG_IGN); /* a closed stderr must not cost the JSON summary */
     if (setup_run_dir(&r) < 0)
         goto out;
     if (o.json_out && check_writable(o.json_out) < 0) {
