@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "core/parse.h"
@@ -241,4 +242,32 @@ json_t *notes_json(const struct sampler *s)
         json_array_append_new(arr, o);
     }
     return arr;
+}
+
+json_t *manifest_base(const struct sampler *s, const char *producer)
+{
+    json_t *m = json_object();
+    struct utsname u;
+    uname(&u);
+    json_object_set_new(m, "schema_version", json_integer(1));
+    json_object_set_new(m, "producer", json_string(producer));
+    json_object_set_new(m, "carma_version", json_string(CARMA_VERSION));
+    json_t *host = json_object();
+    json_object_set_new(host, "hostname", json_string(u.nodename));
+    json_object_set_new(host, "kernel", json_string(u.release));
+    json_object_set_new(host, "machine", json_string(u.machine));
+    if (s->have_util) {
+        json_object_set_new(host, "cpu_model", json_string(s->util.model_name));
+        json_object_set_new(host, "cpus", json_integer(s->util.ncpu));
+        json_object_set_new(host, "sockets", json_integer(s->util.nsockets));
+    }
+    json_object_set_new(m, "host", host);
+    json_t *opts = json_object();
+    json_object_set_new(opts, "root", json_string(s->root.path));
+    json_object_set_new(opts, "interval_s", json_real((double)s->interval_ns / 1e9));
+    json_object_set_new(m, "options", opts);
+    json_object_set_new(m, "channels", channels_json(s));
+    json_object_set_new(m, "unavailable", unavailable_json(s));
+    json_object_set_new(m, "notes", notes_json(s));
+    return m;
 }

@@ -83,6 +83,13 @@ int mkdir_p(const char *path);
 /* Describes every channel of the sampler as JSON (for --json and manifest.json). */
 json_t *channels_json(const struct sampler *s);
 
+/*
+ * The part of a run directory's manifest.json that every producer shares: schema_version,
+ * producer, carma_version, host, options (root, interval_s), channels, unavailable, notes.
+ * The caller adds its schema_versions, its own options and the status.
+ */
+json_t *manifest_base(const struct sampler *s, const char *producer);
+
 /* Describes unusable sources and notes as JSON arrays. */
 json_t *unavailable_json(const struct sampler *s);
 json_t *notes_json(const struct sampler *s);

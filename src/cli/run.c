@@ -21,7 +21,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,38 +182,17 @@ static void write_json(struct run *r, const char *name, json_t *j)
 
 static json_t *manifest(struct run *r, const char *status)
 {
-    json_t *m = json_object();
-    struct utsname u;
-    uname(&u);
-    json_object_set_new(m, "schema_version", json_integer(1));
-    json_object_set_new(m, "producer", json_string("carma run"));
-    json_object_set_new(m, "carma_version", json_string(CARMA_VERSION));
+    json_t *m = manifest_base(r->s, "carma run");
     json_t *sv = json_object();
     json_object_set_new(sv, "samples_csv", json_integer(1));
     json_object_set_new(sv, "attribution_csv", json_integer(1));
     json_object_set_new(sv, "report_json", json_integer(1));
     json_object_set_new(m, "schema_versions", sv);
-    json_t *host = json_object();
-    json_object_set_new(host, "hostname", json_string(u.nodename));
-    json_object_set_new(host, "kernel", json_string(u.release));
-    json_object_set_new(host, "machine", json_string(u.machine));
-    if (r->s->have_util) {
-        json_object_set_new(host, "cpu_model", json_string(r->s->util.model_name));
-        json_object_set_new(host, "cpus", json_integer(r->s->util.ncpu));
-        json_object_set_new(host, "sockets", json_integer(r->s->util.nsockets));
-    }
-    json_object_set_new(m, "host", host);
-    json_t *opts = json_object();
-    json_object_set_new(opts, "root", json_string(r->s->root.path));
-    json_object_set_new(opts, "interval_s", json_real((double)r->s->interval_ns / 1e9));
+    json_t *opts = json_object_get(m, "options");
     json_object_set_new(opts, "idle_policy", json_string(split_policy_name(r->policy)));
     json_object_set_new(opts, "cgroups", json_boolean(r->have_base));
     if (!r->have_base)
         json_object_set_new(opts, "cgroups_unavailable", json_string(r->cgroup_note));
-    json_object_set_new(m, "options", opts);
-    json_object_set_new(m, "channels", channels_json(r->s));
-    json_object_set_new(m, "unavailable", unavailable_json(r->s));
-    json_object_set_new(m, "notes", notes_json(r->s));
     json_object_set_new(m, "status", json_string(status));
     return m;
 }

@@ -17,7 +17,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -341,41 +340,20 @@ static int measure_baseline(struct stat_run *r)
 
 static json_t *manifest_json(const struct stat_run *r, bool final)
 {
-    json_t *m = json_object();
-    struct utsname u;
-    uname(&u);
-    json_object_set_new(m, "schema_version", json_integer(1));
-    json_object_set_new(m, "producer", json_string("carma stat"));
-    json_object_set_new(m, "carma_version", json_string(CARMA_VERSION));
+    json_t *m = manifest_base(r->s, "carma stat");
     json_t *sv = json_object();
     json_object_set_new(sv, "samples_csv", json_integer(1));
     json_object_set_new(sv, "summary_json", json_integer(1));
     json_object_set_new(m, "schema_versions", sv);
-    json_t *host = json_object();
-    json_object_set_new(host, "hostname", json_string(u.nodename));
-    json_object_set_new(host, "kernel", json_string(u.release));
-    json_object_set_new(host, "machine", json_string(u.machine));
-    if (r->s->have_util) {
-        json_object_set_new(host, "cpu_model", json_string(r->s->util.model_name));
-        json_object_set_new(host, "cpus", json_integer(r->s->util.ncpu));
-        json_object_set_new(host, "sockets", json_integer(r->s->util.nsockets));
-    }
-    json_object_set_new(m, "host", host);
-    json_t *opts = json_object();
-    json_object_set_new(opts, "root", json_string(r->s->root.path));
-    json_object_set_new(opts, "interval_s", json_real((double)r->s->interval_ns / 1e9));
+    json_t *opts = json_object_get(m, "options");
     json_object_set_new(opts, "sources",
                         r->o->c.sampler.sources ? json_string(r->o->c.sampler.sources)
                                                 : json_null());
     json_object_set_new(opts, "baseline_s", json_real((double)r->o->baseline_ns / 1e9));
-    json_object_set_new(m, "options", opts);
     json_t *argv = json_array();
     for (char **a = r->o->argv; *a; a++)
         json_array_append_new(argv, json_string(*a));
     json_object_set_new(m, "command", argv);
-    json_object_set_new(m, "channels", channels_json(r->s));
-    json_object_set_new(m, "unavailable", unavailable_json(r->s));
-    json_object_set_new(m, "notes", notes_json(r->s));
     json_object_set_new(m, "status", json_string(final ? "complete" : "running"));
     return m;
 }
