@@ -60,6 +60,7 @@ struct job {
     bool cpu_final; /* its CPU time was read after it ended */
     struct perf_counters perf;
     double energy_j, by_kind_j[6], g_op, event_j;
+    double last_w; /* power over the last event period */
 };
 
 struct run {
@@ -514,7 +515,8 @@ static void event_summary(struct run *r, double period_s)
         struct job *j = &r->jobs[k];
         json_t *w = json_object();
         json_object_set_new(w, "name", json_string(j->spec->name));
-        json_set_num(w, "power_w", period_s > 0 ? j->event_j / period_s : NAN);
+        j->last_w = period_s > 0 ? j->event_j / period_s : NAN;
+        json_set_num(w, "power_w", j->last_w);
         json_object_set_new(w, "energy_j", json_real(j->energy_j));
         json_object_set_new(w, "g_co2e", json_real(j->g_op));
         json_object_set_new(w, "method", json_string(run_method(r)));
@@ -542,7 +544,8 @@ static void status_line(struct run *r)
     fprintf(stderr, "\r[%6.1fs]", (double)(r->s->t_now - r->t_start) / 1e9);
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
-        fprintf(stderr, " %s %.4f Wh %.4f g%s |", j->spec->name, j->energy_j / 3600.0, j->g_op,
+        fprintf(stderr, " %s %.1f W %.4f Wh %.4f g%s |", j->spec->name,
+                isfinite(j->last_w) ? j->last_w : 0.0, j->energy_j / 3600.0, j->g_op,
                 j->exited ? " (ended)" : "");
     }
     fprintf(stderr, "\033[K");
