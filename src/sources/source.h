@@ -1,5 +1,5 @@
 /*
- * source: the one interface every power source implements (rapl, hwmon, model, …).
+ * source: the one interface every power source implements (rapl, hwmon, nvml, model).
  *
  * A source is probed once: it finds its devices below the root, appends one struct channel
  * per physical quantity to the shared channel set and opens the files it will read. Each

@@ -26,7 +26,7 @@ inconclusive=()
 
 for policy in idle proportional equal; do
     verdict=
-    for attempt in 1 2 3; do
+    for attempt in 1 2 3 4; do
         dir="$top/$policy-$attempt"
         note "policy $policy, attempt $attempt"
         # let the previous run's aftermath (page cache writeback of its run directory, exiting

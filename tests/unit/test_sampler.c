@@ -68,7 +68,7 @@ static void test_new_errors(void **state)
     struct sampler_opts o = {.root = tu_dir, .sources = "rapl,foo"};
     assert_null(sampler_new(&o, &e));
     assert_int_equal(e.code, -EINVAL);
-    assert_string_equal(e.msg, "--sources: unknown source 'foo' (known: rapl, hwmon, model)");
+    assert_string_equal(e.msg, "--sources: unknown source 'foo' (known: rapl, hwmon, nvml, model)");
 
     memset(&e, 0, sizeof e);
     o.sources = "";
@@ -113,7 +113,7 @@ static void test_probe_all_sources(void **state)
     (void)state;
     tu_copy_fixture("intel-2s");
     struct sampler *s = new_on(NULL);
-    assert_int_equal(s->nsrc, 3);
+    assert_int_equal(s->nsrc, 4);
     assert_string_equal(s->src[0].ops->name, "rapl");
     assert_int_equal(s->src[0].status, 0);
     assert_int_equal(s->src[0].first, 0);
@@ -122,9 +122,13 @@ static void test_probe_all_sources(void **state)
     assert_int_equal(s->src[1].status, -ENOENT);
     assert_int_equal(s->src[1].count, 0);
     assert_true(s->src[1].reason[0] != '\0');
-    assert_string_equal(s->src[2].ops->name, "model");
+    assert_string_equal(s->src[2].ops->name, "nvml");
     assert_int_equal(s->src[2].status, -ENOENT);
-    assert_non_null(strstr(s->src[2].reason, "not needed"));
+    assert_int_equal(s->src[2].count, 0);
+    assert_true(s->src[2].reason[0] != '\0');
+    assert_string_equal(s->src[3].ops->name, "model");
+    assert_int_equal(s->src[3].status, -ENOENT);
+    assert_non_null(strstr(s->src[3].reason, "not needed"));
     assert_int_equal(s->set.n, 6);
     assert_true(s->have_util);
     for (size_t i = 0; i < s->set.n; i++) {

@@ -5,7 +5,7 @@
  * and fdopendir (the names the calls take with _FILE_OFFSET_BITS=64), so every call that carma's
  * own code makes to them goes through the counters below. After the sources are probed and the
  * samples journal is open, many ticks of the sampler and of the journal must not move the counters,
- * for every source (rapl, hwmon, model, procfs).
+ * for every source (rapl, hwmon, model, procfs; nvml in test_nvml.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
