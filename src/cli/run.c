@@ -473,9 +473,15 @@ static void split_pending(struct run *r, bool final)
     attr_flush(r);
 }
 
+/* "measured", "estimated", or "measured+estimated" when the node's channels mix both */
 static const char *run_method(const struct run *r)
 {
-    return r->nnode ? channel_method_name(r->s->set.ch[r->node_idx[0]].method) : "none";
+    bool meas = false, est = false;
+    for (size_t k = 0; k < r->nnode; k++) {
+        meas = meas || r->s->set.ch[r->node_idx[k]].method == METHOD_MEASURED;
+        est = est || r->s->set.ch[r->node_idx[k]].method == METHOD_ESTIMATED;
+    }
+    return meas && est ? "measured+estimated" : meas ? "measured" : est ? "estimated" : "none";
 }
 
 /* features.csv: the workloads' performance counters, cumulative, at each event summary */

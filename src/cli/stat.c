@@ -371,6 +371,19 @@ static void write_manifest(struct stat_run *r, bool final)
     json_decref(m);
 }
 
+/* "measured", "estimated", or "measured+estimated" when the node's channels mix both */
+static json_t *node_method(const struct sampler *s, const int *idx, size_t n)
+{
+    bool meas = false, est = false;
+    for (size_t k = 0; k < n; k++) {
+        meas = meas || s->set.ch[idx[k]].method == METHOD_MEASURED;
+        est = est || s->set.ch[idx[k]].method == METHOD_ESTIMATED;
+    }
+    if (!n)
+        return json_null();
+    return json_string(meas && est ? "measured+estimated" : meas ? "measured" : "estimated");
+}
+
 static json_t *summary_json(struct stat_run *r)
 {
     const struct sampler *s = r->s;
@@ -403,6 +416,8 @@ static json_t *summary_json(struct stat_run *r)
         json_set_num(o, "energy_j", known ? ej : NAN);
         json_set_num(o, "avg_power_w", known ? ej / covered : NAN);
         json_set_num(o, "covered_s", covered);
+        if (c->form == FORM_COUNTER)
+            json_set_num(o, "gauge_drift_pct", sampler_window_drift_pct(s, i));
         json_set_num(o, "min_power_w", isfinite(st->min_w) ? st->min_w : NAN);
         json_set_num(o, "max_power_w", isfinite(st->max_w) ? st->max_w : NAN);
         json_object_set_new(o, "samples",
@@ -439,9 +454,7 @@ static json_t *summary_json(struct stat_run *r)
     if (!node_known || node_known < nn)
         node_j = NAN;
     json_set_num(node, "energy_j", node_j);
-    json_object_set_new(node, "method",
-                        nn ? json_string(channel_method_name(s->set.ch[node_idx[0]].method))
-                           : json_null());
+    json_object_set_new(node, "method", node_method(s, node_idx, nn));
     json_object_set_new(j, "node", node);
     json_t *cmd = json_object();
     json_t *cpu_names = json_array();

@@ -197,7 +197,16 @@ static void integrate(struct sampler *s, size_t i, int64_t t)
             st->energy_j += j;
             st->covered_ns += dt;
             st->watts = j / ((double)dt / (double)NS_PER_S);
+            /* a gauge read beside the counter: integrated over the same steps, as a
+             * cross-check of the counter (drift) */
+            if ((rd->valid & READING_POWER) && st->have_gauge) {
+                st->xgauge_j += energy_trapezoid_j(st->last_power_w, rd->power_w, dt);
+                st->xcounter_j += j;
+            }
         }
+        st->have_gauge = (rd->valid & READING_POWER) != 0;
+        if (st->have_gauge)
+            st->last_power_w = rd->power_w;
     } else {
         if (st->have_last && t > st->last_t) {
             double j = energy_trapezoid_j(st->last_power_w, rd->power_w, t - st->last_t);
@@ -268,6 +277,8 @@ void sampler_window_start(struct sampler *s)
         struct chan_state *st = &s->st[i];
         st->win_energy_j = st->energy_j;
         st->win_covered_ns = st->covered_ns;
+        st->win_xgauge_j = st->xgauge_j;
+        st->win_xcounter_j = st->xcounter_j;
         st->win_samples = st->samples;
         st->win_invalid = st->invalid;
         st->win_wraps = st->wraps;
@@ -287,6 +298,13 @@ double sampler_window_s(const struct sampler *s)
 double sampler_window_energy_j(const struct sampler *s, size_t i)
 {
     return s->st[i].energy_j - s->st[i].win_energy_j;
+}
+
+double sampler_window_drift_pct(const struct sampler *s, size_t i)
+{
+    const struct chan_state *st = &s->st[i];
+    double c = st->xcounter_j - st->win_xcounter_j, g = st->xgauge_j - st->win_xgauge_j;
+    return c > 0 ? 100.0 * (g - c) / c : NAN;
 }
 
 double sampler_window_covered_s(const struct sampler *s, size_t i)
@@ -317,9 +335,17 @@ size_t sampler_select_node(const struct sampler *s, int *out)
     if (n)
         return n;
     n = pick(s, out, METHOD_MEASURED, false, false);
-    if (n)
-        return n;
-    return pick(s, out, METHOD_ESTIMATED, false, false);
+    /* an estimate stands in for a kind of device that nothing measures (the CPU model beside
+     * measured GPUs): the node is not understated, and each channel keeps its label */
+    bool measured_kind[KIND_OTHER + 1] = {false};
+    for (size_t k = 0; k < n; k++)
+        measured_kind[s->set.ch[out[k]].kind] = true;
+    int est[CHANNELS_MAX];
+    size_t m = pick(s, est, METHOD_ESTIMATED, false, false);
+    for (size_t k = 0; k < m; k++)
+        if (!measured_kind[s->set.ch[est[k]].kind])
+            out[n++] = est[k];
+    return n;
 }
 
 size_t sampler_select_cpu(const struct sampler *s, int *out)

@@ -53,6 +53,10 @@ struct chan_state {
     /* figures at the start of the window */
     double win_energy_j;
     int64_t win_covered_ns;
+    double win_xgauge_j, win_xcounter_j;
+    /* counter channels with a gauge beside them: both integrated over the same steps */
+    bool have_gauge;
+    double xgauge_j, xcounter_j;
     uint64_t win_samples, win_invalid, win_wraps, win_resets;
 };
 
@@ -118,6 +122,13 @@ double sampler_window_s(const struct sampler *s);
 double sampler_window_energy_j(const struct sampler *s, size_t i);
 
 /*
+ * For a counter channel whose source also reads a power gauge (NVML): how far the integrated
+ * gauge drifts from the counter over the window, in % of the counter's energy over the same
+ * steps; NAN when there is no gauge or nothing to compare.
+ */
+double sampler_window_drift_pct(const struct sampler *s, size_t i);
+
+/*
  * Seconds of the window that channel i's energy covers (less than the window when readings
  * were missing at its ends or a counter reset was skipped; 0 when nothing was integrated).
  */
@@ -128,8 +139,8 @@ double sampler_window_covered_s(const struct sampler *s, size_t i);
  * figures are not mixed: writes the chosen indexes to out (capacity CHANNELS_MAX) and
  * returns how many.
  * - node: total-domain channels; when a measured whole-system channel (psys, ACPI meter)
- *   exists, only those; otherwise all measured totals; estimated ones only when nothing is
- *   measured.
+ *   exists, only those; otherwise all measured totals, plus the estimated totals of kinds of
+ *   device that no measured channel covers (the CPU model beside measured GPUs).
  * - cpu: total-domain channels of kind cpu, dram and soc (or system when there are none),
  *   measured ones when any exists, else estimated ones.
  */

@@ -239,7 +239,7 @@ known="rapl, hwmon, nvml, model"
 for cmd in sensors stat; do
     args=(--root "$CARMA_FIXTURES/vm-empty")
     [ "$cmd" = stat ] && tail_args=(-- true) || tail_args=()
-    # BUG(carma): `carma sensors --sources foo` exits 1; a bad option value is a usage error
+    # Regression test (this was wrong once): `carma sensors --sources foo` exits 1; a bad option value is a usage error
     # (exit 2), as `carma stat --sources foo` does.
     rc=$(run_logged "src_$cmd" "$CARMA" "$cmd" "${args[@]}" --sources foo "${tail_args[@]}")
     check_rc "src_$cmd" 2 "$rc"
@@ -250,7 +250,7 @@ for cmd in sensors stat; do
         "${tail_args[@]}")
     check_rc "srcmix_$cmd" 2 "$rc"
     check_grep "srcmix_$cmd.err" "unknown source 'bogus'" "$cmd --sources rapl,bogus,model"
-    # BUG(carma): `carma sensors --sources ''` exits 1 (see above)
+    # Regression test (this was wrong once): `carma sensors --sources ''` exits 1 (see above)
     rc=$(run_logged "srcempty_$cmd" "$CARMA" "$cmd" "${args[@]}" --sources '' "${tail_args[@]}")
     check_rc "srcempty_$cmd" 2 "$rc"
     check_grep "srcempty_$cmd.err" "--sources: empty list" "$cmd --sources '': message"
