@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/csv.h"
 #include "core/parse.h"
 
@@ -23,61 +24,20 @@
 /* Reads the whole file at path (at most CARBON_SERIES_MAX_BYTES) into a new buffer. */
 static int read_whole(const char *path, char **ret, size_t *ret_len, struct carma_err *e)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int r = errno == ENOENT ? -ENOENT : -EACCES;
-        return carma_err_set(e, r, "%s: cannot open the intensity file: %s", path, strerror(errno));
+    int r = file_read_all(path, CARBON_SERIES_MAX_BYTES, ret, ret_len);
+    switch (r) {
+    case 0:
+        return 0;
+    case -EFBIG:
+        return carma_err_set(e, r, "%s: larger than %u MiB", path, CARBON_SERIES_MAX_BYTES >> 20);
+    case -ENOMEM:
+        return carma_err_set(e, r, "%s: out of memory", path);
+    case -ENOENT:
+        return carma_err_set(e, r, "%s: cannot open the intensity file: %s", path, strerror(-r));
+    default:
+        return carma_err_set(e, -EACCES, "%s: cannot open the intensity file: %s", path,
+                             strerror(-r));
     }
-    /* room for one byte over the limit, to tell a file of exactly the limit from a larger one */
-    const size_t limit = (size_t)CARBON_SERIES_MAX_BYTES + 1;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int r = 0;
-    for (;;) {
-        if (len == cap) {
-            if (cap == limit) {
-                r = carma_err_set(e, -EFBIG, "%s: larger than %u MiB", path,
-                                  CARBON_SERIES_MAX_BYTES >> 20);
-                goto out;
-            }
-            size_t nc = cap ? cap * 2 : 4096;
-            if (nc > limit)
-                nc = limit;
-            char *p = realloc(buf, nc + 1);
-            if (!p) {
-                r = carma_err_set(e, -ENOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            buf = p;
-            cap = nc;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = carma_err_set(e, -EACCES, "%s: cannot read: %s", path, strerror(errno));
-            goto out;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    if (len > CARBON_SERIES_MAX_BYTES) {
-        r = carma_err_set(e, -EFBIG, "%s: larger than %u MiB", path, CARBON_SERIES_MAX_BYTES >> 20);
-        goto out;
-    }
-    if (!buf && !(buf = malloc(1))) {
-        r = carma_err_set(e, -ENOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
-    buf = NULL;
-out:
-    free(buf);
-    close(fd);
-    return r;
 }
 
 static bool is_digit(char c)

@@ -90,8 +90,9 @@ const char *split_policy_name(enum split_policy p)
     case SPLIT_EQUAL:
         return "equal";
     case SPLIT_IDLE:
-    default:
         return "idle";
+    default:
+        return "?";
     }
 }
 

@@ -39,7 +39,7 @@ struct split_out {
 /* Splits in->de_j into *out. No allocation; out is overwritten. */
 void split_energy(const struct split_in *in, struct split_out *out);
 
-/* "idle", "proportional", "equal"; parsing returns 0 or -EINVAL. */
+/* "idle", "proportional", "equal" ("?" for another value); parsing returns 0 or -EINVAL. */
 const char *split_policy_name(enum split_policy p);
 int split_policy_parse(const char *s, enum split_policy *ret);
 

@@ -920,7 +920,7 @@ int cmd_run(int argc, char **argv)
         cli_error("%s: at most %d workloads", argv[optind], SPLIT_JOBS_MAX);
         goto out;
     }
-    r->policy = (enum split_policy)r->x.idle_policy;
+    r->policy = r->x.idle_policy;
     if (!interval_given && r->x.interval_ns)
         co.sampler.interval_ns = r->x.interval_ns;
     if (!co.sampler.sources && r->x.sources)

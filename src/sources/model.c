@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/file.h"
 #include "core/table.h"
 #include "sources/procfs.h"
 #include "sources/source.h"
@@ -77,26 +78,13 @@ static int model_probe(struct source *s, struct probe_ctx *ctx)
         size_t len = 0;
         const char *tname = NULL;
         if (o && o->table_path) {
-            FILE *f = fopen(o->table_path, "re");
-            if (!f) {
-                int err = errno;
+            int r = file_read_all(o->table_path, 1u << 20, &text, &len);
+            if (r < 0) {
                 snprintf(s->reason, sizeof s->reason, "cannot open CPU table %s: %s", o->table_path,
-                         strerror(err));
-                return -err;
+                         strerror(-r));
+                return r;
             }
-            size_t cap = 0;
-            FILE *mem = open_memstream(&text, &cap);
-            char chunk[4096];
-            size_t n;
-            while (mem && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-                fwrite(chunk, 1, n, mem);
-            fclose(f);
-            if (mem)
-                fclose(mem);
-            len = text ? strlen(text) : 0;
             tname = o->table_path;
-            if (!text)
-                return -ENOMEM;
         }
         int r = table_cpu_tdp_lookup(ctx->util->model_name, text, len, tname, &m, &e);
         free(text);

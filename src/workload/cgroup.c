@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fmt.h"
 #include "core/parse.h"
 
 /* Finds the cgroup2 mount point in /proc/self/mountinfo. */
@@ -132,18 +133,9 @@ int cgroup_child_create(const struct cgroup_dir *parent, const char *name, struc
 int cgroup_enter(const struct cgroup_dir *g, pid_t pid)
 {
     char buf[24];
-    int n = 0;
-    /* async-signal-safe decimal formatting */
-    unsigned long v = (unsigned long)(pid > 0 ? pid : 0);
-    char tmp[24];
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (int i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
+    size_t n = fmt_u64(buf, (uint64_t)(pid > 0 ? pid : 0)); /* no locale, no allocation */
     buf[n++] = '\n';
-    return write(g->procs_fd, buf, (size_t)n) == n ? 0 : -errno;
+    return write(g->procs_fd, buf, n) == (ssize_t)n ? 0 : -errno;
 }
 
 /* Reads "key value" lines of an fd and returns the value of key. */

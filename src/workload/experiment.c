@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/parse.h"
 #include "core/table.h"
 #include "sampler/sampler.h"
@@ -1196,7 +1197,7 @@ static void load_carbon(struct loader *ld, json_t *root, struct experiment *x)
 static void load_attribution(struct loader *ld, json_t *root, struct experiment *x)
 {
     json_t *a = member(ld, root, "attribution", false);
-    x->idle_policy = IDLE_POLICY_IDLE;
+    x->idle_policy = SPLIT_IDLE;
     if (!a)
         return;
     push_key(ld, "attribution");
@@ -1210,13 +1211,7 @@ static void load_attribution(struct loader *ld, json_t *root, struct experiment 
     const char *p = get_string(ld, a, "idle_policy", false, false);
     if (p) {
         push_key(ld, "idle_policy");
-        if (strcmp(p, "idle") == 0)
-            x->idle_policy = IDLE_POLICY_IDLE;
-        else if (strcmp(p, "proportional") == 0)
-            x->idle_policy = IDLE_POLICY_PROPORTIONAL;
-        else if (strcmp(p, "equal") == 0)
-            x->idle_policy = IDLE_POLICY_EQUAL;
-        else
+        if (split_policy_parse(p, &x->idle_policy) < 0)
             report(ld, AT_VALUE, "%s is not an idle policy: use idle, proportional or equal",
                    quote(ld, p));
         pop(ld);
@@ -1317,7 +1312,7 @@ static json_t *resolved_json(const struct experiment *x, json_t *root)
     json_object_set_new(r, "carbon", c);
 
     json_t *a = json_object();
-    json_object_set_new(a, "idle_policy", json_string(idle_policy_name(x->idle_policy)));
+    json_object_set_new(a, "idle_policy", json_string(split_policy_name(x->idle_policy)));
     json_object_set_new(r, "attribution", a);
     return r;
 }
@@ -1326,58 +1321,7 @@ static json_t *resolved_json(const struct experiment *x, json_t *root)
 
 static int read_text(const char *path, char **ret, size_t *ret_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int r = 0;
-    size_t len = 0, cap = 0;
-    char *buf = NULL;
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        r = -errno;
-        goto out;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        r = -EISDIR;
-        goto out;
-    }
-    for (;;) {
-        if (len == cap) {
-            if (cap > EXPERIMENT_FILE_MAX) {
-                r = -EFBIG;
-                goto out;
-            }
-            cap = cap ? 2 * cap : 65536;
-            char *nb = realloc(buf, cap + 1);
-            if (!nb) {
-                r = -ENOMEM;
-                goto out;
-            }
-            buf = nb;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = -errno;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    if (len > EXPERIMENT_FILE_MAX) {
-        r = -EFBIG;
-        goto out;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
-    buf = NULL;
-out:
-    free(buf);
-    close(fd);
-    return r;
+    return file_read_all(path, EXPERIMENT_FILE_MAX, ret, ret_len);
 }
 
 /* The absolute directory holding path. */
@@ -1554,17 +1498,4 @@ void experiment_free(struct experiment *x)
     free(x->embodied);
     json_decref(x->resolved);
     memset(x, 0, sizeof *x);
-}
-
-const char *idle_policy_name(enum idle_policy p)
-{
-    switch (p) {
-    case IDLE_POLICY_IDLE:
-        return "idle";
-    case IDLE_POLICY_PROPORTIONAL:
-        return "proportional";
-    case IDLE_POLICY_EQUAL:
-        return "equal";
-    }
-    return "?";
 }

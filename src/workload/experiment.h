@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "analysis/carbon.h"
+#include "analysis/split.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,8 +31,6 @@
 #define EXPERIMENT_FILE_MAX (1024 * 1024)
 /* The longest experiment or workload name (characters). */
 #define EXPERIMENT_NAME_MAX 128
-
-enum idle_policy { IDLE_POLICY_IDLE, IDLE_POLICY_PROPORTIONAL, IDLE_POLICY_EQUAL };
 
 struct workload_spec {
     char *name, *type, *script; /* script resolved (absolute when it named a file) */
@@ -65,9 +64,9 @@ struct experiment {
     double pue;           /* default 1 */
     struct carbon_embodied_override *embodied; /* model "": the generic row */
     size_t n_embodied;
-    enum idle_policy idle_policy;
-    json_t *resolved; /* the document with defaults and resolved paths, for the run
-                         directory's experiment.json (owned: experiment_free releases it) */
+    enum split_policy idle_policy; /* analysis/split.h */
+    json_t *resolved;              /* the document with defaults and resolved paths, for the run
+                                      directory's experiment.json (owned: experiment_free releases it) */
 };
 
 /*
@@ -86,9 +85,6 @@ int experiment_load(const char *path, struct experiment *ret, char **errors);
 
 /* Releases everything x holds and zeroes it. NULL-safe and safe on a zeroed struct. */
 void experiment_free(struct experiment *x);
-
-/* "idle", "proportional" or "equal" (a static string; "?" for an unknown value). */
-const char *idle_policy_name(enum idle_policy p);
 
 /* One step of a path into a JSON document: an object member (key != NULL) or an array element
  * (key == NULL, index). */

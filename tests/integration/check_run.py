@@ -446,9 +446,9 @@ def check_plant(run, a):
         dyn_w = sum(truth.between(c["name"] + "_dyn_j", c0, w1) for c, _ in cpu_side)
         est_a = dyn_w - r_base * (w1 - c0)
         est_b = sum(dyn.values())
-        # a background that moved by more than 3 % of the jobs' dynamic energy between the
+        # a background that moved by more than 2 % of the jobs' dynamic energy between the
         # baseline and the run moves that much between "other" and the jobs: not judged
-        steady = est_b > 0 and abs(est_a - est_b) <= 0.03 * est_b
+        steady = est_b > 0 and abs(est_a - est_b) <= 0.02 * est_b
         print("# background %.3f W dynamic over the baseline (%.3f s); jobs' dynamic: "
               "A (baseline-subtracted) %.3f J, B (cpu time) %.3f J: %s"
               % (r_base, b1 - b0, est_a, est_b, "steady" if steady else "background changed"))

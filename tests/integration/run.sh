@@ -9,7 +9,7 @@
 # fakes. Each test gets CARMA, CARMA_BUILD, CARMA_SRC and CARMA_FIXTURES in its environment.
 # Prints PASS/FAIL/SKIP per test (with the test's output when it fails) and ends with
 # "N passed, N failed" (", N skipped" when some were skipped); exits 1 if any failed.
-# CARMA_TEST_TIMEOUT sets the per-test timeout in seconds (default 120); CARMA_TEST_VERBOSE=1
+# CARMA_TEST_TIMEOUT sets the per-test timeout in seconds (default 300: the plant tests may retry); CARMA_TEST_VERBOSE=1
 # shows every test's output, not only a failing one's.
 
 set -u
@@ -21,7 +21,7 @@ build=$(cd "$build_arg" 2>/dev/null && pwd) || {
     echo "run.sh: no build directory '$build_arg'" >&2
     exit 2
 }
-timeout_s=${CARMA_TEST_TIMEOUT:-120}
+timeout_s=${CARMA_TEST_TIMEOUT:-300}
 
 if [ ! -x "$build/carma" ]; then
     echo "run.sh: $build/carma not found: build it first (ninja -C $build)" >&2

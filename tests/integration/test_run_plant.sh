@@ -31,7 +31,7 @@ for policy in idle proportional equal; do
         note "policy $policy, attempt $attempt"
         # let the previous run's aftermath (page cache writeback of its run directory, exiting
         # processes) settle: the baseline must see the machine's usual background
-        sleep 2
+        sleep 3
         mkdir "$dir" || fail "mkdir $dir"
         cd "$dir" || fail "cd $dir"
         cat >exp.json <<EOF

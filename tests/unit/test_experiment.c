@@ -223,7 +223,7 @@ static void test_good_full(void **state)
     assert_string_equal(x.embodied[1].component, "server");
     assert_string_equal(x.embodied[1].model, "");
     assert_true(x.embodied[1].kg_co2e == 1200.5 && x.embodied[1].lifetime_years == 4);
-    assert_int_equal(x.idle_policy, IDLE_POLICY_PROPORTIONAL);
+    assert_int_equal(x.idle_policy, SPLIT_PROPORTIONAL);
 
     /* the resolved document */
     json_t *r = x.resolved;
@@ -272,7 +272,7 @@ static void test_good_minimal_defaults(void **state)
     assert_null(x.intensity_file);
     assert_true(x.pue == 1);
     assert_int_equal(x.n_embodied, 0);
-    assert_int_equal(x.idle_policy, IDLE_POLICY_IDLE);
+    assert_int_equal(x.idle_policy, SPLIT_IDLE);
     json_t *m = json_object_get(x.resolved, "monitoring");
     assert_null(json_object_get(m, "interval"));
     assert_true(json_real_value(json_object_get(m, "baseline_s")) == 3);
@@ -290,7 +290,7 @@ static void test_good_intensity_file(void **state)
     snprintf(p, sizeof p, "%s/data/ci.csv", dir);
     assert_string_equal(x.intensity_file, p);
     assert_null(x.region);
-    assert_int_equal(x.idle_policy, IDLE_POLICY_EQUAL);
+    assert_int_equal(x.idle_policy, SPLIT_EQUAL);
     assert_int_equal(x.n, 2);
     snprintf(p, sizeof p, "%s/bin/run.sh", dir);
     assert_strv(x.w[1].argv, 1, (const char *const[]){p, NULL});
@@ -458,15 +458,6 @@ static void test_corpus(void **state)
     assert_true(cases >= 22);
 }
 
-static void test_idle_policy_name(void **state)
-{
-    (void)state;
-    assert_string_equal(idle_policy_name(IDLE_POLICY_IDLE), "idle");
-    assert_string_equal(idle_policy_name(IDLE_POLICY_PROPORTIONAL), "proportional");
-    assert_string_equal(idle_policy_name(IDLE_POLICY_EQUAL), "equal");
-    assert_string_equal(idle_policy_name((enum idle_policy)42), "?");
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,7 +473,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cannot_read, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_errors_in_text, tu_setup, tu_teardown),
         cmocka_unit_test(test_corpus),
-        cmocka_unit_test(test_idle_policy_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,7 +182,10 @@ static void test_policy_names(void **state)
     assert_int_equal(split_policy_parse("idle", &p), 0);
     assert_int_equal(p, SPLIT_IDLE);
     assert_int_equal(split_policy_parse("fair", &p), -EINVAL);
+    assert_string_equal(split_policy_name(SPLIT_IDLE), "idle");
+    assert_string_equal(split_policy_name(SPLIT_PROPORTIONAL), "proportional");
     assert_string_equal(split_policy_name(SPLIT_EQUAL), "equal");
+    assert_string_equal(split_policy_name((enum split_policy)42), "?");
 }
 
 int main(void)
