@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
     gcc make meson ninja-build pkg-config python3    # build
     libjansson-dev                                   # JSON (reading with line/column errors)
+    libssl-dev                                       # libcrypto: SHA-256 of exported files
     libcmocka-dev                                    # unit tests
     clang-format                                     # format check
 )

@@ -39,64 +39,7 @@
 #include "workload/launcher.h"
 #include "workload/perfcount.h"
 #include "workload/proctree.h"
-
-#define EVENT_PERIOD_NS  NS_PER_S
-#define PSTREE_PERIOD_NS (10 * NS_PER_S)
-
-struct job {
-    const struct workload_spec *spec;
-    pid_t pid;
-    bool started, exited, timed_out, done;
-    int wstatus, exit_status;
-    int64_t start_mono, end_mono, start_real, end_real;
-    struct cgroup_dir cg;
-    bool have_cg;
-    struct proctree tree;
-    bool have_tree;
-    uint64_t cpu_ns, cpu_prev_ns; /* CPU time of the job's processes, cumulative */
-    int64_t kill_deadline;        /* SIGKILL the job's processes at this time; 0: none */
-    int64_t linger_deadline;      /* SIGTERM what outlived the main process; 0: none */
-    bool term_sent;
-    bool cpu_final; /* its CPU time was read after it ended */
-    struct perf_counters perf;
-    double energy_j, by_kind_j[6], g_op, event_j;
-    double last_w; /* power over the last event period */
-};
-
-struct run {
-    struct experiment x;
-    struct sampler *s;
-    struct job *jobs;
-    size_t njobs;
-    char dir[4096];
-    struct samples_csv *csv;
-    FILE *attr, *events, *pstree, *features;
-    int sigfd;
-    sigset_t old_mask;
-    struct cgroup_dir base;
-    bool have_base;
-    char cgroup_note[CARMA_ERR_MSG_MAX];
-    enum split_policy policy;
-    double static_w[CHANNELS_MAX]; /* per channel, from the baseline or the model */
-    double static_busy;            /* CPUs busy on average during the baseline */
-    const char *static_source;
-    double pend_j[CHANNELS_MAX]; /* energy not yet split (ticks without fresh CPU times) */
-    int64_t pend_ns;
-    int node_idx[CHANNELS_MAX];
-    size_t nnode;
-    bool in_node[CHANNELS_MAX];
-    double idle_j, other_j, unattr_j, idle_g, other_g, unattr_g;
-    double total_j;
-    struct carbon_intensity ci;
-    int64_t grace_ns, t_start, last_event, last_pstree;
-    int signals;
-    bool tty;
-    long clk_tck;                     /* proc/stat's clock ticks per second */
-    bool pstree_due;                  /* a workload started: snapshot the trees at the next tick */
-    struct csv_buf attr_buf;          /* the rows of the current split */
-    double sum_dyn_j[CHANNELS_MAX];   /* per channel: energy above the baseline so far */
-    double sum_above, sum_above_next; /* busy CPU-seconds above the baseline's so far */
-};
+#include "cli/run.h"
 
 static void help(void)
 {
@@ -119,7 +62,7 @@ static const char *kind_key(enum channel_kind k)
 
 /* ---- the run directory ---- */
 
-static FILE *open_in(struct run *r, const char *name, const char *header)
+FILE *run_open_file(struct run *r, const char *name, const char *header)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", r->dir, name);
@@ -188,6 +131,8 @@ static json_t *manifest(struct run *r, const char *status)
     json_object_set_new(sv, "samples_csv", json_integer(1));
     json_object_set_new(sv, "attribution_csv", json_integer(1));
     json_object_set_new(sv, "report_json", json_integer(1));
+    if (r->gpu)
+        json_object_set_new(sv, "utilization_csv", json_integer(1));
     json_object_set_new(m, "schema_versions", sv);
     json_t *opts = json_object_get(m, "options");
     json_object_set_new(opts, "idle_policy", json_string(split_policy_name(r->policy)));
@@ -330,7 +275,7 @@ static void handle_signals(struct run *r)
 
 /* ---- attribution ---- */
 
-static void attr_row(struct run *r, size_t ch, const char *job, double j)
+void run_attr_row(struct run *r, size_t ch, const char *job, double j)
 {
     if (!r->attr || j == 0.0)
         return;
@@ -348,7 +293,7 @@ static void attr_row(struct run *r, size_t ch, const char *job, double j)
 }
 
 /* Writes the rows of one split with one write(2): a killed carma leaves whole splits. */
-static void attr_flush(struct run *r)
+void run_attr_flush(struct run *r)
 {
     struct csv_buf *b = &r->attr_buf;
     if (!r->attr || !b->len)
@@ -369,7 +314,15 @@ static void attr_flush(struct run *r)
     b->len = 0;
 }
 
-/* Splits the energy gathered since the last fresh CPU times among the jobs. */
+double run_g_per_j(const struct run *r)
+{
+    double t = (double)r->s->real_now / 1e9;
+    return (r->ci.kind == CARBON_CI_SERIES ? carbon_series_at(&r->ci.series, t) : r->ci.g_per_kwh) /
+           3.6e6 * r->x.pue;
+}
+
+/* Splits the energy gathered since the last fresh CPU times among the jobs (the GPUs split
+ * by process are run_gpu.c's). */
 static void split_pending(struct run *r, bool final)
 {
     const struct sampler *s = r->s;
@@ -398,10 +351,7 @@ static void split_pending(struct run *r, bool final)
     double above = node_busy - r->static_busy * dt;
     if (above < jobs_busy)
         above = jobs_busy;
-    double t = (double)s->real_now / 1e9;
-    double g_per_j =
-        (r->ci.kind == CARBON_CI_SERIES ? carbon_series_at(&r->ci.series, t) : r->ci.g_per_kwh) /
-        3.6e6 * r->x.pue;
+    double g_per_j = run_g_per_j(r);
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
         double de = r->pend_j[i];
@@ -445,7 +395,7 @@ static void split_pending(struct run *r, bool final)
         split_energy(&in, &o);
         o.other_j += bg;
         for (size_t k = 0; k < in.njobs; k++) {
-            attr_row(r, i, r->jobs[k].spec->name, o.job_j[k]);
+            run_attr_row(r, i, r->jobs[k].spec->name, o.job_j[k]);
             if (r->in_node[i]) {
                 struct job *j = &r->jobs[k];
                 j->energy_j += o.job_j[k];
@@ -454,9 +404,9 @@ static void split_pending(struct run *r, bool final)
                 j->g_op += o.job_j[k] * g_per_j;
             }
         }
-        attr_row(r, i, "idle", o.idle_j);
-        attr_row(r, i, "other", o.other_j);
-        attr_row(r, i, "unattributed", o.unattributed_j);
+        run_attr_row(r, i, "idle", o.idle_j);
+        run_attr_row(r, i, "other", o.other_j);
+        run_attr_row(r, i, "unattributed", o.unattributed_j);
         if (r->in_node[i]) {
             r->idle_j += o.idle_j;
             r->other_j += o.other_j;
@@ -470,7 +420,7 @@ static void split_pending(struct run *r, bool final)
     r->sum_above += r->sum_above_next;
     r->sum_above_next = 0;
     r->pend_ns = 0;
-    attr_flush(r);
+    run_attr_flush(r);
 }
 
 /* "measured", "estimated", or "measured+estimated" when the node's channels mix both */
@@ -595,9 +545,11 @@ static void tick(struct run *r)
             cli_error("%s", e.msg);
     }
     for (size_t i = 0; i < r->s->set.n; i++)
-        r->pend_j[i] += r->s->st[i].tick_energy_j;
+        if (!r->gpu_split[i])
+            r->pend_j[i] += r->s->st[i].tick_energy_j;
     r->pend_ns += r->s->t_now - r->s->t_prev;
     split_pending(r, false);
+    run_gpu_tick(r, false);
     if (r->s->t_now - r->last_event >= EVENT_PERIOD_NS) {
         event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
         r->last_event = r->s->t_now;
@@ -724,6 +676,7 @@ static json_t *report_json(struct run *r)
         op_total += j->g_op;
     }
     json_object_set_new(o, "workloads", ws);
+    run_gpu_report(r, o, ws);
     json_t *idle = json_object(), *other = json_object(), *un = json_object();
     json_object_set_new(idle, "energy_j", json_real(r->idle_j));
     json_object_set_new(other, "energy_j", json_real(r->other_j));
@@ -751,8 +704,8 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
     fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n\n", r->x.name,
             json_real_value(json_object_get(rep, "duration_s")), split_policy_name(r->policy),
             run_method(r));
-    fprintf(f, "%-20s %6s %9s %11s %10s %9s %9s %9s %9s %9s %12s %12s\n", "workload", "exit",
-            "time s", "energy J", "Wh", "avg W", "cpu J", "dram J", "soc J", "system J",
+    fprintf(f, "%-20s %6s %9s %11s %10s %9s %9s %9s %9s %9s %9s %12s %12s\n", "workload", "exit",
+            "time s", "energy J", "Wh", "avg W", "cpu J", "dram J", "soc J", "system J", "gpu J",
             "oper. gCO2e", "embod. gCO2e");
     json_t *ws = json_object_get(rep, "workloads");
     for (size_t k = 0; k < json_array_size(ws); k++) {
@@ -760,7 +713,8 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
         json_t *bk = json_object_get(w, "energy_by_kind_j");
         double e = json_real_value(json_object_get(w, "energy_j"));
         json_t *avg = json_object_get(w, "avg_power_w");
-        fprintf(f, "%-20s %6d %9.3f %11.3f %10.6f %9.3f %9.3f %9.3f %9.3f %9.3f %12.6f %12.6f\n",
+        fprintf(f,
+                "%-20s %6d %9.3f %11.3f %10.6f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12.6f %12.6f\n",
                 json_string_value(json_object_get(w, "name")),
                 (int)json_integer_value(json_object_get(w, "exit_status")),
                 json_real_value(json_object_get(w, "duration_s")), e, e / 3600.0,
@@ -769,6 +723,7 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
                 json_real_value(json_object_get(bk, "dram")),
                 json_real_value(json_object_get(bk, "soc")),
                 json_real_value(json_object_get(bk, "system")),
+                json_real_value(json_object_get(bk, "gpu")),
                 json_real_value(json_object_get(w, "operational_g_co2e")),
                 json_real_value(json_object_get(w, "embodied_g_co2e")));
     }
@@ -777,8 +732,10 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
             r->other_j / 3600);
     fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "unattributed", "", "", r->unattr_j,
             r->unattr_j / 3600);
-    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n\n", "node total", "", "", r->total_j,
+    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "node total", "", "", r->total_j,
             r->total_j / 3600);
+    run_gpu_text(r, f);
+    fprintf(f, "\n");
     fprintf(f, "intensity: %.4g g/kWh x PUE %.3g (%s)\n", r->ci.g_per_kwh, r->x.pue, r->ci.source);
     fprintf(f, "embodied: device manufacture by time share (data/embodied.csv or the "
                "experiment's overrides); operational and embodied are not summed\n");
@@ -909,6 +866,7 @@ int cmd_run(int argc, char **argv)
     r->grace_ns = grace_ns;
     r->clk_tck = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
     int status = 2;
+    const char *gpu_status = "failed";
     char *errors = NULL;
     if (experiment_load(argv[optind], &r->x, &errors) < 0) {
         fprintf(stderr, "%s", errors ? errors : "cannot load the experiment\n");
@@ -969,15 +927,17 @@ int cmd_run(int argc, char **argv)
     r->csv = samples_csv_open(path, r->s, &e);
     if (!r->csv)
         cli_error("%s", e.msg);
-    r->attr = open_in(r, "attribution.csv", "timestamp_unix,channel,job,joules\r\n");
-    r->events = open_in(r, "event_summaries.jsonl", NULL);
-    r->pstree = open_in(r, "pstree.log", NULL);
+    r->attr = run_open_file(r, "attribution.csv", "timestamp_unix,channel,job,joules\r\n");
+    r->events = run_open_file(r, "event_summaries.jsonl", NULL);
+    r->pstree = run_open_file(r, "pstree.log", NULL);
     r->features =
-        open_in(r, "features.csv",
-                "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,cycles\r\n");
+        run_open_file(r, "features.csv",
+                      "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,cycles\r\n");
     r->have_base = cgroup_base_create(&r->base, &e) == 0;
     if (!r->have_base)
         snprintf(r->cgroup_note, sizeof r->cgroup_note, "%s", e.msg);
+    if (run_gpu_setup(r) < 0)
+        goto out;
     r->tty = isatty(STDERR_FILENO) && co.verbose >= 0;
     r->sigfd = launcher_signals_open(&r->old_mask);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -1052,10 +1012,12 @@ int cmd_run(int argc, char **argv)
     if (r->csv)
         samples_csv_write_tick(r->csv, r->s, &e);
     for (size_t i = 0; i < r->s->set.n; i++)
-        r->pend_j[i] += r->s->st[i].tick_energy_j;
+        if (!r->gpu_split[i])
+            r->pend_j[i] += r->s->st[i].tick_energy_j;
     r->pend_ns += r->s->t_now - r->s->t_prev;
     sampler_refresh_util(r->s);
     split_pending(r, true);
+    run_gpu_tick(r, true);
     event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
     pstree_snapshot(r);
     if (r->tty)
@@ -1100,7 +1062,7 @@ int cmd_run(int argc, char **argv)
     }
     /* the files first: a closed stdout must not cost the report */
     if (text) {
-        FILE *tf = open_in(r, "report.txt", text);
+        FILE *tf = run_open_file(r, "report.txt", text);
         if (tf)
             fclose(tf);
     }
@@ -1109,7 +1071,9 @@ int cmd_run(int argc, char **argv)
         fputs(text, stdout);
     free(text);
     write_json(r, "manifest.json", manifest(r, "complete"));
+    gpu_status = r->signals ? "incomplete" : "complete";
 out:
+    run_gpu_done(r, gpu_status);
     if (r->csv)
         samples_csv_close(r->csv);
     if (r->attr)

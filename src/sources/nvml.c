@@ -83,11 +83,23 @@ static const struct nvml_sym {
     {offsetof(struct nvml_api, mig_mode), false, {"nvmlDeviceGetMigMode", NULL, NULL}},
 };
 
+/* The latest per-process utilization NVML gave for one process. */
+struct nvml_seen {
+    uint32_t pid;
+    unsigned sm;
+    unsigned long long ts_us; /* NVML's sample time stamp */
+};
+
 struct nvml_gpu {
     nvml_device_t dev;
     unsigned index;
     bool counter; /* the energy counter answered at probe: the channel is a counter */
     bool gauge;   /* the power gauge answered at probe */
+    char uuid[NVML_DEVICE_UUID_BUFFER_SIZE];
+    /* per-process utilization: the last sample time asked from, and each process's latest */
+    unsigned long long last_seen_us, newest_us;
+    size_t nseen;
+    struct nvml_seen seen[NVML_PROCS_MAX];
 };
 
 struct nvml_priv {
@@ -236,6 +248,7 @@ static int add_gpu(struct source *s, struct probe_ctx *ctx, struct nvml_priv *p,
         note_add(s->note, sizeof s->note,
                  "GPU %u is in MIG mode: MIG instances are not split, the whole GPU is one channel",
                  index);
+    snprintf(g.uuid, sizeof g.uuid, "%s", uuid);
     p->gpu[p->n++] = g;
     s->count++;
     return 1;
@@ -387,12 +400,12 @@ static void nvml_read(struct source *s, struct reading *out)
 }
 
 /* The GPU with NVML index gpu of a usable nvml source, or NULL. */
-static const struct nvml_gpu *find_gpu(const struct source *s, unsigned gpu,
-                                       const struct nvml_priv **ret_p)
+static struct nvml_gpu *find_gpu(const struct source *s, unsigned gpu,
+                                 const struct nvml_priv **ret_p)
 {
     if (!s || s->ops != &nvml_source_ops || s->status != 0 || !s->priv)
         return NULL;
-    const struct nvml_priv *p = s->priv;
+    struct nvml_priv *p = s->priv;
     for (size_t i = 0; i < p->n; i++) {
         if (p->gpu[i].index == gpu) {
             *ret_p = p;
@@ -402,10 +415,54 @@ static const struct nvml_gpu *find_gpu(const struct source *s, unsigned gpu,
     return NULL;
 }
 
-int nvml_device_processes(const struct source *s, unsigned gpu, struct nvml_proc *out, int cap)
+const char *nvml_device_uuid(const struct source *s, unsigned gpu)
 {
     const struct nvml_priv *p;
     const struct nvml_gpu *g = find_gpu(s, gpu, &p);
+    return g ? g->uuid : NULL;
+}
+
+/* Takes the per-process samples NVML has gathered since the last call into g->seen. */
+static void take_samples(const struct nvml_priv *p, struct nvml_gpu *g)
+{
+    struct nvml_process_sample util[NVML_PROCS_MAX];
+    unsigned int nu = NVML_PROCS_MAX;
+    nvml_return_t r = p->api.proc_util(g->dev, util, &nu, g->last_seen_us);
+    if (r != NVML_SUCCESS)
+        return; /* NOT_FOUND: nothing new since last_seen; others: keep what is known */
+    if (nu > NVML_PROCS_MAX)
+        nu = NVML_PROCS_MAX;
+    for (unsigned i = 0; i < nu; i++) {
+        const struct nvml_process_sample *u = &util[i];
+        if (u->time_stamp_us > g->newest_us)
+            g->newest_us = u->time_stamp_us;
+        size_t k = 0;
+        while (k < g->nseen && g->seen[k].pid != u->pid)
+            k++;
+        if (k == g->nseen) {
+            if (g->nseen == NVML_PROCS_MAX) {
+                /* full: the oldest entry makes room */
+                k = 0;
+                for (size_t m = 1; m < g->nseen; m++)
+                    if (g->seen[m].ts_us < g->seen[k].ts_us)
+                        k = m;
+            } else {
+                g->nseen++;
+            }
+            g->seen[k] = (struct nvml_seen){.pid = u->pid, .ts_us = 0};
+        }
+        if (u->time_stamp_us >= g->seen[k].ts_us) {
+            g->seen[k].sm = u->sm_util > 100 ? 100 : u->sm_util;
+            g->seen[k].ts_us = u->time_stamp_us;
+        }
+    }
+    g->last_seen_us = g->newest_us;
+}
+
+int nvml_device_processes(const struct source *s, unsigned gpu, struct nvml_proc *out, int cap)
+{
+    const struct nvml_priv *p;
+    struct nvml_gpu *g = find_gpu(s, gpu, &p);
     if (!g || cap < 0 || (cap > 0 && !out))
         return -EINVAL;
     if (!p->api.processes)
@@ -419,16 +476,9 @@ int nvml_device_processes(const struct source *s, unsigned gpu, struct nvml_proc
         return nvml_errno(r);
     if (n > NVML_PROCS_MAX)
         n = NVML_PROCS_MAX;
+    if (p->api.proc_util)
+        take_samples(p, g);
 
-    struct nvml_process_sample util[NVML_PROCS_MAX];
-    unsigned int nu = 0;
-    if (p->api.proc_util) {
-        nu = NVML_PROCS_MAX;
-        if (p->api.proc_util(g->dev, util, &nu, 0) != NVML_SUCCESS)
-            nu = 0;
-        if (nu > NVML_PROCS_MAX)
-            nu = NVML_PROCS_MAX;
-    }
     int k = 0;
     for (unsigned i = 0; i < n && k < cap; i++, k++) {
         out[k].pid = info[i].pid;
@@ -436,9 +486,14 @@ int nvml_device_processes(const struct source *s, unsigned gpu, struct nvml_proc
                                     ? UINT64_MAX
                                     : info[i].used_gpu_memory;
         out[k].sm_util_pct = -1;
-        for (unsigned j = 0; j < nu; j++)
-            if (util[j].pid == info[i].pid)
-                out[k].sm_util_pct = (int)util[j].sm_util;
+        for (size_t m = 0; m < g->nseen; m++) {
+            if (g->seen[m].pid != info[i].pid)
+                continue;
+            /* a process whose last sample is much older than the newest sampled nothing
+             * since: it has been idle on the GPU */
+            out[k].sm_util_pct =
+                g->newest_us - g->seen[m].ts_us > NVML_SAMPLE_STALE_US ? 0 : (int)g->seen[m].sm;
+        }
     }
     return k;
 }

@@ -75,11 +75,17 @@ struct nvml_process_sample {
 /* nvml_device_processes looks at most at this many processes per GPU. */
 #define NVML_PROCS_MAX 256
 
+/* A process's latest per-process utilization sample counts as current for this long after
+ * the newest sample of the GPU; older, the process has been idle on the GPU since (NVML only
+ * records samples of processes that ran kernels). */
+#define NVML_SAMPLE_STALE_US 2000000ULL
+
 /* One process running on a GPU. */
 struct nvml_proc {
     uint32_t pid;
     uint64_t used_mem_bytes; /* UINT64_MAX when NVML does not know it */
-    int sm_util_pct;         /* SM utilization of the recent samples, -1 when unknown */
+    int sm_util_pct;         /* its latest SM utilization sample (0 when that is stale), -1
+                                when NVML gave none for it or the call is not supported */
 };
 
 /* GPU and memory utilization of one GPU, in percent. */
@@ -92,12 +98,18 @@ struct nvml_util {
  * per GPU, kind gpu, a total domain, socket = the NVML index. */
 extern const struct source_ops nvml_source_ops;
 
+/* The UUID of GPU number gpu of a probed nvml source s ("" when NVML did not tell it), or
+ * NULL when s is not a usable nvml source or gpu is not one of its GPUs. */
+const char *nvml_device_uuid(const struct source *s, unsigned gpu);
+
 /*
  * The processes running on GPU number gpu (the NVML index) of a probed nvml source s: writes
  * at most cap entries into out and returns how many, 0 when none runs. Returns -EINVAL when s
  * is not a usable nvml source or gpu is not one of its GPUs, -EOPNOTSUPP when the library
  * lacks the call, -ENOBUFS when more than NVML_PROCS_MAX processes run, -ENODEV when the GPU
- * is lost, -EIO for another NVML error. Allocates nothing.
+ * is lost, -EIO for another NVML error. Allocates nothing. Per-process utilization is asked
+ * for the samples since the previous call (NVML's lastSeenTimeStamp), and each process keeps
+ * its latest sample between calls: NVML samples every few hundred ms, carma may ask every tick.
  */
 int nvml_device_processes(const struct source *s, unsigned gpu, struct nvml_proc *out, int cap);
 

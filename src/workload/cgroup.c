@@ -104,6 +104,8 @@ int cgroup_base_create(struct cgroup_dir *ret, struct carma_err *e)
                              "this process is in no cgroup v2 (/proc/self/cgroup has no 0:: line)");
     snprintf(ret->path, sizeof ret->path, "%s%s%scarma-%d", mnt, own,
              own[strlen(own) - 1] == '/' ? "" : "/", (int)getpid());
+    snprintf(ret->rel, sizeof ret->rel, "%s%scarma-%d", own, own[strlen(own) - 1] == '/' ? "" : "/",
+             (int)getpid());
     if (mkdir(ret->path, 0755) < 0 && errno != EEXIST)
         return carma_err_set(e, -errno, "cannot create cgroup %s: %s%s", ret->path, strerror(errno),
                              errno == EACCES || errno == EPERM || errno == EROFS
@@ -122,6 +124,7 @@ int cgroup_child_create(const struct cgroup_dir *parent, const char *name, struc
     if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return carma_err_set(e, -EINVAL, "bad cgroup name '%s'", name);
     snprintf(ret->path, sizeof ret->path, "%s/%s", parent->path, name);
+    snprintf(ret->rel, sizeof ret->rel, "%s/%s", parent->rel, name);
     if (mkdirat(parent->dirfd, name, 0755) < 0 && errno != EEXIST)
         return carma_err_set(e, -errno, "cannot create cgroup %s: %s", ret->path, strerror(errno));
     int r = open_files(ret, e);

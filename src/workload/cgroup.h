@@ -22,6 +22,7 @@
 
 struct cgroup_dir {
     char path[4096];
+    char rel[2048]; /* the same cgroup as /proc/PID/cgroup names it (below the v2 root) */
     int dirfd;
     int procs_fd;  /* cgroup.procs, for writing a pid */
     int stat_fd;   /* cpu.stat */

@@ -142,6 +142,38 @@ static void test_processes_and_utilization(void **state)
     probed_free(p);
 }
 
+/* The library named lib in the fake's directory (libfake-nvml-nosym.so, libfake-nvml-v2.so). */
+static void sibling_lib(char *buf, size_t cap, const char *lib, const char *name)
+{
+    snprintf(buf, cap, "%s", lib);
+    char *slash = strrchr(buf, '/');
+    size_t dir = slash ? (size_t)(slash - buf) + 1 : 0;
+    snprintf(buf + dir, cap - dir, "%s", name);
+}
+
+/* UUIDs, and a driver with only the _v2 process call: the same processes */
+static void test_uuid_and_v2_only(void **state)
+{
+    (void)state;
+    char v2[1024];
+    sibling_lib(v2, sizeof v2, fake_lib(), "libfake-nvml-v2.so");
+    struct probed *p = probe_with(v2, "two");
+    assert_int_equal(p->r, 2);
+    assert_string_equal(nvml_device_uuid(&p->src, 0), "GPU-0000");
+    assert_string_equal(nvml_device_uuid(&p->src, 1), "GPU-0001");
+    assert_null(nvml_device_uuid(&p->src, 2));
+    struct nvml_proc pr[8];
+    assert_int_equal(nvml_device_processes(&p->src, 0, pr, 8), 2);
+    assert_int_equal(pr[0].pid, 4242);
+    assert_int_equal(pr[0].sm_util_pct, 75);
+    /* asked again: NVML gives the samples since the last call, the figures stay */
+    assert_int_equal(nvml_device_processes(&p->src, 0, pr, 8), 2);
+    assert_int_equal(pr[0].sm_util_pct, 75);
+    probed_free(p);
+    struct source none = {0};
+    assert_null(nvml_device_uuid(&none, 0));
+}
+
 static void test_no_energy_gauge(void **state)
 {
     (void)state;
@@ -253,11 +285,12 @@ static void test_not_below_fixture_root(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_gpus),        cmocka_unit_test(test_processes_and_utilization),
-        cmocka_unit_test(test_no_energy_gauge), cmocka_unit_test(test_mig_note),
-        cmocka_unit_test(test_library_missing), cmocka_unit_test(test_symbol_missing),
-        cmocka_unit_test(test_init_error),      cmocka_unit_test(test_no_gpu),
-        cmocka_unit_test(test_gpu_lost),        cmocka_unit_test(test_not_below_fixture_root),
+        cmocka_unit_test(test_two_gpus),         cmocka_unit_test(test_processes_and_utilization),
+        cmocka_unit_test(test_no_energy_gauge),  cmocka_unit_test(test_mig_note),
+        cmocka_unit_test(test_library_missing),  cmocka_unit_test(test_symbol_missing),
+        cmocka_unit_test(test_init_error),       cmocka_unit_test(test_no_gpu),
+        cmocka_unit_test(test_gpu_lost),         cmocka_unit_test(test_not_below_fixture_root),
+        cmocka_unit_test(test_uuid_and_v2_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,123 @@
+/*
+ * run: the state of one `carma run`, shared by the orchestrator (run.c) and its GPU
+ * accounting (run_gpu.c).
+ */
+#ifndef CARMA_CLI_RUN_H
+#define CARMA_CLI_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "analysis/carbon.h"
+#include "analysis/gpu_split.h"
+#include "analysis/split.h"
+#include "core/csv.h"
+#include "sampler/samples_csv.h"
+#include "sampler/sampler.h"
+#include "sources/nvml.h"
+#include "workload/cgroup.h"
+#include "workload/experiment.h"
+#include "workload/perfcount.h"
+#include "workload/pidowner.h"
+#include "workload/proctree.h"
+
+/* The GPUs whose energy is split by process, at most this many. */
+#define RUN_GPUS_MAX 16
+
+struct run_gpu;
+
+#define EVENT_PERIOD_NS  NS_PER_S
+#define PSTREE_PERIOD_NS (10 * NS_PER_S)
+
+struct job {
+    const struct workload_spec *spec;
+    pid_t pid;
+    bool started, exited, timed_out, done;
+    int wstatus, exit_status;
+    int64_t start_mono, end_mono, start_real, end_real;
+    struct cgroup_dir cg;
+    bool have_cg;
+    struct proctree tree;
+    bool have_tree;
+    uint64_t cpu_ns, cpu_prev_ns; /* CPU time of the job's processes, cumulative */
+    int64_t kill_deadline;        /* SIGKILL the job's processes at this time; 0: none */
+    int64_t linger_deadline;      /* SIGTERM what outlived the main process; 0: none */
+    bool term_sent;
+    bool cpu_final; /* its CPU time was read after it ended */
+    struct perf_counters perf;
+    double energy_j, by_kind_j[6], g_op, event_j;
+    double last_w;              /* power over the last event period */
+    double gpu_j[RUN_GPUS_MAX]; /* energy of each split GPU given to the job */
+};
+
+struct run {
+    struct experiment x;
+    struct sampler *s;
+    struct job *jobs;
+    size_t njobs;
+    char dir[4096];
+    struct samples_csv *csv;
+    FILE *attr, *events, *pstree, *features;
+    int sigfd;
+    sigset_t old_mask;
+    struct cgroup_dir base;
+    bool have_base;
+    char cgroup_note[CARMA_ERR_MSG_MAX];
+    enum split_policy policy;
+    double static_w[CHANNELS_MAX]; /* per channel, from the baseline or the model */
+    double static_busy;            /* CPUs busy on average during the baseline */
+    const char *static_source;
+    double pend_j[CHANNELS_MAX]; /* energy not yet split (ticks without fresh CPU times) */
+    int64_t pend_ns;
+    int node_idx[CHANNELS_MAX];
+    size_t nnode;
+    bool in_node[CHANNELS_MAX];
+    double idle_j, other_j, unattr_j, idle_g, other_g, unattr_g;
+    double total_j;
+    struct carbon_intensity ci;
+    int64_t grace_ns, t_start, last_event, last_pstree;
+    int signals;
+    bool tty;
+    long clk_tck;                     /* proc/stat's clock ticks per second */
+    bool pstree_due;                  /* a workload started: snapshot the trees at the next tick */
+    struct csv_buf attr_buf;          /* the rows of the current split */
+    double sum_dyn_j[CHANNELS_MAX];   /* per channel: energy above the baseline so far */
+    double sum_above, sum_above_next; /* busy CPU-seconds above the baseline's so far */
+    bool gpu_split[CHANNELS_MAX];     /* the channel's energy is split by run_gpu.c */
+    struct run_gpu *gpu;              /* NULL when no GPU is split by process */
+};
+
+/* attribution.csv: one row of the current split (kept for one write per split). */
+void run_attr_row(struct run *r, size_t ch, const char *job, double joules);
+void run_attr_flush(struct run *r);
+/* Grams of CO2e per joule at the current tick (intensity × PUE). */
+double run_g_per_j(const struct run *r);
+/* Creates DIR/name with header (may be NULL); NULL after printing an error. */
+FILE *run_open_file(struct run *r, const char *name, const char *header);
+
+/*
+ * The GPU side of a run (run_gpu.c): the channels of NVML's GPUs are split among the workloads
+ * by their processes' utilization of each device (at most every RUN_GPU_PERIOD_NS), and
+ * written to utilization.csv and, in srt-slurm's format, to power/.
+ */
+#define RUN_GPU_PERIOD_NS      20000000LL  /* process lists are read at most this often */
+#define RUN_GPU_UTIL_PERIOD_NS 100000000LL /* utilization.csv and power/ rows */
+/* Finds the GPUs and which workloads own them, opens the files. Returns 0 (also when there
+ * is no GPU) or -1 after printing an error. Call once the run directory exists. */
+int run_gpu_setup(struct run *r);
+/* Adds this tick's energy of the GPU channels and splits what is pending when due (always
+ * when final). */
+void run_gpu_tick(struct run *r, bool final);
+/* report.json: "gpus" at the top level, "gpu_j" in each workload (ws: the workloads array). */
+void run_gpu_report(struct run *r, json_t *rep, json_t *ws);
+/* report.txt: the GPU lines. */
+void run_gpu_text(struct run *r, FILE *f);
+/* Closes the files (status for power/manifest.json) and frees the GPU state (NULL-safe). */
+void run_gpu_done(struct run *r, const char *status);
+
+#endif

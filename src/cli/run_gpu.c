@@ -1,0 +1,497 @@
+/*
+ * run_gpu: the GPU side of `carma run`.
+ *
+ * Every NVML GPU's energy is split among the workloads on one rule per tick: the static part
+ * (the GPU's baseline power × Δt) by the idle policy, the dynamic rest by the workloads'
+ * processes' SM utilization of that device (analysis/gpu_split.h has the fallbacks). NVML
+ * names processes by pid; workload/pidowner.h finds whose they are (cgroup, process group,
+ * ancestry). The process lists are read at most every RUN_GPU_PERIOD_NS, and the energy of the
+ * ticks in between is split on the next read. Every RUN_GPU_UTIL_PERIOD_NS the device and
+ * process utilization goes to utilization.csv and the GPUs' power to power/ in srt-slurm's
+ * format (export/srt_power.h).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/common.h"
+#include "cli/run.h"
+#include "core/fmt.h"
+#include "export/srt_power.h"
+
+struct gpu_dev {
+    size_t ch;          /* the channel in the sampler's set */
+    unsigned index;     /* NVML's */
+    const char *uuid;   /* "" when unknown */
+    struct source *src; /* the nvml source */
+    bool owns[SPLIT_JOBS_MAX];
+    double pend_j;
+    int64_t pend_ns;
+    double util_j; /* since the last power/ row */
+    int64_t util_ns;
+    bool util_valid; /* every reading since the last power/ row was valid */
+    double jobs_j, idle_j, other_j, unattr_j, total_j;
+    double basis_s[GPU_BASIS_N];
+    /* the shares read at the start of the pending period (the previous read) */
+    double prev_f[SPLIT_JOBS_MAX];
+    bool prev_present[SPLIT_JOBS_MAX];
+    bool prev_valid;
+    enum gpu_basis prev_basis;
+    uint64_t invalid; /* readings missing since the run started */
+    int nprocs;       /* the last process list (-errno when it could not be read) */
+    struct nvml_proc procs[NVML_PROCS_MAX];
+    int proc_job[NVML_PROCS_MAX];
+};
+
+struct run_gpu {
+    size_t n;
+    struct gpu_dev dev[RUN_GPUS_MAX];
+    struct pidowner owner;
+    struct pidowner_job pj[SPLIT_JOBS_MAX];
+    int64_t last_split, last_util;
+    FILE *util;
+    struct csv_buf ubuf;
+    struct srt_power *srt;
+    bool srt_failed;
+    unsigned lookups_failed;
+};
+
+/* The nvml source that owns channel i, or NULL. */
+static struct source *source_of(struct sampler *s, size_t i)
+{
+    for (size_t k = 0; k < s->nsrc; k++)
+        if (s->src[k].status == 0 && i >= s->src[k].first && i < s->src[k].first + s->src[k].count)
+            return &s->src[k];
+    return NULL;
+}
+
+/* The CUDA_VISIBLE_DEVICES a workload gets: its own env's, else carma's; NULL when none. */
+static const char *workload_cvd(const struct workload_spec *w)
+{
+    static const char key[] = "CUDA_VISIBLE_DEVICES=";
+    for (size_t i = 0; i < w->n_env; i++)
+        if (strncmp(w->env[i], key, sizeof key - 1) == 0)
+            return w->env[i] + sizeof key - 1;
+    return getenv("CUDA_VISIBLE_DEVICES");
+}
+
+/* Which GPUs each workload owns: its allocation's, else those its CUDA_VISIBLE_DEVICES
+ * names. A workload that states neither owns none (for the fallback split only). */
+static void find_owners(struct run *r, struct run_gpu *g)
+{
+    size_t ngpu = 0;
+    const char *uuids[NVML_GPUS_MAX] = {0};
+    for (size_t d = 0; d < g->n; d++) {
+        if (g->dev[d].index < NVML_GPUS_MAX) {
+            uuids[g->dev[d].index] = g->dev[d].uuid;
+            if (g->dev[d].index + 1 > ngpu)
+                ngpu = g->dev[d].index + 1;
+        }
+    }
+    for (size_t k = 0; k < r->njobs; k++) {
+        const struct workload_spec *w = r->jobs[k].spec;
+        bool vis[NVML_GPUS_MAX] = {0};
+        if (w->n_gpus) {
+            for (size_t q = 0; q < w->n_gpus; q++)
+                if (w->gpus[q] >= 0 && w->gpus[q] < NVML_GPUS_MAX)
+                    vis[w->gpus[q]] = true;
+        } else {
+            gpu_visible_parse(workload_cvd(w), uuids, ngpu, vis);
+        }
+        for (size_t d = 0; d < g->n; d++)
+            g->dev[d].owns[k] = g->dev[d].index < NVML_GPUS_MAX && vis[g->dev[d].index];
+    }
+}
+
+static void open_power(struct run *r, struct run_gpu *g)
+{
+    unsigned idx[RUN_GPUS_MAX];
+    const char *uu[RUN_GPUS_MAX];
+    struct srt_power_assignment as[RUN_GPUS_MAX * 8];
+    size_t na = 0;
+    bool counter = true;
+    for (size_t d = 0; d < g->n; d++) {
+        idx[d] = g->dev[d].index;
+        uu[d] = g->dev[d].uuid;
+        counter = counter && r->s->set.ch[g->dev[d].ch].form == FORM_COUNTER;
+        for (size_t k = 0; k < r->njobs && na < sizeof as / sizeof as[0]; k++)
+            if (g->dev[d].owns[k])
+                as[na++] = (struct srt_power_assignment){
+                    .gpu_index = g->dev[d].index,
+                    .worker_role = "agg",
+                    .worker_index = (int)k,
+                    .worker_process = r->jobs[k].spec->name,
+                };
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/power", r->dir);
+    double iv = (double)r->s->interval_ns / 1e9;
+    struct srt_power_opts o = {
+        .dir = dir,
+        .run_name = r->x.name,
+        .interval_s = iv > RUN_GPU_UTIL_PERIOD_NS / 1e9 ? iv : RUN_GPU_UTIL_PERIOD_NS / 1e9,
+        .producer_version = CARMA_VERSION,
+        .source_metric =
+            counter ? "nvmlDeviceGetTotalEnergyConsumption" : "nvmlDeviceGetPowerUsage",
+        .power_scope = "gpu_device_board_as_reported_by_nvml",
+        .ndev = g->n,
+        .gpu_index = idx,
+        .gpu_uuid = uu,
+        .nassign = na,
+        .assign = as,
+    };
+    struct carma_err e = {0};
+    g->srt = srt_power_open(&o, &e);
+    if (!g->srt)
+        cli_error("%s; the GPU samples are not exported to power/", e.msg);
+}
+
+int run_gpu_setup(struct run *r)
+{
+    struct sampler *s = r->s;
+    size_t n = 0;
+    for (size_t i = 0; i < s->set.n; i++)
+        n += strcmp(s->set.ch[i].source, "nvml") == 0 && s->set.ch[i].kind == KIND_GPU;
+    if (n == 0)
+        return 0;
+    struct run_gpu *g = calloc(1, sizeof *g);
+    if (!g) {
+        cli_error("out of memory");
+        return -1;
+    }
+    r->gpu = g;
+    for (size_t i = 0; i < s->set.n && g->n < RUN_GPUS_MAX; i++) {
+        const struct channel *c = &s->set.ch[i];
+        if (strcmp(c->source, "nvml") != 0 || c->kind != KIND_GPU || c->socket < 0)
+            continue;
+        struct source *src = source_of(s, i);
+        const char *uuid = nvml_device_uuid(src, (unsigned)c->socket);
+        if (!uuid)
+            continue;
+        struct gpu_dev *d = &g->dev[g->n++];
+        d->ch = i;
+        d->index = (unsigned)c->socket;
+        d->uuid = uuid;
+        d->src = src;
+        d->util_valid = true;
+        r->gpu_split[i] = true;
+    }
+    if (n > g->n)
+        cli_error("%zu GPUs: the energy of the first %d is split among the workloads, the rest "
+                  "is unattributed",
+                  n, RUN_GPUS_MAX);
+    pidowner_init(&g->owner, "/proc");
+    find_owners(r, g);
+    g->util = run_open_file(r, "utilization.csv",
+                            "timestamp_unix,gpu,gpu_uuid,pid,workload,gpu_util_pct,mem_util_pct,"
+                            "sm_util_pct,used_mem_mib\r\n");
+    if (csv_buf_reserve(&g->ubuf, 64 * 1024) < 0)
+        return -1;
+    open_power(r, g);
+    return 0;
+}
+
+/* Reads each GPU's processes and whose they are. */
+static void read_processes(struct run *r, struct run_gpu *g)
+{
+    pidowner_next(&g->owner);
+    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
+        const struct job *j = &r->jobs[k];
+        g->pj[k] = (struct pidowner_job){
+            .cgroup = j->have_cg ? j->cg.rel : NULL,
+            .pid = j->started ? j->pid : 0,
+        };
+    }
+    for (size_t d = 0; d < g->n; d++) {
+        struct gpu_dev *v = &g->dev[d];
+        v->nprocs = nvml_device_processes(v->src, v->index, v->procs, NVML_PROCS_MAX);
+        for (int p = 0; p < v->nprocs; p++)
+            v->proc_job[p] = pidowner_lookup(&g->owner, (pid_t)v->procs[p].pid, g->pj,
+                                             r->njobs < SPLIT_JOBS_MAX ? r->njobs : SPLIT_JOBS_MAX);
+    }
+}
+
+static void split_device(struct run *r, struct run_gpu *g, struct gpu_dev *v, double g_per_j)
+{
+    double dt = (double)v->pend_ns / 1e9;
+    double de = v->pend_j;
+    v->pend_j = 0;
+    v->pend_ns = 0;
+    struct gpu_proc gp[NVML_PROCS_MAX];
+    size_t np = v->nprocs > 0 ? (size_t)v->nprocs : 0;
+    for (size_t p = 0; p < np; p++)
+        gp[p] = (struct gpu_proc){.job = v->proc_job[p], .sm_pct = v->procs[p].sm_util_pct};
+    bool alive[SPLIT_JOBS_MAX] = {0};
+    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
+        alive[k] = r->jobs[k].started && !r->jobs[k].done;
+    struct gpu_weights w;
+    gpu_weights(gp, np, r->njobs, v->owns, alive, &w);
+    /*
+     * The lists read at both ends of the period say who used the device during it: each
+     * job's share is the mean of its shares at the two ends (a process that ended or started
+     * within the period gets half its share, unbiased when it did so at any time alike); an
+     * end where nobody used the device does not count.
+     */
+    double f[SPLIT_JOBS_MAX] = {0};
+    bool present[SPLIT_JOBS_MAX] = {0};
+    bool now_valid = w.node_w > 0;
+    double ends = (now_valid ? 1.0 : 0.0) + (v->prev_valid ? 1.0 : 0.0);
+    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
+        double cur = now_valid ? w.job_w[k] / w.node_w : 0.0;
+        if (ends > 0)
+            f[k] = ((v->prev_valid ? v->prev_f[k] : 0.0) + cur) / ends;
+        present[k] = w.present[k] || (v->prev_valid && v->prev_present[k]);
+        v->prev_f[k] = cur;
+        v->prev_present[k] = w.present[k];
+    }
+    enum gpu_basis basis = now_valid || !v->prev_valid ? w.basis : v->prev_basis;
+    v->prev_valid = now_valid;
+    v->prev_basis = w.basis;
+    v->basis_s[basis] += dt;
+    if (de == 0.0)
+        return;
+    double st = isfinite(r->static_w[v->ch]) ? r->static_w[v->ch] * dt : 0.0;
+    struct split_in in = {
+        .de_j = de,
+        .static_j = st,
+        .njobs = r->njobs,
+        .job_busy = f,
+        .running = present,
+        .node_busy = ends > 0 ? 1.0 : 0.0, /* the rest of the shares: processes outside */
+        .policy = r->policy,
+    };
+    struct split_out o;
+    split_energy(&in, &o);
+    const struct channel *c = &r->s->set.ch[v->ch];
+    bool node = r->in_node[v->ch];
+    size_t d = (size_t)(v - g->dev);
+    for (size_t k = 0; k < r->njobs; k++) {
+        run_attr_row(r, v->ch, r->jobs[k].spec->name, o.job_j[k]);
+        v->jobs_j += o.job_j[k];
+        struct job *j = &r->jobs[k];
+        j->gpu_j[d] += o.job_j[k];
+        if (node) {
+            j->energy_j += o.job_j[k];
+            j->event_j += o.job_j[k];
+            j->by_kind_j[c->kind] += o.job_j[k];
+            j->g_op += o.job_j[k] * g_per_j;
+        }
+    }
+    run_attr_row(r, v->ch, "idle", o.idle_j);
+    run_attr_row(r, v->ch, "other", o.other_j);
+    run_attr_row(r, v->ch, "unattributed", o.unattributed_j);
+    v->idle_j += o.idle_j;
+    v->other_j += o.other_j;
+    v->unattr_j += o.unattributed_j;
+    v->total_j += de;
+    if (node) {
+        r->idle_j += o.idle_j;
+        r->other_j += o.other_j;
+        r->unattr_j += o.unattributed_j;
+        r->idle_g += o.idle_j * g_per_j;
+        r->other_g += o.other_j * g_per_j;
+        r->unattr_g += o.unattributed_j * g_per_j;
+        r->total_j += de;
+    }
+}
+
+static void num_cell(struct csv_buf *b, double v, bool ok)
+{
+    char t[40];
+    csv_buf_raw(b, ",", 1);
+    if (ok)
+        csv_buf_raw(b, t, (size_t)fmt_fixed6(t, v));
+}
+
+/* utilization.csv rows and a power/ scrape for every GPU. */
+static void write_utilization(struct run *r, struct run_gpu *g)
+{
+    char ts[40];
+    size_t tl = fmt_unix_us(ts, r->s->real_now);
+    struct csv_buf *b = &g->ubuf;
+    /* the rows hold each GPU's average power over the period: stamped at its middle (every
+     * GPU's period is the same) */
+    if (g->srt)
+        srt_power_scrape_begin(g->srt,
+                               (double)(r->s->real_now - (g->n ? g->dev[0].util_ns / 2 : 0)) / 1e9);
+    for (size_t d = 0; d < g->n; d++) {
+        struct gpu_dev *v = &g->dev[d];
+        struct nvml_util u;
+        bool have_u = nvml_device_utilization(v->src, v->index, &u) == 0;
+        char idx[24];
+        size_t il = fmt_u64(idx, v->index);
+        if (have_u || v->nprocs >= 0) {
+            csv_buf_raw(b, ts, tl);
+            csv_buf_raw(b, ",", 1);
+            csv_buf_raw(b, idx, il);
+            csv_buf_field(b, v->uuid, 0);
+            csv_buf_raw(b, ",,", 2);
+            num_cell(b, have_u ? u.gpu_pct : 0, have_u);
+            num_cell(b, have_u ? u.mem_pct : 0, have_u);
+            csv_buf_raw(b, ",,", 2);
+            csv_buf_end_row(b);
+        }
+        for (int p = 0; p < v->nprocs; p++) {
+            const struct nvml_proc *pr = &v->procs[p];
+            char pid[24];
+            csv_buf_raw(b, ts, tl);
+            csv_buf_raw(b, ",", 1);
+            csv_buf_raw(b, idx, il);
+            csv_buf_field(b, v->uuid, 0);
+            csv_buf_raw(b, ",", 1);
+            csv_buf_raw(b, pid, fmt_u64(pid, pr->pid));
+            csv_buf_field(b, v->proc_job[p] >= 0 ? r->jobs[v->proc_job[p]].spec->name : "other", 0);
+            csv_buf_raw(b, ",,", 2);
+            num_cell(b, pr->sm_util_pct, pr->sm_util_pct >= 0);
+            num_cell(b, (double)pr->used_mem_bytes / (1024.0 * 1024.0),
+                     pr->used_mem_bytes != UINT64_MAX);
+            csv_buf_end_row(b);
+        }
+        if (g->srt && v->util_valid && v->util_ns > 0)
+            srt_power_row(g->srt, v->index, v->uuid, v->util_j / ((double)v->util_ns / 1e9),
+                          have_u ? u.gpu_pct : NAN, NAN);
+        v->util_j = 0;
+        v->util_ns = 0;
+        v->util_valid = true;
+    }
+    if (g->util && b->len) {
+        if (fwrite(b->data, 1, b->len, g->util) != b->len || fflush(g->util) != 0)
+            cli_error("cannot write utilization.csv: %s", strerror(errno));
+    }
+    b->len = 0;
+    if (g->srt) {
+        struct carma_err e = {0};
+        if (srt_power_scrape_end(g->srt, &e) < 0 && !g->srt_failed) {
+            g->srt_failed = true;
+            cli_error("%s", e.msg);
+        }
+    }
+}
+
+void run_gpu_tick(struct run *r, bool final)
+{
+    struct run_gpu *g = r->gpu;
+    if (!g)
+        return;
+    const struct sampler *s = r->s;
+    int64_t dt = s->t_now - s->t_prev;
+    for (size_t d = 0; d < g->n; d++) {
+        struct gpu_dev *v = &g->dev[d];
+        const struct chan_state *st = &s->st[v->ch];
+        v->pend_j += st->tick_energy_j;
+        v->pend_ns += dt;
+        v->util_j += st->tick_energy_j;
+        v->util_ns += dt;
+        if (!st->tick_valid) {
+            v->invalid++;
+            v->util_valid = false;
+        }
+    }
+    /* due when a period is over, to half a tick: ticks land either side of it */
+    if (!final && g->last_split &&
+        s->t_now - g->last_split < RUN_GPU_PERIOD_NS - s->interval_ns / 2)
+        return;
+    g->last_split = s->t_now;
+    read_processes(r, g);
+    double g_per_j = run_g_per_j(r);
+    for (size_t d = 0; d < g->n; d++)
+        split_device(r, g, &g->dev[d], g_per_j);
+    run_attr_flush(r);
+    if (final || !g->last_util || s->t_now - g->last_util >= RUN_GPU_UTIL_PERIOD_NS) {
+        g->last_util = s->t_now;
+        write_utilization(r, g);
+    }
+}
+
+void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
+{
+    struct run_gpu *g = r->gpu;
+    json_t *arr = json_array();
+    for (size_t d = 0; g && d < g->n; d++) {
+        struct gpu_dev *v = &g->dev[d];
+        const struct channel *c = &r->s->set.ch[v->ch];
+        json_t *o = json_object();
+        json_object_set_new(o, "channel", json_string(c->name));
+        json_object_set_new(o, "index", json_integer(v->index));
+        json_object_set_new(o, "uuid", json_string(v->uuid));
+        /* the label is "<name> <uuid>" */
+        size_t ll = strlen(c->label), ul = strlen(v->uuid);
+        if (ul && ll > ul && strcmp(c->label + ll - ul, v->uuid) == 0)
+            ll -= ul + 1;
+        json_object_set_new(o, "name", json_stringn(c->label, ll));
+        json_object_set_new(o, "form", json_string(c->form == FORM_COUNTER ? "counter" : "gauge"));
+        json_object_set_new(o, "energy_j", json_real(v->total_j));
+        json_object_set_new(o, "covered_s", json_real(sampler_window_covered_s(r->s, v->ch)));
+        json_object_set_new(o, "invalid_samples", json_integer((json_int_t)v->invalid));
+        json_set_num(o, "drift_pct", sampler_window_drift_pct(r->s, v->ch));
+        json_set_num(o, "static_power_w", r->static_w[v->ch]);
+        json_object_set_new(o, "jobs_j", json_real(v->jobs_j));
+        json_object_set_new(o, "idle_j", json_real(v->idle_j));
+        json_object_set_new(o, "other_j", json_real(v->other_j));
+        json_object_set_new(o, "unattributed_j", json_real(v->unattr_j));
+        json_t *b = json_object();
+        for (int k = 0; k < GPU_BASIS_N; k++)
+            json_object_set_new(b, gpu_basis_name((enum gpu_basis)k), json_real(v->basis_s[k]));
+        json_object_set_new(o, "basis_s", b);
+        json_t *own = json_array();
+        for (size_t k = 0; k < r->njobs; k++)
+            if (v->owns[k])
+                json_array_append_new(own, json_string(r->jobs[k].spec->name));
+        json_object_set_new(o, "owners", own);
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(rep, "gpus", arr);
+    for (size_t k = 0; k < r->njobs && k < json_array_size(ws); k++) {
+        json_t *m = json_object();
+        for (size_t d = 0; g && d < g->n; d++)
+            json_object_set_new(m, r->s->set.ch[g->dev[d].ch].name, json_real(r->jobs[k].gpu_j[d]));
+        json_object_set_new(json_array_get(ws, k), "gpu_j", m);
+    }
+}
+
+void run_gpu_text(struct run *r, FILE *f)
+{
+    struct run_gpu *g = r->gpu;
+    if (!g || !g->n)
+        return;
+    fprintf(f, "\n%-14s %11s %11s %11s %11s %11s %9s  %s\n", "GPU", "energy J", "workloads J",
+            "idle J", "other J", "unattr. J", "drift %", "split by");
+    for (size_t d = 0; d < g->n; d++) {
+        struct gpu_dev *v = &g->dev[d];
+        double drift = sampler_window_drift_pct(r->s, v->ch);
+        char basis[160] = "";
+        size_t bl = 0;
+        for (int k = 0; k < GPU_BASIS_N; k++)
+            if (v->basis_s[k] > 0)
+                bl += (size_t)snprintf(basis + bl, sizeof basis - bl, "%s%s %.1fs", bl ? ", " : "",
+                                       gpu_basis_name((enum gpu_basis)k), v->basis_s[k]);
+        fprintf(f, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f %9s  %s%s\n", r->s->set.ch[v->ch].name,
+                v->total_j, v->jobs_j, v->idle_j, v->other_j, v->unattr_j,
+                isfinite(drift) ? "" : "-", basis, v->invalid ? " (readings missing)" : "");
+        if (isfinite(drift))
+            fprintf(f, "%-14s counter vs integrated power gauge: %+.3f %%\n", "", drift);
+        for (size_t k = 0; k < r->njobs; k++)
+            if (r->jobs[k].gpu_j[d] != 0)
+                fprintf(f, "%-14s   %-20s %11.3f J\n", "", r->jobs[k].spec->name,
+                        r->jobs[k].gpu_j[d]);
+    }
+}
+
+void run_gpu_done(struct run *r, const char *status)
+{
+    struct run_gpu *g = r->gpu;
+    if (!g)
+        return;
+    if (g->util)
+        fclose(g->util);
+    csv_buf_free(&g->ubuf);
+    if (g->srt) {
+        struct carma_err e = {0};
+        if (srt_power_finish(g->srt, status, &e) < 0)
+            cli_error("%s", e.msg);
+    }
+    free(g);
+    r->gpu = NULL;
+}
