@@ -60,6 +60,42 @@ void gpu_weights(const struct gpu_proc *procs, size_t nprocs, size_t njobs, cons
     }
 }
 
+void gpu_period_shares(const struct gpu_weights *prev, const struct gpu_weights *cur, size_t njobs,
+                       double dyn0, double dyn1, double dur0, double dur1, struct gpu_shares *out)
+{
+    memset(out, 0, sizeof *out);
+    if (njobs > SPLIT_JOBS_MAX)
+        njobs = SPLIT_JOBS_MAX;
+    bool v0 = prev && prev->node_w > 0, v1 = cur->node_w > 0;
+    out->basis = v1 || !v0 ? cur->basis : prev->basis;
+    if (!v0 && !v1)
+        return;
+    double w0 = dyn0 > 0 ? dyn0 : 0.0, w1 = dyn1 > 0 ? dyn1 : 0.0;
+    if (!(w0 + w1 > 0)) {
+        w0 = dur0 > 0 ? dur0 : 0.0;
+        w1 = dur1 > 0 ? dur1 : 0.0;
+    }
+    if (!(w0 + w1 > 0))
+        w0 = w1 = 1.0;
+    if (!v0) {
+        w1 += w0;
+        w0 = 0;
+    }
+    if (!v1) {
+        w0 += w1;
+        w1 = 0;
+    }
+    if (v0 && v1 && w0 > w1)
+        out->basis = prev->basis;
+    for (size_t k = 0; k < njobs; k++) {
+        double a = v0 ? prev->job_w[k] / prev->node_w : 0.0;
+        double b = v1 ? cur->job_w[k] / cur->node_w : 0.0;
+        out->f[k] = (a * w0 + b * w1) / (w0 + w1);
+        out->present[k] = (v0 && prev->present[k]) || (v1 && cur->present[k]);
+    }
+    out->node = 1.0;
+}
+
 const char *gpu_basis_name(enum gpu_basis b)
 {
     static const char *const names[] = {"sm", "context", "allocation", "none"};

@@ -41,6 +41,25 @@ struct gpu_weights {
 void gpu_weights(const struct gpu_proc *procs, size_t nprocs, size_t njobs, const bool *owns,
                  const bool *alive, struct gpu_weights *out);
 
+/* The shares of a period of a device's energy. */
+struct gpu_shares {
+    double f[SPLIT_JOBS_MAX];     /* each job's share, 0 to 1 */
+    bool present[SPLIT_JOBS_MAX]; /* the job used the device at either end */
+    double node;                  /* 1 when somebody used the device (1 - Σf is other's), else 0 */
+    enum gpu_basis basis;         /* the basis of the end that counted most */
+};
+
+/*
+ * A period's shares from the weights read at its start (prev; NULL when none was read) and at
+ * its end (cur). The period has two parts, before and after a workload started or ended in it
+ * (its halves when none did): the first goes by prev's shares, the second by cur's, each part
+ * weighted by its dynamic energy dyn0, dyn1 (by its duration dur0, dur1 when neither is
+ * positive). An end where nobody used the device gives its part to the other; when nobody
+ * used it at either end, node is 0 (the energy is unattributed).
+ */
+void gpu_period_shares(const struct gpu_weights *prev, const struct gpu_weights *cur, size_t njobs,
+                       double dyn0, double dyn1, double dur0, double dur1, struct gpu_shares *out);
+
 /* "sm", "context", "allocation", "none". */
 const char *gpu_basis_name(enum gpu_basis b);
 

@@ -105,8 +105,10 @@ FILE *run_open_file(struct run *r, const char *name, const char *header);
  * by their processes' utilization of each device (at most every RUN_GPU_PERIOD_NS), and
  * written to utilization.csv and, in srt-slurm's format, to power/.
  */
-#define RUN_GPU_PERIOD_NS      20000000LL  /* process lists are read at most this often */
-#define RUN_GPU_UTIL_PERIOD_NS 100000000LL /* utilization.csv and power/ rows */
+#define RUN_GPU_PERIOD_NS      20000000LL   /* process lists are read at most this often */
+#define RUN_GPU_PERIOD_MAX_NS  1000000000LL /* and at least this often */
+#define RUN_GPU_COST_SHARE     20.0         /* reading them takes at most 1/20 of the time */
+#define RUN_GPU_UTIL_PERIOD_NS 100000000LL  /* utilization.csv and power/ rows */
 /* Finds the GPUs and which workloads own them, opens the files. Returns 0 (also when there
  * is no GPU) or -1 after printing an error. Call once the run directory exists. */
 int run_gpu_setup(struct run *r);

@@ -19,6 +19,7 @@
 #include "cli/common.h"
 #include "cli/run.h"
 #include "core/fmt.h"
+#include "core/timeutil.h"
 #include "export/srt_power.h"
 
 struct gpu_dev {
@@ -35,10 +36,12 @@ struct gpu_dev {
     double jobs_j, idle_j, other_j, unattr_j, total_j;
     double basis_s[GPU_BASIS_N];
     /* the shares read at the start of the pending period (the previous read) */
-    double prev_f[SPLIT_JOBS_MAX];
-    bool prev_present[SPLIT_JOBS_MAX];
-    bool prev_valid;
-    enum gpu_basis prev_basis;
+    struct gpu_weights prev;
+    bool have_prev;
+    /* a workload started or ended during the pending period: the energy and time before */
+    bool have_tau;
+    double pend_before_j;
+    int64_t pend_before_ns;
     uint64_t invalid; /* readings missing since the run started */
     int nprocs;       /* the last process list (-errno when it could not be read) */
     struct nvml_proc procs[NVML_PROCS_MAX];
@@ -55,7 +58,10 @@ struct run_gpu {
     struct csv_buf ubuf;
     struct srt_power *srt;
     bool srt_failed;
-    unsigned lookups_failed;
+    int64_t period_ns;   /* the process lists' period now */
+    double cost_ewma_ns; /* what reading them costs, smoothed */
+    uint64_t queries;    /* reads so far */
+    int64_t query_ns;    /* and their total cost */
 };
 
 /* The nvml source that owns channel i, or NULL. */
@@ -153,7 +159,8 @@ int run_gpu_setup(struct run *r)
     struct sampler *s = r->s;
     size_t n = 0;
     for (size_t i = 0; i < s->set.n; i++)
-        n += strcmp(s->set.ch[i].source, "nvml") == 0 && s->set.ch[i].kind == KIND_GPU;
+        n += strcmp(s->set.ch[i].source, "nvml") == 0 && s->set.ch[i].kind == KIND_GPU &&
+             s->set.ch[i].domain == DOMAIN_TOTAL;
     if (n == 0)
         return 0;
     struct run_gpu *g = calloc(1, sizeof *g);
@@ -164,7 +171,8 @@ int run_gpu_setup(struct run *r)
     r->gpu = g;
     for (size_t i = 0; i < s->set.n && g->n < RUN_GPUS_MAX; i++) {
         const struct channel *c = &s->set.ch[i];
-        if (strcmp(c->source, "nvml") != 0 || c->kind != KIND_GPU || c->socket < 0)
+        if (strcmp(c->source, "nvml") != 0 || c->kind != KIND_GPU || c->socket < 0 ||
+            c->domain != DOMAIN_TOTAL)
             continue;
         struct source *src = source_of(s, i);
         const char *uuid = nvml_device_uuid(src, (unsigned)c->socket);
@@ -178,10 +186,17 @@ int run_gpu_setup(struct run *r)
         d->util_valid = true;
         r->gpu_split[i] = true;
     }
+    /* the GPUs' other power readings (components) are only compared, never split */
+    for (size_t i = 0; i < s->set.n; i++) {
+        int par = s->set.ch[i].parent;
+        if (s->set.ch[i].domain == DOMAIN_COMPONENT && par >= 0 && r->gpu_split[par])
+            r->gpu_split[i] = true;
+    }
     if (n > g->n)
         cli_error("%zu GPUs: the energy of the first %d is split among the workloads, the rest "
                   "is unattributed",
                   n, RUN_GPUS_MAX);
+    g->period_ns = RUN_GPU_PERIOD_NS;
     pidowner_init(&g->owner, "/proc");
     find_owners(r, g);
     g->util = run_open_file(r, "utilization.csv",
@@ -217,8 +232,13 @@ static void split_device(struct run *r, struct run_gpu *g, struct gpu_dev *v, do
 {
     double dt = (double)v->pend_ns / 1e9;
     double de = v->pend_j;
+    /* the period's two parts: before and after a workload started or ended in it (its halves
+     * when none did) */
+    double e0 = v->have_tau ? v->pend_before_j : de / 2, e1 = de - e0;
+    double d0 = v->have_tau ? (double)v->pend_before_ns / 1e9 : dt / 2, d1 = dt - d0;
     v->pend_j = 0;
     v->pend_ns = 0;
+    v->have_tau = false;
     struct gpu_proc gp[NVML_PROCS_MAX];
     size_t np = v->nprocs > 0 ? (size_t)v->nprocs : 0;
     for (size_t p = 0; p < np; p++)
@@ -228,27 +248,14 @@ static void split_device(struct run *r, struct run_gpu *g, struct gpu_dev *v, do
         alive[k] = r->jobs[k].started && !r->jobs[k].done;
     struct gpu_weights w;
     gpu_weights(gp, np, r->njobs, v->owns, alive, &w);
-    /*
-     * The lists read at both ends of the period say who used the device during it: each
-     * job's share is the mean of its shares at the two ends (a process that ended or started
-     * within the period gets half its share, unbiased when it did so at any time alike); an
-     * end where nobody used the device does not count.
-     */
-    double f[SPLIT_JOBS_MAX] = {0};
-    bool present[SPLIT_JOBS_MAX] = {0};
-    bool now_valid = w.node_w > 0;
-    double ends = (now_valid ? 1.0 : 0.0) + (v->prev_valid ? 1.0 : 0.0);
-    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
-        double cur = now_valid ? w.job_w[k] / w.node_w : 0.0;
-        if (ends > 0)
-            f[k] = ((v->prev_valid ? v->prev_f[k] : 0.0) + cur) / ends;
-        present[k] = w.present[k] || (v->prev_valid && v->prev_present[k]);
-        v->prev_f[k] = cur;
-        v->prev_present[k] = w.present[k];
-    }
-    enum gpu_basis basis = now_valid || !v->prev_valid ? w.basis : v->prev_basis;
-    v->prev_valid = now_valid;
-    v->prev_basis = w.basis;
+    /* the period's shares from the lists read at its two ends (gpu_split.h) */
+    double sw = isfinite(r->static_w[v->ch]) ? r->static_w[v->ch] : 0.0;
+    struct gpu_shares sh;
+    gpu_period_shares(v->have_prev ? &v->prev : NULL, &w, r->njobs, e0 - sw * d0, e1 - sw * d1, d0,
+                      d1, &sh);
+    v->prev = w;
+    v->have_prev = true;
+    enum gpu_basis basis = sh.basis;
     v->basis_s[basis] += dt;
     if (de == 0.0)
         return;
@@ -257,9 +264,9 @@ static void split_device(struct run *r, struct run_gpu *g, struct gpu_dev *v, do
         .de_j = de,
         .static_j = st,
         .njobs = r->njobs,
-        .job_busy = f,
-        .running = present,
-        .node_busy = ends > 0 ? 1.0 : 0.0, /* the rest of the shares: processes outside */
+        .job_busy = sh.f,
+        .running = sh.present,
+        .node_busy = sh.node, /* the rest of the shares: processes outside */
         .policy = r->policy,
     };
     struct split_out o;
@@ -377,9 +384,26 @@ void run_gpu_tick(struct run *r, bool final)
         return;
     const struct sampler *s = r->s;
     int64_t dt = s->t_now - s->t_prev;
+    /* when a workload started or ended in this tick (the first such time) */
+    int64_t tau = 0;
+    for (size_t k = 0; k < r->njobs; k++) {
+        const struct job *j = &r->jobs[k];
+        if (j->started && j->start_mono > s->t_prev && j->start_mono <= s->t_now &&
+            (!tau || j->start_mono < tau))
+            tau = j->start_mono;
+        if (j->exited && j->end_mono > s->t_prev && j->end_mono <= s->t_now &&
+            (!tau || j->end_mono < tau))
+            tau = j->end_mono;
+    }
     for (size_t d = 0; d < g->n; d++) {
         struct gpu_dev *v = &g->dev[d];
         const struct chan_state *st = &s->st[v->ch];
+        if (tau && !v->have_tau && dt > 0) {
+            double frac = (double)(tau - s->t_prev) / (double)dt;
+            v->have_tau = true;
+            v->pend_before_j = v->pend_j + st->tick_energy_j * frac;
+            v->pend_before_ns = v->pend_ns + (tau - s->t_prev);
+        }
         v->pend_j += st->tick_energy_j;
         v->pend_ns += dt;
         v->util_j += st->tick_energy_j;
@@ -390,11 +414,21 @@ void run_gpu_tick(struct run *r, bool final)
         }
     }
     /* due when a period is over, to half a tick: ticks land either side of it */
-    if (!final && g->last_split &&
-        s->t_now - g->last_split < RUN_GPU_PERIOD_NS - s->interval_ns / 2)
+    if (!final && g->last_split && s->t_now - g->last_split < g->period_ns - s->interval_ns / 2)
         return;
     g->last_split = s->t_now;
+    int64_t q0 = time_mono_ns();
     read_processes(r, g);
+    /* NVML's process calls cost from µs to ms (more on busy drivers): the lists are read at
+     * most 1/RUN_GPU_COST_SHARE of the time, and at least every RUN_GPU_PERIOD_MAX_NS */
+    int64_t cost = time_mono_ns() - q0;
+    g->queries++;
+    g->query_ns += cost;
+    g->cost_ewma_ns = g->queries == 1 ? (double)cost : 0.8 * g->cost_ewma_ns + 0.2 * (double)cost;
+    double want = g->cost_ewma_ns * RUN_GPU_COST_SHARE;
+    g->period_ns = want < RUN_GPU_PERIOD_NS       ? RUN_GPU_PERIOD_NS
+                   : want > RUN_GPU_PERIOD_MAX_NS ? RUN_GPU_PERIOD_MAX_NS
+                                                  : (int64_t)want;
     double g_per_j = run_g_per_j(r);
     for (size_t d = 0; d < g->n; d++)
         split_device(r, g, &g->dev[d], g_per_j);
@@ -426,6 +460,20 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
         json_object_set_new(o, "covered_s", json_real(sampler_window_covered_s(r->s, v->ch)));
         json_object_set_new(o, "invalid_samples", json_integer((json_int_t)v->invalid));
         json_set_num(o, "drift_pct", sampler_window_drift_pct(r->s, v->ch));
+        /* every power gauge of the GPU against its counter: average powers over the run */
+        json_t *gs = json_object();
+        json_set_num(gs, "power_usage", sampler_window_drift_pct(r->s, v->ch));
+        double ce = sampler_window_energy_j(r->s, v->ch),
+               cs = sampler_window_covered_s(r->s, v->ch);
+        for (size_t i = 0; i < r->s->set.n; i++) {
+            const struct channel *k = &r->s->set.ch[i];
+            if (k->parent != (int)v->ch || k->domain != DOMAIN_COMPONENT || c->form != FORM_COUNTER)
+                continue;
+            double ke = sampler_window_energy_j(r->s, i), ks = sampler_window_covered_s(r->s, i);
+            json_set_num(gs, k->zone,
+                         ce > 0 && cs > 0 && ks > 0 ? ((ke / ks) / (ce / cs) - 1.0) * 100.0 : NAN);
+        }
+        json_object_set_new(o, "gauge_drift_pct", gs);
         json_set_num(o, "static_power_w", r->static_w[v->ch]);
         json_object_set_new(o, "jobs_j", json_real(v->jobs_j));
         json_object_set_new(o, "idle_j", json_real(v->idle_j));
@@ -443,6 +491,14 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
         json_array_append_new(arr, o);
     }
     json_object_set_new(rep, "gpus", arr);
+    if (g) {
+        json_t *q = json_object();
+        json_object_set_new(q, "reads", json_integer((json_int_t)g->queries));
+        json_set_num(q, "mean_ms",
+                     g->queries ? (double)g->query_ns / 1e6 / (double)g->queries : NAN);
+        json_object_set_new(q, "last_period_ms", json_real((double)g->period_ns / 1e6));
+        json_object_set_new(rep, "gpu_process_lists", q);
+    }
     for (size_t k = 0; k < r->njobs && k < json_array_size(ws); k++) {
         json_t *m = json_object();
         for (size_t d = 0; g && d < g->n; d++)

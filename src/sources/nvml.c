@@ -40,6 +40,7 @@ typedef nvml_return_t (*fn_procs)(nvml_device_t, unsigned int *, struct nvml_pro
 typedef nvml_return_t (*fn_proc_util)(nvml_device_t, struct nvml_process_sample *, unsigned int *,
                                       unsigned long long);
 typedef nvml_return_t (*fn_mig)(nvml_device_t, unsigned int *, unsigned int *);
+typedef nvml_return_t (*fn_fields)(nvml_device_t, int, struct nvml_field_value *);
 
 /* The NVML calls carma makes. */
 struct nvml_api {
@@ -56,6 +57,7 @@ struct nvml_api {
     fn_procs processes;     /* optional */
     fn_proc_util proc_util; /* optional */
     fn_mig mig_mode;        /* optional */
+    fn_fields fields;       /* optional */
 };
 
 /* Where each call is found in struct nvml_api, and its names in the order they are tried. */
@@ -81,7 +83,19 @@ static const struct nvml_sym {
      {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2", NULL}},
     {offsetof(struct nvml_api, proc_util), false, {"nvmlDeviceGetProcessUtilization", NULL, NULL}},
     {offsetof(struct nvml_api, mig_mode), false, {"nvmlDeviceGetMigMode", NULL, NULL}},
+    {offsetof(struct nvml_api, fields), false, {"nvmlDeviceGetFieldValues", NULL, NULL}},
 };
+
+/* The power fields read as component channels, in this order. */
+static const struct {
+    unsigned id;
+    const char *sub;
+    const char *what;
+} nvml_power_fields[] = {
+    {NVML_FI_DEV_POWER_INSTANT, "power_instant", "NVML_FI_DEV_POWER_INSTANT"},
+    {NVML_FI_DEV_POWER_AVERAGE, "power_average", "NVML_FI_DEV_POWER_AVERAGE"},
+};
+#define NVML_POWER_FIELDS 2
 
 /* The latest per-process utilization NVML gave for one process. */
 struct nvml_seen {
@@ -95,6 +109,11 @@ struct nvml_gpu {
     unsigned index;
     bool counter; /* the energy counter answered at probe: the channel is a counter */
     bool gauge;   /* the power gauge answered at probe */
+    size_t ch;    /* its channel's offset among the source's */
+    /* the power fields that answered at probe, with their channels' offsets */
+    unsigned nfields;
+    unsigned field_id[NVML_POWER_FIELDS];
+    size_t field_ch[NVML_POWER_FIELDS];
     char uuid[NVML_DEVICE_UUID_BUFFER_SIZE];
     /* per-process utilization: the last sample time asked from, and each process's latest */
     unsigned long long last_seen_us, newest_us;
@@ -185,6 +204,43 @@ static void nvml_close(struct source *s)
     s->priv = NULL;
 }
 
+/* The watts of a power field value (NVML gives mW), or -EIO when it holds none. */
+static int field_watts(const struct nvml_field_value *v, double *ret)
+{
+    if (v->nvml_return != NVML_SUCCESS)
+        return -EIO;
+    double mw;
+    switch (v->value_type) {
+    case NVML_VALUE_TYPE_DOUBLE:
+        mw = v->value.d;
+        break;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+        mw = v->value.ui;
+        break;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+        mw = (double)v->value.ul;
+        break;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+        mw = (double)v->value.ull;
+        break;
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        mw = (double)v->value.sll;
+        break;
+    case NVML_VALUE_TYPE_SIGNED_INT:
+        mw = v->value.si;
+        break;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+        mw = v->value.us;
+        break;
+    default:
+        return -EIO;
+    }
+    if (!(mw >= 0) || mw > 1e8)
+        return -EIO;
+    *ret = mw / 1e3;
+    return 0;
+}
+
 /* Looks at GPU number index and adds its channel. Returns 1 when added, 0 when the GPU is
  * skipped (the note says why), -ENOSPC when the set is full. */
 static int add_gpu(struct source *s, struct probe_ctx *ctx, struct nvml_priv *p, unsigned index,
@@ -249,8 +305,43 @@ static int add_gpu(struct source *s, struct probe_ctx *ctx, struct nvml_priv *p,
                  "GPU %u is in MIG mode: MIG instances are not split, the whole GPU is one channel",
                  index);
     snprintf(g.uuid, sizeof g.uuid, "%s", uuid);
-    p->gpu[p->n++] = g;
+    g.ch = (size_t)idx - s->first;
     s->count++;
+    /* the power fields that answer become component channels beside the GPU's */
+    struct nvml_field_value fv[NVML_POWER_FIELDS];
+    memset(fv, 0, sizeof fv);
+    for (int f = 0; f < NVML_POWER_FIELDS; f++)
+        fv[f].field_id = nvml_power_fields[f].id;
+    if (a->fields && a->fields(dev, NVML_POWER_FIELDS, fv) == NVML_SUCCESS) {
+        for (int f = 0; f < NVML_POWER_FIELDS; f++) {
+            double w;
+            if (field_watts(&fv[f], &w) < 0)
+                continue;
+            int k = channel_set_add(ctx->set);
+            if (k < 0)
+                break;
+            struct channel *fc = &ctx->set->ch[k];
+            snprintf(fc->name, sizeof fc->name, "nvml/gpu%u/%s", index, nvml_power_fields[f].sub);
+            fc->source = "nvml";
+            fc->kind = KIND_GPU;
+            snprintf(fc->zone, sizeof fc->zone, "%s", nvml_power_fields[f].sub);
+            snprintf(fc->label, sizeof fc->label, "%s", ctx->set->ch[idx].label);
+            fc->socket = (int)index;
+            fc->domain = DOMAIN_COMPONENT;
+            fc->parent = idx;
+            fc->method = METHOD_MEASURED;
+            fc->form = FORM_GAUGE;
+            fc->gauge_window_ns =
+                nvml_power_fields[f].id == NVML_FI_DEV_POWER_AVERAGE ? 1000000000LL : 0;
+            snprintf(fc->path, sizeof fc->path, "%s: nvmlDeviceGetFieldValues(%u, %s)", libname,
+                     index, nvml_power_fields[f].what);
+            g.field_id[g.nfields] = nvml_power_fields[f].id;
+            g.field_ch[g.nfields] = (size_t)k - s->first;
+            g.nfields++;
+            s->count++;
+        }
+    }
+    p->gpu[p->n++] = g;
     return 1;
 }
 
@@ -368,7 +459,7 @@ static void nvml_read(struct source *s, struct reading *out)
         return;
     for (size_t i = 0; i < p->n; i++) {
         const struct nvml_gpu *g = &p->gpu[i];
-        struct reading *rd = &out[i];
+        struct reading *rd = &out[g->ch];
         rd->valid = 0;
         rd->err = 0;
         rd->energy_raw = 0;
@@ -396,6 +487,27 @@ static void nvml_read(struct source *s, struct reading *out)
         }
         /* the error of the channel's own value first */
         rd->err = g->counter ? (err_energy ? err_energy : err_power) : err_power;
+        if (!g->nfields)
+            continue;
+        struct nvml_field_value fv[NVML_POWER_FIELDS];
+        memset(fv, 0, sizeof fv);
+        for (unsigned f = 0; f < g->nfields; f++)
+            fv[f].field_id = g->field_id[f];
+        nvml_return_t r = p->api.fields(g->dev, (int)g->nfields, fv);
+        for (unsigned f = 0; f < g->nfields; f++) {
+            struct reading *fr = &out[g->field_ch[f]];
+            fr->valid = 0;
+            fr->energy_raw = 0;
+            fr->power_w = 0;
+            fr->err = r != NVML_SUCCESS ? nvml_errno(r) : 0;
+            double w;
+            if (r == NVML_SUCCESS && field_watts(&fv[f], &w) == 0) {
+                fr->power_w = w;
+                fr->valid = READING_POWER;
+            } else if (r == NVML_SUCCESS) {
+                fr->err = nvml_errno(fv[f].nvml_return);
+            }
+        }
     }
 }
 

@@ -9,7 +9,9 @@
  * The library is $CARMA_NVML_LIBRARY when that is set and not empty, else libnvidia-ml.so.1.
  * Each GPU is one channel nvml/gpu<index>: an energy counter in mJ when
  * nvmlDeviceGetTotalEnergyConsumption works (Volta and later), else the power gauge of
- * nvmlDeviceGetPowerUsage.
+ * nvmlDeviceGetPowerUsage. Where NVML answers the power field values, the instant and the
+ * 1-second averaged power are component channels beside it (nvml/gpu<index>/power_instant,
+ * /power_average): never added, read for comparison with the counter.
  */
 #ifndef CARMA_SOURCES_NVML_H
 #define CARMA_SOURCES_NVML_H
@@ -42,6 +44,41 @@ typedef struct nvml_device_st *nvml_device_t; /* nvmlDevice_t: an opaque handle 
 #define NVML_DEVICE_UUID_BUFFER_SIZE 80 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
 #define NVML_DEVICE_MIG_ENABLE       1
 #define NVML_VALUE_NOT_AVAILABLE     (~0ULL) /* usedGpuMemory when unknown */
+
+/* nvmlDeviceGetFieldValues: the power fields carma reads (values in mW). */
+#define NVML_FI_DEV_POWER_AVERAGE 185 /* averaged over 1 s (Ampere but GA100, and later) */
+#define NVML_FI_DEV_POWER_INSTANT 186 /* current power */
+
+/* nvmlValueType_t values. */
+#define NVML_VALUE_TYPE_DOUBLE             0
+#define NVML_VALUE_TYPE_UNSIGNED_INT       1
+#define NVML_VALUE_TYPE_UNSIGNED_LONG      2
+#define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
+#define NVML_VALUE_TYPE_SIGNED_LONG_LONG   4
+#define NVML_VALUE_TYPE_SIGNED_INT         5
+#define NVML_VALUE_TYPE_UNSIGNED_SHORT     6
+
+/* nvmlValue_t */
+union nvml_value {
+    double d;
+    int si;
+    unsigned int ui;
+    unsigned long ul;
+    unsigned long long ull;
+    signed long long sll;
+    unsigned short us;
+};
+
+/* nvmlFieldValue_t */
+struct nvml_field_value {
+    unsigned int field_id;
+    unsigned int scope_id;
+    long long timestamp;
+    long long latency_us;
+    int value_type;  /* nvmlValueType_t */
+    int nvml_return; /* nvmlReturn_t */
+    union nvml_value value;
+};
 
 /* nvmlUtilization_t: percent of the last sample period. */
 struct nvml_utilization {

@@ -7,6 +7,7 @@
  *
  *   device N [name "TEXT"] [uuid TEXT] [power_w W] [energy yes|no] [power yes|no]
  *            [util PCT] [mem_util PCT] [mig yes|no] [idle_w W] [max_w W] [proc_util yes|no]
+ *            [fields yes|no]
  *   proc N pid PID [mem_mib MIB] [sm PCT]   a process running on device N
  *   lost N after_s S                        device N answers GPU_IS_LOST S seconds after init
  *   init_error CODE                         nvmlInit returns CODE
@@ -67,6 +68,7 @@ struct nvml_device_st {
     bool driven;         /* max_w given: the power follows the clients */
     double idle_w, max_w;
     int proc_util;
+    int fields;                 /* nvmlDeviceGetFieldValues answers the power fields (default no) */
     unsigned long long last_mj; /* the counter never goes back */
 };
 
@@ -110,6 +112,8 @@ nvml_return_t nvmlDeviceGetName(nvml_device_t device, char *name, unsigned int l
 nvml_return_t nvmlDeviceGetUUID(nvml_device_t device, char *uuid, unsigned int length);
 nvml_return_t nvmlDeviceGetTotalEnergyConsumption(nvml_device_t device, unsigned long long *mj);
 nvml_return_t nvmlDeviceGetPowerUsage(nvml_device_t device, unsigned int *mw);
+nvml_return_t nvmlDeviceGetFieldValues(nvml_device_t device, int count,
+                                       struct nvml_field_value *values);
 nvml_return_t nvmlDeviceGetUtilizationRates(nvml_device_t device, struct nvml_utilization *u);
 #ifndef FAKE_OMIT_V3
 nvml_return_t nvmlDeviceGetComputeRunningProcesses_v3(nvml_device_t device, unsigned int *count,
@@ -241,6 +245,8 @@ static int load_scenario(void)
                     d->driven = true;
                 } else if (strcmp(k, "proc_util") == 0)
                     d->proc_util = yes;
+                else if (strcmp(k, "fields") == 0)
+                    d->fields = yes;
             }
         } else if (strcmp(key, "lost") == 0) {
             struct nvml_device_st *d = device_at(val);
@@ -545,6 +551,17 @@ nvml_return_t nvmlDeviceGetTotalEnergyConsumption(nvml_device_t device, unsigned
     return NVML_SUCCESS;
 }
 
+/* The device's power now, in W. */
+static double power_now(struct nvml_device_st *device)
+{
+    double w = device->power_w;
+    if (device->driven) {
+        read_clients();
+        w = device->idle_w + (device->max_w - device->idle_w) * clients_sm(device, now_s()) / 100.0;
+    }
+    return w;
+}
+
 nvml_return_t nvmlDeviceGetPowerUsage(nvml_device_t device, unsigned int *mw)
 {
     nvml_return_t r = check(device);
@@ -554,12 +571,33 @@ nvml_return_t nvmlDeviceGetPowerUsage(nvml_device_t device, unsigned int *mw)
         return NVML_ERROR_NOT_SUPPORTED;
     if (!mw)
         return NVML_ERROR_INVALID_ARGUMENT;
-    double w = device->power_w;
-    if (device->driven) {
-        read_clients();
-        w = device->idle_w + (device->max_w - device->idle_w) * clients_sm(device, now_s()) / 100.0;
+    *mw = (unsigned int)(power_now(device) * 1000.0 + 0.5);
+    return NVML_SUCCESS;
+}
+
+/* The power fields (instant and averaged: both the power now, in mW as an unsigned int, as
+ * NVML gives them); any other field is NOT_SUPPORTED in its entry. */
+nvml_return_t nvmlDeviceGetFieldValues(nvml_device_t device, int count,
+                                       struct nvml_field_value *values)
+{
+    nvml_return_t r = check(device);
+    if (r != NVML_SUCCESS)
+        return r;
+    if (count < 0 || (count > 0 && !values))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < count; i++) {
+        struct nvml_field_value *v = &values[i];
+        v->timestamp = (long long)realtime_us();
+        v->latency_us = 0;
+        if (device->fields && (v->field_id == NVML_FI_DEV_POWER_INSTANT ||
+                               v->field_id == NVML_FI_DEV_POWER_AVERAGE)) {
+            v->value_type = NVML_VALUE_TYPE_UNSIGNED_INT;
+            v->value.ui = (unsigned int)(power_now(device) * 1000.0 + 0.5);
+            v->nvml_return = NVML_SUCCESS;
+        } else {
+            v->nvml_return = NVML_ERROR_NOT_SUPPORTED;
+        }
     }
-    *mw = (unsigned int)(w * 1000.0 + 0.5);
     return NVML_SUCCESS;
 }
 

@@ -78,6 +78,56 @@ static void test_allocation_and_none(void **state)
     assert_string_equal(gpu_basis_name(GPU_BASIS_ALLOCATION), "allocation");
 }
 
+/* weights of two jobs, other's as the rest of node */
+static struct gpu_weights wts(double a, double b, double node)
+{
+    struct gpu_weights w = {0};
+    w.job_w[0] = a;
+    w.job_w[1] = b;
+    w.present[0] = a > 0;
+    w.present[1] = b > 0;
+    w.node_w = node;
+    w.basis = node > 0 ? GPU_BASIS_SM : GPU_BASIS_NONE;
+    return w;
+}
+
+static void test_period_shares(void **state)
+{
+    (void)state;
+    struct gpu_shares sh;
+    /* A (75 %) ended in the period: before it, 30 J of dynamic energy by the start's shares;
+     * after, 10 J by the end's (B alone) */
+    struct gpu_weights p = wts(60, 20, 80), c = wts(0, 20, 20);
+    gpu_period_shares(&p, &c, 2, 30, 10, 0.004, 0.016, &sh);
+    tu_assert_near(sh.f[0], 0.75 * 30 / 40, 1e-15);
+    tu_assert_near(sh.f[1], (0.25 * 30 + 1.0 * 10) / 40, 1e-15);
+    tu_assert_near(sh.node, 1, 0);
+    assert_true(sh.present[0] && sh.present[1]);
+    /* no dynamic energy: by duration */
+    gpu_period_shares(&p, &c, 2, 0, -1, 0.005, 0.015, &sh);
+    tu_assert_near(sh.f[0], 0.75 * 0.25, 1e-15);
+    /* an outsider's share stays other's: node 1, Σf 0.5 */
+    struct gpu_weights o = wts(10, 0, 20);
+    gpu_period_shares(&o, &o, 2, 5, 5, 0.01, 0.01, &sh);
+    tu_assert_near(sh.f[0], 0.5, 1e-15);
+    tu_assert_near(sh.node, 1, 0);
+    /* the first period, or an end where nobody used the device: the other end alone */
+    gpu_period_shares(NULL, &c, 2, 30, 10, 0.01, 0.01, &sh);
+    tu_assert_near(sh.f[1], 1, 1e-15);
+    tu_assert_near(sh.f[0], 0, 0);
+    struct gpu_weights none = wts(0, 0, 0);
+    gpu_period_shares(&p, &none, 2, 5, 5, 0.01, 0.01, &sh);
+    tu_assert_near(sh.f[0], 0.75, 1e-15);
+    assert_int_equal(sh.basis, GPU_BASIS_SM);
+    /* nobody at either end: unattributed */
+    gpu_period_shares(&none, &none, 2, 5, 5, 0.01, 0.01, &sh);
+    tu_assert_near(sh.node, 0, 0);
+    tu_assert_near(sh.f[0] + sh.f[1], 0, 0);
+    assert_int_equal(sh.basis, GPU_BASIS_NONE);
+    gpu_period_shares(NULL, &none, 2, 5, 5, 0.01, 0.01, &sh);
+    tu_assert_near(sh.node, 0, 0);
+}
+
 static void test_visible(void **state)
 {
     (void)state;
@@ -161,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_sm_share),
         cmocka_unit_test(test_context),
         cmocka_unit_test(test_allocation_and_none),
+        cmocka_unit_test(test_period_shares),
         cmocka_unit_test(test_visible),
         cmocka_unit_test_setup_teardown(test_pidowner, tu_setup, tu_teardown),
     };

@@ -174,6 +174,36 @@ static void test_uuid_and_v2_only(void **state)
     assert_null(nvml_device_uuid(&none, 0));
 }
 
+/* power fields: two component channels beside GPU 0's counter, read as gauges */
+static void test_power_fields(void **state)
+{
+    (void)state;
+    struct probed *p = probe_with(fake_lib(), "fields");
+    assert_int_equal(p->r, 4);
+    const struct channel *c = p->set->ch;
+    assert_string_equal(c[0].name, "nvml/gpu0");
+    assert_int_equal(c[0].domain, DOMAIN_TOTAL);
+    assert_string_equal(c[1].name, "nvml/gpu0/power_instant");
+    assert_string_equal(c[2].name, "nvml/gpu0/power_average");
+    for (int i = 1; i <= 2; i++) {
+        assert_int_equal(c[i].domain, DOMAIN_COMPONENT);
+        assert_int_equal(c[i].parent, 0);
+        assert_int_equal(c[i].form, FORM_GAUGE);
+        assert_int_equal(c[i].kind, KIND_GPU);
+        assert_non_null(strstr(c[i].path, "nvmlDeviceGetFieldValues"));
+    }
+    assert_true(c[2].gauge_window_ns == 1000000000LL);
+    assert_string_equal(c[3].name, "nvml/gpu1");
+    struct reading rd[4];
+    p->src.ops->read(&p->src, rd);
+    assert_int_equal(rd[1].valid, READING_POWER);
+    tu_assert_near(rd[1].power_w, 250, 1e-9);
+    tu_assert_near(rd[2].power_w, 250, 1e-9);
+    assert_int_equal(rd[3].valid, READING_ENERGY | READING_POWER);
+    tu_assert_near(rd[3].power_w, 90, 1e-9);
+    probed_free(p);
+}
+
 static void test_no_energy_gauge(void **state)
 {
     (void)state;
@@ -290,7 +320,7 @@ int main(void)
         cmocka_unit_test(test_library_missing),  cmocka_unit_test(test_symbol_missing),
         cmocka_unit_test(test_init_error),       cmocka_unit_test(test_no_gpu),
         cmocka_unit_test(test_gpu_lost),         cmocka_unit_test(test_not_below_fixture_root),
-        cmocka_unit_test(test_uuid_and_v2_only),
+        cmocka_unit_test(test_uuid_and_v2_only), cmocka_unit_test(test_power_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
