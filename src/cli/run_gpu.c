@@ -513,26 +513,28 @@ void run_gpu_text(struct run *r, FILE *f)
     if (!g || !g->n)
         return;
     fprintf(f, "\n%-14s %11s %11s %11s %11s %11s %9s  %s\n", "GPU", "energy J", "workloads J",
-            "idle J", "other J", "unattr. J", "drift %", "split by");
+            "idle J", "other J", "unattr. J", "drift %", "split by (seconds)");
     for (size_t d = 0; d < g->n; d++) {
         struct gpu_dev *v = &g->dev[d];
         double drift = sampler_window_drift_pct(r->s, v->ch);
+        char dr[24] = "-";
+        if (isfinite(drift))
+            snprintf(dr, sizeof dr, "%+.3f", drift);
         char basis[160] = "";
         size_t bl = 0;
         for (int k = 0; k < GPU_BASIS_N; k++)
-            if (v->basis_s[k] > 0)
+            if (v->basis_s[k] >= 0.05)
                 bl += (size_t)snprintf(basis + bl, sizeof basis - bl, "%s%s %.1fs", bl ? ", " : "",
                                        gpu_basis_name((enum gpu_basis)k), v->basis_s[k]);
         fprintf(f, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f %9s  %s%s\n", r->s->set.ch[v->ch].name,
-                v->total_j, v->jobs_j, v->idle_j, v->other_j, v->unattr_j,
-                isfinite(drift) ? "" : "-", basis, v->invalid ? " (readings missing)" : "");
-        if (isfinite(drift))
-            fprintf(f, "%-14s counter vs integrated power gauge: %+.3f %%\n", "", drift);
+                v->total_j, v->jobs_j, v->idle_j, v->other_j, v->unattr_j, dr, basis,
+                v->invalid ? " (readings missing)" : "");
         for (size_t k = 0; k < r->njobs; k++)
             if (r->jobs[k].gpu_j[d] != 0)
                 fprintf(f, "%-14s   %-20s %11.3f J\n", "", r->jobs[k].spec->name,
                         r->jobs[k].gpu_j[d]);
     }
+    fprintf(f, "drift: NVML's power gauge integrated over the run against its energy counter\n");
 }
 
 void run_gpu_done(struct run *r, const char *status)
