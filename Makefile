@@ -5,12 +5,15 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all deps build run test unit integration asan format check-format bench clean
+.PHONY: all deps test-deps fuzz build run test unit integration asan format check-format bench clean
 
 all: build
 
 deps:
 	@scripts/deps.sh
+
+test-deps:
+	@scripts/deps.sh --test
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD) $(MESON_OPTS)
@@ -45,7 +48,12 @@ check-format: deps
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
-test: build check-format unit integration asan
+test: test-deps build check-format unit integration fuzz asan
+
+# a short libFuzzer run of every harness in fuzz/ (longer: make fuzz FUZZ_SECONDS=600)
+FUZZ_SECONDS ?= 20
+fuzz: test-deps
+	bash fuzz/run.sh $(FUZZ_SECONDS)
 
 bench: build
 	bash bench/run.sh $(BUILD)

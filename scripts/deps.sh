@@ -7,9 +7,21 @@ packages=(
     gcc make meson ninja-build pkg-config python3    # build
     libjansson-dev                                   # JSON (reading with line/column errors)
     libssl-dev                                       # libcrypto: SHA-256 of exported files
+    libmicrohttpd-dev                                # HTTP server (carma exporter)
+    libcurl4-openssl-dev                             # HTTP client (carma collect)
+)
+# what the tests need besides (scripts/deps.sh --test)
+test_packages=(
     libcmocka-dev                                    # unit tests
     clang-format                                     # format check
+    clang libclang-rt-14-dev                         # libFuzzer (fuzz/)
+    prometheus                                       # promtool and a real Prometheus server
+    slurm-wlm                                        # a single-node Slurm cluster (test_slurm)
 )
+if [ "${1:-}" = "--test" ]; then
+    packages+=("${test_packages[@]}")
+    shift
+fi
 if [ "${1:-}" = "--print" ]; then
     printf '%s\n' "${packages[@]}"
     exit 0

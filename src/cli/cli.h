@@ -7,5 +7,7 @@ int cmd_sensors(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_exporter(int argc, char **argv);
+int cmd_collect(int argc, char **argv);
 
 #endif

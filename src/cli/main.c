@@ -17,6 +17,8 @@ static const struct {
     {"stat", cmd_stat, "run a command and report its energy, power and CO2e"},
     {"validate", cmd_validate, "check an experiment file"},
     {"run", cmd_run, "run an experiment of collocated workloads, energy and carbon per workload"},
+    {"exporter", cmd_exporter, "serve this node's power and energy as Prometheus metrics"},
+    {"collect", cmd_collect, "scrape exporters on many nodes into one samples CSV"},
 };
 
 static void usage(FILE *f)

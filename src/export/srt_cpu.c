@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int carma_placeholder_srt_cpu;
