@@ -97,7 +97,7 @@ check_py() {
     local msg=$1 script=$2 out rc=0
     shift 2
     out=$("$PY" - "$@" 2>&1 <<EOF
-import csv, io, json, math, re, sys
+import csv, io, json, math, os, re, sys
 
 def load(path):
     with open(path) as f:

@@ -134,7 +134,10 @@ for n, f in (("spin", "spin.txt"), ("half", "half.txt")):
     rep = dict(l.split() for l in open(sys.argv[2] + "/exp1/" + f))
     cpu = float(rep["cpu_s"])
     got = rw[n]["cpu_time_s"]
-    assert abs(got - cpu) <= 0.05 * cpu + 0.05, "%s: cpu_time_s %r, carma-busy says %.3f" % (n, got, cpu)
+    # the cgroup also counts what the process spends after its report: its exit, and under
+    # the sanitizers the leak scan at exit (tens of ms, more on a loaded machine)
+    slack = 0.2 if os.environ.get("CARMA_TEST_SANITIZED") else 0.05
+    assert abs(got - cpu) <= 0.05 * cpu + slack, "%s: cpu_time_s %r, carma-busy says %.3f" % (n, got, cpu)
     assert rw[n]["energy_j"] > 0, (n, rw[n]["energy_j"])
     assert abs(rw[n]["duration_s"] - (wl[n]["end_unix"] - wl[n]["start_unix"])) <= 0.2, (n, rw[n]["duration_s"], wl[n])
 assert rw["spin"]["energy_j"] > rw["half"]["energy_j"] > rw["talk"]["energy_j"], [(n, rw[n]["energy_j"]) for n in rw]
