@@ -16,6 +16,7 @@ test_packages=(
     clang-format                                     # format check
     clang libclang-rt-14-dev                         # libFuzzer (fuzz/)
     prometheus                                       # promtool and a real Prometheus server
+    curl                                             # HTTP requests in the tests
     slurm-wlm                                        # a single-node Slurm cluster (test_slurm)
 )
 if [ "${1:-}" = "--test" ]; then

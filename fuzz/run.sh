@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds every libFuzzer harness fuzz/fuzz_*.c with clang (-fsanitize=fuzzer,address,undefined)
+# into build-fuzz/ and runs each for SECONDS seconds (default 20) on a copy of its seed corpus
+# fuzz/corpus/<name>/ (with fuzz/<name>.dict when there is one). Exits non-zero, naming the
+# reproducer, when a harness crashes, leaks, times out or runs out of memory.
+#
+#   bash fuzz/run.sh [SECONDS]           CLANG=clang-14 bash fuzz/run.sh 600
+#
+# A harness names the carma sources it needs on a line "fuzz-sources: a.c b.c" in its header
+# comment; they are compiled in directly (no meson). Reproduce a crash with
+#   build-fuzz/fuzz_<name> build-fuzz/artifacts/<name>/crash-...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-20}
+case $seconds in '' | *[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
+
+cc=${CLANG:-}
+if [ -z "$cc" ]; then
+    for c in clang clang-19 clang-18 clang-17 clang-16 clang-15 clang-14; do
+        if command -v "$c" >/dev/null 2>&1; then cc=$c; break; fi
+    done
+fi
+[ -n "$cc" ] || { echo "fuzz: no clang found (scripts/deps.sh --test installs it)" >&2; exit 2; }
+
+out=build-fuzz
+mkdir -p "$out"
+# shellcheck disable=SC2054 # the commas belong to -fsanitize=
+cflags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
+        -fno-omit-frame-pointer -std=c17 -D_GNU_SOURCE -Isrc -Wall -Wextra)
+
+shopt -s nullglob
+harnesses=(fuzz/fuzz_*.c)
+[ ${#harnesses[@]} -gt 0 ] || { echo "fuzz: no harness in fuzz/" >&2; exit 2; }
+
+status=0
+for h in "${harnesses[@]}"; do
+    name=$(basename "$h" .c)
+    name=${name#fuzz_}
+    srcs=$(sed -n 's/^.*fuzz-sources:[[:space:]]*//p' "$h" | head -n 1 | sed 's|[*]/.*||')
+    bin=$out/fuzz_$name
+    echo "fuzz: building $bin ($cc; $h $srcs)"
+    # shellcheck disable=SC2086 # srcs is a list of paths without blanks
+    if ! "$cc" "${cflags[@]}" -o "$bin" "$h" $srcs -lm; then
+        echo "fuzz: $name: build failed" >&2
+        status=1
+        continue
+    fi
+
+    work=$out/corpus-$name
+    arts=$out/artifacts/$name
+    rm -rf "$work"
+    mkdir -p "$work" "$arts"
+    if [ -d "fuzz/corpus/$name" ]; then
+        cp -R "fuzz/corpus/$name/." "$work/"
+    fi
+    dict=()
+    [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
+    log=$out/fuzz-$name.log
+    echo "fuzz: running $name for ${seconds}s (log: $log)"
+    set +e
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
+        UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+        "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$arts/" "${dict[@]}" "$work" >"$log" 2>&1
+    rc=$?
+    set -e
+    grep -E '^#[0-9]+[[:space:]]+DONE|^Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb' "$log" || true
+    if [ $rc -ne 0 ]; then
+        status=1
+        echo "fuzz: $name FAILED (exit $rc); the end of $log:" >&2
+        tail -n 40 "$log" >&2
+        found=0
+        for a in "$arts"/crash-* "$arts"/leak-* "$arts"/timeout-* "$arts"/oom-* \
+            "$arts"/slow-unit-*; do
+            [ -f "$a" ] || continue
+            found=1
+            echo "fuzz: reproducer: $a (run: $bin $a)" >&2
+        done
+        [ $found -eq 1 ] || echo "fuzz: no reproducer written (see $log)" >&2
+    else
+        echo "fuzz: $name ok"
+    fi
+done
+exit $status
