@@ -39,7 +39,7 @@ static bool buf_room(struct metrics_buf *b, size_t need)
 
 static void put(struct metrics_buf *b, const char *s, size_t n)
 {
-    if (!buf_room(b, n))
+    if (n == 0 || !buf_room(b, n))
         return;
     memcpy(b->data + b->len, s, n);
     b->len += n;
