@@ -1,0 +1,3412 @@
+/*
+ * srtlog: an srt-slurm log directory read as srt-slurm's power_energy_report reads it before it
+ * integrates (see srtlog.h; formats doc srt-slurm.md §6.2-§6.4). The sections below follow the
+ * report's own order: paths and the directory walk, benchmark.out, windows and tokens, the
+ * CSV stream, the series containers, the CPU leg, the GPU leg, the public entry points.
+ *
+ * Python behaviour reproduced on purpose, where it shows in numbers or messages: pathlib's
+ * path text and its component-wise ordering, rglob not descending into symlinked directories,
+ * universal newlines in benchmark.out, re's \b \w \s on ASCII (bytes >= 0x80 count as word
+ * characters), dict semantics of node series (a repeated timestamp overwrites or adds in file
+ * order, starting from 0.0), stable sorts.
+ */
+#include "report/srtlog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/csv.h"
+#include "core/parse.h"
+
+/* Bytes read from a file at a time. */
+#define CHUNK (1u << 20)
+/* How much of a cell an error message quotes. */
+#define CELL_QUOTE 40
+
+/* ---- small helpers ---- */
+
+/* Makes room for need elements of size in *pp (capacity *cap, doubled). 0 or -ENOMEM. */
+static int grow(void *pp, size_t *cap, size_t need, size_t size)
+{
+    void **p = pp;
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 8;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2 / size)
+            return -ENOMEM;
+        nc *= 2;
+    }
+    void *q = realloc(*p, nc * size);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+/* qsort, which must not see a NULL base even for no elements. */
+static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
+
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *str_printf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    return n < 0 ? NULL : s;
+}
+
+static int oom(struct carma_err *e)
+{
+    return carma_err_set(e, -ENOMEM, "out of memory");
+}
+
+static bool is_word(unsigned char c)
+{
+    return c == '_' || (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z') || c >= 0x80;
+}
+
+static bool is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Python's str.isspace() on ASCII (what re's \s and str.strip() take). */
+static bool is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+static int lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* A cell for an error message: at most CELL_QUOTE bytes of it. */
+static const char *quote_cell(const char *s, char buf[CELL_QUOTE + 4])
+{
+    size_t n = strlen(s);
+    if (n <= CELL_QUOTE)
+        return s;
+    memcpy(buf, s, CELL_QUOTE);
+    memcpy(buf + CELL_QUOTE, "...", 4);
+    return buf;
+}
+
+static int add_warning(struct srtlog *log, char *msg)
+{
+    if (!msg)
+        return -ENOMEM;
+    char **p = realloc(log->warnings, (log->nwarnings + 1) * sizeof *p);
+    if (!p) {
+        free(msg);
+        return -ENOMEM;
+    }
+    log->warnings = p;
+    log->warnings[log->nwarnings++] = msg;
+    return 0;
+}
+
+/* A kind of suspicious row: how many, and the first one's text. */
+struct issue {
+    size_t count;
+    char *first;
+};
+
+static int issue_note(struct issue *is, char *text)
+{
+    if (is->count++ == 0) {
+        if (!text)
+            return -ENOMEM;
+        is->first = text;
+    } else {
+        free(text);
+    }
+    return 0;
+}
+
+/* Moves the issue into log's warnings: "<first> (N such rows)" when more than one. */
+static int issue_flush(struct srtlog *log, struct issue *is)
+{
+    int r = 0;
+    if (is->count == 1)
+        r = add_warning(log, is->first);
+    else if (is->count > 1) {
+        r = add_warning(log, str_printf("%s (%zu such rows)", is->first, is->count));
+        free(is->first);
+    }
+    is->first = NULL;
+    is->count = 0;
+    return r;
+}
+
+static void issue_free(struct issue *is)
+{
+    free(is->first);
+    is->first = NULL;
+}
+
+/* ---- paths, as Python's pathlib prints and orders them ---- */
+
+/* PurePosixPath(s) as text: repeated and trailing slashes and "." parts dropped, "" is ".",
+ * a leading "//" (exactly two) kept. NULL when out of memory. */
+static char *path_norm(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(n + 2);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    const char *p = s;
+    if (p[0] == '/') {
+        out[o++] = '/';
+        if (p[1] == '/' && p[2] != '/')
+            out[o++] = '/';
+    }
+    size_t root = o;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        const char *q = p;
+        while (*q && *q != '/')
+            q++;
+        size_t len = (size_t)(q - p);
+        if (len > 0 && !(len == 1 && p[0] == '.')) {
+            if (o > root)
+                out[o++] = '/';
+            memcpy(out + o, p, len);
+            o += len;
+        }
+        p = q;
+    }
+    if (o == 0)
+        out[o++] = '.';
+    out[o] = '\0';
+    return out;
+}
+
+/* base / name (name one component, or a relative path already normalised). */
+static char *path_join(const char *base, const char *name)
+{
+    if (strcmp(base, ".") == 0)
+        return strdup(name);
+    size_t bl = strlen(base);
+    if (bl > 0 && base[bl - 1] == '/')
+        return str_printf("%s%s", base, name);
+    return str_printf("%s/%s", base, name);
+}
+
+/* path.with_name(name): the last part of path replaced. */
+static char *path_with_name(const char *path, const char *name)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(name);
+    return str_printf("%.*s/%s", (int)(slash - path), path, name);
+}
+
+/* The name of the parent directory of path ("" when the parent is "." or the root). */
+static void path_parent_name(const char *path, const char **ret, size_t *ret_len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        *ret = "";
+        *ret_len = 0;
+        return;
+    }
+    const char *b = slash;
+    while (b > path && b[-1] != '/')
+        b--;
+    *ret = b;
+    *ret_len = (size_t)(slash - b);
+}
+
+/* Compares two paths part by part (pathlib's ordering: "a/b" < "a-x"). */
+static int path_cmp(const char *a, const char *b)
+{
+    for (;;) {
+        size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
+        size_t m = la < lb ? la : lb;
+        int c = memcmp(a, b, m);
+        if (c != 0)
+            return c;
+        if (la != lb)
+            return la < lb ? -1 : 1;
+        a += la;
+        b += lb;
+        if (!*a || !*b)
+            return *a ? 1 : *b ? -1 : 0;
+        a++;
+        b++;
+    }
+}
+
+static int path_cmp_qsort(const void *x, const void *y)
+{
+    return path_cmp(*(char *const *)x, *(char *const *)y);
+}
+
+static bool is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Appends Python's repr() of s (a str) to *buf. */
+static int py_repr_append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+    char q = strchr(s, '\'') && !strchr(s, '"') ? '"' : '\'';
+    size_t n = strlen(s);
+    if (grow(buf, cap, *len + 4 * n + 3, 1) < 0)
+        return -ENOMEM;
+    char *o = *buf + *len;
+    *o++ = q;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\' || *p == (unsigned char)q) {
+            *o++ = '\\';
+            *o++ = (char)*p;
+        } else if (*p == '\n') {
+            *o++ = '\\';
+            *o++ = 'n';
+        } else if (*p == '\r') {
+            *o++ = '\\';
+            *o++ = 'r';
+        } else if (*p == '\t') {
+            *o++ = '\\';
+            *o++ = 't';
+        } else if (*p < 0x20 || *p == 0x7f) {
+            o += sprintf(o, "\\x%02x", *p);
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o++ = q;
+    *o = '\0';
+    *len = (size_t)(o - *buf);
+    return 0;
+}
+
+/* ---- the directory walk (rglob) ---- */
+
+struct strvec {
+    char **v;
+    size_t n, cap;
+};
+
+static int strvec_push(struct strvec *sv, char *s)
+{
+    if (!s || grow(&sv->v, &sv->cap, sv->n + 1, sizeof *sv->v) < 0) {
+        free(s);
+        return -ENOMEM;
+    }
+    sv->v[sv->n++] = s;
+    return 0;
+}
+
+static void strvec_free(struct strvec *sv)
+{
+    for (size_t i = 0; i < sv->n; i++)
+        free(sv->v[i]);
+    free(sv->v);
+    memset(sv, 0, sizeof *sv);
+}
+
+struct srcvec {
+    struct srtlog_source *v;
+    size_t n, cap;
+};
+
+static int srcvec_push(struct srcvec *sv, long long conc, char *path)
+{
+    if (!path || grow(&sv->v, &sv->cap, sv->n + 1, sizeof *sv->v) < 0) {
+        free(path);
+        return -ENOMEM;
+    }
+    sv->v[sv->n].concurrency = conc;
+    sv->v[sv->n].path = path;
+    sv->n++;
+    return 0;
+}
+
+static void srcvec_free(struct srcvec *sv)
+{
+    for (size_t i = 0; i < sv->n; i++)
+        free(sv->v[i].path);
+    free(sv->v);
+    memset(sv, 0, sizeof *sv);
+}
+
+static int source_cmp(const void *x, const void *y)
+{
+    const struct srtlog_source *a = x, *b = y;
+    if (a->concurrency != b->concurrency)
+        return a->concurrency < b->concurrency ? -1 : 1;
+    return path_cmp(a->path, b->path);
+}
+
+struct walk {
+    struct strvec samples; /* every samples.csv */
+    struct srcvec aiperf;  /* conc_N/aiperf_artifacts/profile_export.jsonl */
+    struct srcvec sabench; /* sa-bench_X/results_concurrency_N_*.json */
+};
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The digits of s up to end (a run of at least one digit) as a concurrency; -1 when they do
+ * not fit. */
+static long long parse_conc(const char *s, size_t n)
+{
+    unsigned long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (unsigned long long)(LLONG_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    return (long long)v;
+}
+
+/* `^conc_(\d+)$` (Python's $ also matches before one final newline); -1: no match. */
+static long long match_conc_dir(const char *name)
+{
+    const char *p = name + 5;
+    size_t n = 0;
+    while (is_digit((unsigned char)p[n]))
+        n++;
+    if (n == 0 || !(p[n] == '\0' || (p[n] == '\n' && p[n + 1] == '\0')))
+        return -1;
+    return parse_conc(p, n);
+}
+
+/* `^results_concurrency_(\d+)_`; -1: no match. */
+static long long match_result_file(const char *name)
+{
+    const char *p = name + strlen("results_concurrency_");
+    size_t n = 0;
+    while (is_digit((unsigned char)p[n]))
+        n++;
+    if (n == 0 || p[n] != '_')
+        return -1;
+    return parse_conc(p, n);
+}
+
+/* sa-bench_X: its results_concurrency_*.json entries. */
+static int walk_sabench(struct walk *w, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        size_t len = strlen(name);
+        if (!has_prefix(name, "results_concurrency_") || len < 25 ||
+            strcmp(name + len - 5, ".json") != 0)
+            continue;
+        char *path = path_join(dir, name);
+        if (!path) {
+            r = -ENOMEM;
+            break;
+        }
+        long long conc = match_result_file(name);
+        if (conc < 0 || !exists(path)) {
+            free(path);
+            continue;
+        }
+        if ((r = srcvec_push(&w->sabench, conc, path)) < 0)
+            break;
+    }
+    closedir(d);
+    return r;
+}
+
+/* One directory of the walk: what matches in it, then its real subdirectories. Unreadable
+ * directories are skipped, as pathlib does. */
+static int walk_dir(struct walk *w, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int r = 0;
+    struct strvec subdirs = {0};
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            continue;
+        char *path = path_join(dir, name);
+        if (!path) {
+            r = -ENOMEM;
+            break;
+        }
+        if (strcmp(name, "samples.csv") == 0 && exists(path)) {
+            char *copy = strdup(path);
+            if ((r = strvec_push(&w->samples, copy)) < 0) {
+                free(path);
+                break;
+            }
+        }
+        if (has_prefix(name, "conc_") && is_dir(path)) {
+            char *art = str_printf("%s/aiperf_artifacts", path);
+            char *jsonl = art ? str_printf("%s/profile_export.jsonl", art) : NULL;
+            if (!jsonl) {
+                free(art);
+                free(path);
+                r = -ENOMEM;
+                break;
+            }
+            long long conc = match_conc_dir(name);
+            if (conc >= 0 && is_dir(art) && exists(jsonl)) {
+                if ((r = srcvec_push(&w->aiperf, conc, jsonl)) < 0) {
+                    free(art);
+                    free(path);
+                    break;
+                }
+            } else {
+                free(jsonl);
+            }
+            free(art);
+        }
+        if (has_prefix(name, "sa-bench_") && is_dir(path) && (r = walk_sabench(w, path)) < 0) {
+            free(path);
+            break;
+        }
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if ((r = strvec_push(&subdirs, path)) < 0)
+                break;
+        } else {
+            free(path);
+        }
+    }
+    closedir(d);
+    for (size_t i = 0; r == 0 && i < subdirs.n; i++)
+        r = walk_dir(w, subdirs.v[i]);
+    strvec_free(&subdirs);
+    return r;
+}
+
+/* ---- benchmark.out: lines as Python's text mode splits them ---- */
+
+struct lines {
+    int fd;
+    char *buf;
+    size_t len, cap, pos;
+    bool eof;
+    bool skipping; /* the rest of an over-long line is being dropped */
+    bool cut_long; /* over-long lines: cut (true) or an error (false) */
+    size_t lineno;
+};
+
+static int lines_open(struct lines *l, const char *path, bool cut_long)
+{
+    memset(l, 0, sizeof *l);
+    l->cut_long = cut_long;
+    l->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (l->fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(l->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(l->fd);
+        l->fd = -1;
+        return -EISDIR;
+    }
+    return 0;
+}
+
+static void lines_close(struct lines *l)
+{
+    if (l->fd >= 0)
+        close(l->fd);
+    free(l->buf);
+    memset(l, 0, sizeof *l);
+    l->fd = -1;
+}
+
+/* Reads more after compacting. 0, or a negative errno. */
+static int lines_fill(struct lines *l)
+{
+    if (l->pos > 0) {
+        memmove(l->buf, l->buf + l->pos, l->len - l->pos);
+        l->len -= l->pos;
+        l->pos = 0;
+    }
+    if (grow(&l->buf, &l->cap, l->len + CHUNK + 1, 1) < 0)
+        return -ENOMEM;
+    for (;;) {
+        ssize_t n = read(l->fd, l->buf + l->len, CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            l->eof = true;
+        l->len += (size_t)n;
+        return 0;
+    }
+}
+
+/*
+ * The next line (without its \n, \r\n or \r) into *ret / *ret_len, NUL-terminated in place.
+ * Returns 1, 0 at the end, -EFBIG for a line over SRTLOG_LINE_MAX when cut_long is off (a
+ * longer line is otherwise returned cut at that length, the rest dropped), or a read errno.
+ */
+static int lines_next(struct lines *l, char **ret, size_t *ret_len)
+{
+    size_t scan = l->pos;
+    for (;;) {
+        size_t i = scan;
+        while (i < l->len && l->buf[i] != '\n' && l->buf[i] != '\r')
+            i++;
+        if (i < l->len && (l->buf[i] == '\n' || i + 1 < l->len || l->eof)) {
+            size_t end = i + 1;
+            if (l->buf[i] == '\r' && end < l->len && l->buf[end] == '\n')
+                end++;
+            l->buf[i] = '\0';
+            char *s = l->buf + l->pos;
+            size_t n = i - l->pos;
+            l->pos = end;
+            if (l->skipping) {
+                l->skipping = false;
+                scan = l->pos;
+                continue;
+            }
+            l->lineno++;
+            *ret = s;
+            *ret_len = n;
+            return 1;
+        }
+        if (l->eof) {
+            if (l->pos == l->len || l->skipping)
+                return 0;
+            l->buf[l->len] = '\0';
+            *ret = l->buf + l->pos;
+            *ret_len = l->len - l->pos;
+            l->pos = l->len;
+            l->lineno++;
+            return 1;
+        }
+        if (l->len - l->pos >= SRTLOG_LINE_MAX && !(i < l->len)) {
+            if (!l->cut_long)
+                return -EFBIG;
+            if (l->skipping) {
+                l->pos = l->len;
+            } else {
+                l->skipping = true;
+                l->buf[l->pos + SRTLOG_LINE_MAX] = '\0';
+                *ret = l->buf + l->pos;
+                *ret_len = SRTLOG_LINE_MAX;
+                l->pos = l->len;
+                l->lineno++;
+                return 1;
+            }
+        }
+        size_t done = i - l->pos;
+        int r = lines_fill(l);
+        if (r < 0)
+            return r;
+        scan = l->pos + done;
+    }
+}
+
+/* `Phase \w+ \(profiling\) (started|complete)` anywhere in s (re.search). */
+static bool has_phase_marker(const char *s, size_t n)
+{
+    const char *end = s + n;
+    for (const char *p = s; (p = memmem(p, (size_t)(end - p), "Phase ", 6)); p++) {
+        const char *q = p + 6, *r = q;
+        while (r < end && is_word((unsigned char)*r))
+            r++;
+        if (r == q || (size_t)(end - r) < 13 || memcmp(r, " (profiling) ", 13) != 0)
+            continue;
+        r += 13;
+        if (((size_t)(end - r) >= 7 && memcmp(r, "started", 7) == 0) ||
+            ((size_t)(end - r) >= 8 && memcmp(r, "complete", 8) == 0))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * `^(\d{2}:\d{2}:\d{2}\.\d{3}) NOTICE\s+Phase \w+ \(profiling\) (started|complete)\b(.*)$`:
+ * true with the stamp (12 bytes), the event and the rest of the line.
+ */
+static bool match_phase_line(const char *s, size_t n, const char **stamp, bool *started,
+                             const char **rest)
+{
+    static const char shape[] = "dd:dd:dd.ddd";
+    if (n < 12)
+        return false;
+    for (size_t i = 0; i < 12; i++)
+        if (shape[i] == 'd' ? !is_digit((unsigned char)s[i]) : s[i] != shape[i])
+            return false;
+    const char *p = s + 12, *end = s + n;
+    if ((size_t)(end - p) < 7 || memcmp(p, " NOTICE", 7) != 0)
+        return false;
+    p += 7;
+    const char *q = p;
+    while (q < end && is_space((unsigned char)*q))
+        q++;
+    if (q == p || (size_t)(end - q) < 6 || memcmp(q, "Phase ", 6) != 0)
+        return false;
+    q += 6;
+    const char *w = q;
+    while (w < end && is_word((unsigned char)*w))
+        w++;
+    if (w == q || (size_t)(end - w) < 13 || memcmp(w, " (profiling) ", 13) != 0)
+        return false;
+    w += 13;
+    size_t ev;
+    if ((size_t)(end - w) >= 7 && memcmp(w, "started", 7) == 0) {
+        ev = 7;
+        *started = true;
+    } else if ((size_t)(end - w) >= 8 && memcmp(w, "complete", 8) == 0) {
+        ev = 8;
+        *started = false;
+    } else {
+        return false;
+    }
+    w += ev;
+    if (w < end && is_word((unsigned char)*w))
+        return false;
+    *stamp = s;
+    *rest = w;
+    return true;
+}
+
+/* `elapsed=(\d+(?:\.\d+)?)s` searched in rest: true and the seconds. */
+static bool match_elapsed(const char *rest, double *ret)
+{
+    for (const char *p = rest; (p = strstr(p, "elapsed=")); p++) {
+        const char *q = p + 8, *r = q;
+        while (is_digit((unsigned char)*r))
+            r++;
+        if (r == q)
+            continue;
+        const char *end = NULL;
+        if (*r == '.' && is_digit((unsigned char)r[1])) {
+            const char *f = r + 1;
+            while (is_digit((unsigned char)*f))
+                f++;
+            if (*f == 's')
+                end = f;
+        } else if (*r == 's') {
+            end = r;
+        }
+        if (!end)
+            continue;
+        char num[64];
+        size_t len = (size_t)(end - q);
+        if (len >= sizeof num)
+            len = sizeof num - 1; /* absurdly long: strtod of the prefix */
+        memcpy(num, q, len);
+        num[len] = '\0';
+        *ret = strtod(num, NULL);
+        return true;
+    }
+    return false;
+}
+
+const char *srtlog_bench_name(enum srtlog_bench b)
+{
+    switch (b) {
+    case SRTLOG_BENCH_SA_BENCH:
+        return "sa-bench";
+    case SRTLOG_BENCH_AIPERF:
+        return "aiperf";
+    default:
+        return "";
+    }
+}
+
+int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struct carma_err *e)
+{
+    struct lines l;
+    int r = lines_open(&l, benchmark_out, true);
+    if (r < 0)
+        return carma_err_set(e, r, "%s: %s", benchmark_out, strerror(-r));
+    bool aiperf = false, sabench = false;
+    char *s;
+    size_t n;
+    while ((r = lines_next(&l, &s, &n)) > 0) {
+        if (has_phase_marker(s, n))
+            aiperf = true;
+        else if (memmem(s, n, "Serving Benchmark Result", 24) ||
+                 memmem(s, n, "Successful requests:", 20))
+            sabench = true;
+    }
+    lines_close(&l);
+    if (r < 0)
+        return carma_err_set(e, r, "%s: %s", benchmark_out, strerror(-r));
+    if (aiperf && sabench)
+        return carma_err_set(e, -EINVAL, "%s: matched both aiperf and sa-bench markers",
+                             benchmark_out);
+    if (!aiperf && !sabench)
+        return carma_err_set(e, -EINVAL, "%s: matched neither aiperf nor sa-bench markers",
+                             benchmark_out);
+    *ret = aiperf ? SRTLOG_BENCH_AIPERF : SRTLOG_BENCH_SA_BENCH;
+    return 0;
+}
+
+/* "HH:MM:SS.mmm" -> seconds since midnight, as int(h)*3600 + int(m)*60 + float(s). */
+static double time_of_day_s(const char *stamp)
+{
+    int h = (stamp[0] - '0') * 10 + (stamp[1] - '0');
+    int m = (stamp[3] - '0') * 10 + (stamp[4] - '0');
+    char sec[7];
+    memcpy(sec, stamp + 6, 6);
+    sec[6] = '\0';
+    return (double)(h * 3600 + m * 60) + strtod(sec, NULL);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *ret,
+                            struct carma_err *e)
+{
+    struct lines l;
+    int r = lines_open(&l, benchmark_out, true);
+    if (r < 0)
+        return carma_err_set(e, r, "%s: %s", benchmark_out, strerror(-r));
+    size_t nstart = 0, ncomplete = 0;
+    char start[13] = "", complete[13] = "";
+    double elapsed = 0.0;
+    bool has_elapsed = false;
+    char *s;
+    size_t n;
+    while ((r = lines_next(&l, &s, &n)) > 0) {
+        const char *stamp, *rest;
+        bool started;
+        if (!match_phase_line(s, n, &stamp, &started, &rest))
+            continue;
+        if (started) {
+            if (nstart++ == 0)
+                memcpy(start, stamp, 12);
+        } else if (ncomplete++ == 0) {
+            memcpy(complete, stamp, 12);
+            has_elapsed = match_elapsed(rest, &elapsed);
+        }
+    }
+    lines_close(&l);
+    if (r < 0)
+        return carma_err_set(e, r, "%s: %s", benchmark_out, strerror(-r));
+    memset(ret, 0, sizeof *ret);
+    ret->source = "unavailable";
+    if (nstart == 0 || ncomplete == 0)
+        return 0;
+    if (nstart != 1 || ncomplete != 1) {
+        size_t count = nstart > ncomplete ? nstart : ncomplete;
+        ret->note = str_printf("%zu profiling phases in %s; cannot pair them to one concurrency",
+                               count, base_name(benchmark_out));
+        return ret->note ? 0 : oom(e);
+    }
+    double d = elapsed;
+    if (!has_elapsed) {
+        d = time_of_day_s(complete) - time_of_day_s(start);
+        if (d < 0)
+            d += 24 * 3600.0;
+    }
+    ret->source = "aiperf-phase-log";
+    ret->has_duration = true;
+    ret->duration_s = d;
+    ret->note = str_printf("phase started %s, complete %s (time-of-day only)", start, complete);
+    return ret->note ? 0 : oom(e);
+}
+
+/* ---- ISO 8601 stamps (datetime.fromisoformat(...).astimezone().timestamp()) ---- */
+
+static bool digits_n(const char *s, int n, int *ret)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!is_digit((unsigned char)s[i]))
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *ret = v;
+    return true;
+}
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
+static long long days_from_civil(long long y, int m, int d)
+{
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+        return 29;
+    return dm[m - 1];
+}
+
+/* HH[:MM[:SS[(.|,)f+]]] at *pp; the fraction's first 6 digits are microseconds. */
+static bool parse_hms(const char **pp, int *h, int *mi, int *sec, int *us)
+{
+    const char *p = *pp;
+    *mi = *sec = *us = 0;
+    if (!digits_n(p, 2, h))
+        return false;
+    p += 2;
+    if (*p == ':') {
+        if (!digits_n(p + 1, 2, mi))
+            return false;
+        p += 3;
+        if (*p == ':') {
+            if (!digits_n(p + 1, 2, sec))
+                return false;
+            p += 3;
+            if (*p == '.' || *p == ',') {
+                p++;
+                if (!is_digit((unsigned char)*p))
+                    return false;
+                int nd = 0, v = 0;
+                while (is_digit((unsigned char)*p)) {
+                    if (nd < 6) {
+                        v = v * 10 + (*p - '0');
+                        nd++;
+                    }
+                    p++;
+                }
+                for (; nd < 6; nd++)
+                    v *= 10;
+                *us = v;
+            }
+        }
+    }
+    if (*h > 23 || *mi > 59 || *sec > 59)
+        return false;
+    *pp = p;
+    return true;
+}
+
+/* Local wall-clock seconds (as if UTC) of unix time u. */
+static int local_s(long long u, long long *ret, long *ret_gmtoff)
+{
+    time_t tt = (time_t)u;
+    struct tm tm;
+    if (!localtime_r(&tt, &tm))
+        return -EINVAL;
+    *ret = days_from_civil(tm.tm_year + 1900LL, tm.tm_mon + 1, tm.tm_mday) * 86400LL +
+           tm.tm_hour * 3600LL + tm.tm_min * 60LL + tm.tm_sec;
+    if (ret_gmtoff)
+        *ret_gmtoff = tm.tm_gmtoff;
+    return 0;
+}
+
+/*
+ * The UTC offset Python gives the naive local time t (seconds, as if UTC) in astimezone():
+ * CPython's datetime._mktime for fold=0 (of two instants showing t, the earlier one; for a t
+ * in a gap, the later candidate), then the offset in force at that instant.
+ */
+static int local_offset(long long t, long long *ret)
+{
+    long long lt, t1, t2, u;
+    if (local_s(t, &lt, NULL) < 0)
+        return -EINVAL;
+    long long a = lt - t, b;
+    long long u1 = t - a;
+    if (local_s(u1, &t1, NULL) < 0)
+        return -EINVAL;
+    if (t1 == t) {
+        long long u2 = u1 - 24 * 3600, l2;
+        if (local_s(u2, &l2, NULL) < 0)
+            return -EINVAL;
+        b = l2 - u2;
+        if (a == b) {
+            u = u1;
+            goto found;
+        }
+    } else {
+        b = t1 - u1;
+    }
+    long long u2 = t - b;
+    if (local_s(u2, &t2, NULL) < 0)
+        return -EINVAL;
+    if (t2 == t)
+        u = u2;
+    else if (t1 == t)
+        u = u1;
+    else
+        u = u1 > u2 ? u1 : u2; /* t is in a gap */
+found:;
+    long off;
+    if (local_s(u, &lt, &off) < 0)
+        return -EINVAL;
+    *ret = off;
+    return 0;
+}
+
+int srtlog_iso_to_unix(const char *s, double *ret)
+{
+    int y, mo, d, h = 0, mi = 0, sec = 0, us = 0;
+    const char *p = s;
+    if (!digits_n(p, 4, &y) || p[4] != '-' || !digits_n(p + 5, 2, &mo) || p[7] != '-' ||
+        !digits_n(p + 8, 2, &d))
+        return -EINVAL;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
+        return -EINVAL;
+    p += 10;
+    bool aware = false;
+    long long off_us = 0;
+    if (*p) {
+        p++; /* any one separator */
+        if (!parse_hms(&p, &h, &mi, &sec, &us))
+            return -EINVAL;
+        if (*p == 'Z') {
+            aware = true;
+            p++;
+        } else if (*p == '+' || *p == '-') {
+            int sign = *p == '-' ? -1 : 1, oh, om = 0, os = 0, ous = 0;
+            p++;
+            if (p[0] && p[1] && p[2] == ':') { /* +HH:MM[:SS[.ffffff]] */
+                if (!parse_hms(&p, &oh, &om, &os, &ous))
+                    return -EINVAL;
+            } else { /* +HH or +HHMM */
+                if (!digits_n(p, 2, &oh) || oh > 23)
+                    return -EINVAL;
+                p += 2;
+                if (digits_n(p, 2, &om)) {
+                    p += 2;
+                    if (om > 59)
+                        return -EINVAL;
+                }
+            }
+            aware = true;
+            off_us = sign * ((((long long)oh * 60 + om) * 60 + os) * 1000000LL + ous);
+        }
+        if (*p)
+            return -EINVAL;
+    }
+    long long secs = days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + sec;
+    if (!aware) {
+        long long off;
+        if (local_offset(secs, &off) < 0)
+            return -EINVAL;
+        off_us = off * 1000000LL;
+    }
+    long long total_us = secs * 1000000LL + us - off_us;
+    *ret = (double)total_us / 1e6;
+    return 0;
+}
+
+/* ---- windows and tokens (§6.3) ---- */
+
+static json_t *load_json(const char *path, struct carma_err *e, int *ret_r)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int r = -errno;
+        *ret_r = carma_err_set(e, r, "%s: %s", path, strerror(-r));
+        return NULL;
+    }
+    json_error_t je;
+    json_t *root = json_loadf(f, JSON_DECODE_ANY, &je);
+    int ferr = ferror(f);
+    fclose(f);
+    if (!root) {
+        if (ferr)
+            *ret_r = carma_err_set(e, -EIO, "%s: read error", path);
+        else
+            *ret_r = carma_err_set(e, -EINVAL, "%s: invalid JSON (line %d, column %d): %s", path,
+                                   je.line, je.column, je.text);
+    }
+    return root;
+}
+
+/* float(v) as Python computes it: numbers, bools, numeric strings. 0 or -EINVAL. */
+static int py_float(const json_t *v, double *ret)
+{
+    if (json_is_integer(v) || json_is_real(v)) {
+        *ret = json_number_value(v);
+        return 0;
+    }
+    if (json_is_boolean(v)) {
+        *ret = json_is_true(v) ? 1.0 : 0.0;
+        return 0;
+    }
+    if (json_is_string(v))
+        return parse_double(json_string_value(v), ret);
+    return -EINVAL;
+}
+
+/* Python truthiness of a JSON value. */
+static bool py_truthy(const json_t *v)
+{
+    if (!v)
+        return false;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return json_object_size(v) > 0;
+    case JSON_ARRAY:
+        return json_array_size(v) > 0;
+    case JSON_STRING:
+        return json_string_length(v) > 0;
+    case JSON_INTEGER:
+        return json_integer_value(v) != 0;
+    case JSON_REAL:
+        return json_real_value(v) != 0.0;
+    case JSON_TRUE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool is_number(const json_t *v)
+{
+    return json_is_integer(v) || json_is_real(v);
+}
+
+static int sa_bench_window(struct srtlog_window *w, const char *path, struct carma_err *e)
+{
+    static const char *const keys[] = {"benchmark_start_time_unix", "benchmark_end_time_unix",
+                                       "total_input_tokens", "total_output_tokens"};
+    int r = 0;
+    json_t *root = load_json(path, e, &r);
+    if (!root)
+        return r;
+    if (!json_is_object(root)) {
+        r = carma_err_set(e, -EINVAL, "%s: not a JSON object", path);
+        goto out;
+    }
+    for (size_t i = 0; i < 4; i++) {
+        const json_t *v = json_object_get(root, keys[i]);
+        if (!v) {
+            r = carma_err_set(e, -EINVAL, "%s: missing required field '%s'", path, keys[i]);
+            goto out;
+        }
+        if (!is_number(v)) {
+            r = carma_err_set(e, -EINVAL, "%s: field '%s' is not a number", path, keys[i]);
+            goto out;
+        }
+    }
+    w->start = json_incref(json_object_get(root, keys[0]));
+    w->end = json_incref(json_object_get(root, keys[1]));
+    w->input_tokens = json_incref(json_object_get(root, keys[2]));
+    w->output_tokens = json_incref(json_object_get(root, keys[3]));
+    w->start_unix = json_number_value(w->start);
+    w->end_unix = json_number_value(w->end);
+    w->input_tokens_n = json_number_value(w->input_tokens);
+    w->output_tokens_n = json_number_value(w->output_tokens);
+    w->reported.source = "sa-bench-json";
+    w->reported.has_start = w->reported.has_end = true;
+    w->reported.start_unix = w->start_unix;
+    w->reported.end_unix = w->end_unix;
+    const json_t *dur = json_object_get(root, "duration");
+    if (dur && !json_is_null(dur)) {
+        if (py_float(dur, &w->reported.duration_s) < 0) {
+            r = carma_err_set(e, -EINVAL, "%s: field 'duration' is not a number", path);
+            goto out;
+        }
+        w->reported.has_duration = true;
+    } else if (!(w->reported.note = strdup("result JSON has no 'duration' field"))) {
+        r = oom(e);
+    }
+out:
+    json_decref(root);
+    return r;
+}
+
+/* aggregate["a"]["b"], which must be a number: 0 and a new reference, or -EINVAL. */
+static int aggregate_avg(const json_t *agg, const char *key, const char *path, json_t **ret,
+                         struct carma_err *e)
+{
+    const json_t *o = json_object_get(agg, key);
+    const json_t *v = json_is_object(o) ? json_object_get(o, "avg") : NULL;
+    if (!v)
+        return carma_err_set(e, -EINVAL, "%s: missing '%s.avg'", path, key);
+    if (!is_number(v))
+        return carma_err_set(e, -EINVAL, "%s: '%s.avg' is not a number", path, key);
+    *ret = json_incref((json_t *)v);
+    return 0;
+}
+
+/* reported_timing_from_aiperf_json. */
+static int aiperf_reported(struct srtlog_reported *rep, const json_t *agg, const char *path,
+                           struct carma_err *e)
+{
+    const json_t *dur = json_object_get(agg, "benchmark_duration");
+    if (json_is_object(dur))
+        dur = json_object_get(dur, "avg");
+    bool has_dur = dur && !json_is_null(dur);
+    const json_t *st = json_object_get(agg, "start_time"), *en = json_object_get(agg, "end_time");
+    double start = 0, end = 0;
+    bool has_start = json_is_string(st) && srtlog_iso_to_unix(json_string_value(st), &start) == 0;
+    bool has_end = json_is_string(en) && srtlog_iso_to_unix(json_string_value(en), &end) == 0;
+    memset(rep, 0, sizeof *rep);
+    rep->source = "unavailable";
+    if (!has_dur && !has_start && !has_end)
+        return 0;
+    rep->source = "aiperf-json";
+    rep->has_start = has_start;
+    rep->has_end = has_end;
+    rep->start_unix = start;
+    rep->end_unix = end;
+    if (has_dur) {
+        if (py_float(dur, &rep->duration_s) < 0)
+            return carma_err_set(e, -EINVAL, "%s: 'benchmark_duration' is not a number", path);
+        rep->has_duration = true;
+    }
+    rep->note = strdup("start/end are aiperf's naive local ISO stamps converted in this host's "
+                       "timezone");
+    return rep->note ? 0 : oom(e);
+}
+
+/* min/max over JSON numbers, ints compared as ints (Python's exact int comparison). */
+struct nsrange {
+    bool any, any_int, any_real;
+    json_int_t imin, imax;
+    double rmin, rmax;
+};
+
+static void nsrange_add(struct nsrange *r, const json_t *v, bool is_start)
+{
+    r->any = true;
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (!r->any_int) {
+            r->imin = r->imax = x;
+            r->any_int = true;
+        } else if (is_start ? x < r->imin : x > r->imax) {
+            if (is_start)
+                r->imin = x;
+            else
+                r->imax = x;
+        }
+    } else {
+        double x = json_real_value(v);
+        if (!r->any_real) {
+            r->rmin = r->rmax = x;
+            r->any_real = true;
+        } else if (is_start ? x < r->rmin : x > r->rmax) {
+            if (is_start)
+                r->rmin = x;
+            else
+                r->rmax = x;
+        }
+    }
+}
+
+static double nsrange_value(const struct nsrange *r, bool is_start)
+{
+    double i = r->any_int ? (double)(is_start ? r->imin : r->imax) : NAN;
+    double f = r->any_real ? (is_start ? r->rmin : r->rmax) : NAN;
+    if (!r->any_int)
+        return f;
+    if (!r->any_real)
+        return i;
+    return is_start ? fmin(i, f) : fmax(i, f);
+}
+
+static int aiperf_window(struct srtlog_window *w, const char *path, const char *benchmark_out,
+                         struct carma_err *e)
+{
+    struct lines l;
+    struct nsrange starts = {0}, ends = {0};
+    int r = lines_open(&l, path, false);
+    if (r < 0)
+        return carma_err_set(e, r, "%s: %s", path, strerror(-r));
+    char *s;
+    size_t n;
+    while ((r = lines_next(&l, &s, &n)) > 0) {
+        while (n > 0 && is_space((unsigned char)*s)) {
+            s++;
+            n--;
+        }
+        while (n > 0 && is_space((unsigned char)s[n - 1]))
+            n--;
+        if (n == 0)
+            continue;
+        json_error_t je;
+        json_t *rec = json_loadb(s, n, JSON_DECODE_ANY, &je);
+        if (!rec) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: invalid JSON (column %d): %s", path, l.lineno,
+                              je.column, je.text);
+            break;
+        }
+        const json_t *md = json_is_object(rec) ? json_object_get(rec, "metadata") : NULL;
+        if (!json_is_object(rec)) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: not a JSON object", path, l.lineno);
+        } else if (py_truthy(json_object_get(rec, "error"))) {
+            r = 0;
+        } else if (md && !json_is_object(md)) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: 'metadata' is not an object", path, l.lineno);
+        } else if (md && json_is_string(json_object_get(md, "benchmark_phase")) &&
+                   strcmp(json_string_value(json_object_get(md, "benchmark_phase")), "profiling") ==
+                       0) {
+            const json_t *a = json_object_get(md, "request_start_ns");
+            const json_t *b = json_object_get(md, "request_end_ns");
+            if (!a || !b)
+                r = carma_err_set(e, -EINVAL, "%s:%zu: profiling record has no metadata.%s", path,
+                                  l.lineno, !a ? "request_start_ns" : "request_end_ns");
+            else if (!is_number(a) || !is_number(b))
+                r = carma_err_set(e, -EINVAL, "%s:%zu: metadata.%s is not a number", path, l.lineno,
+                                  !is_number(a) ? "request_start_ns" : "request_end_ns");
+            else {
+                nsrange_add(&starts, a, true);
+                nsrange_add(&ends, b, false);
+            }
+        }
+        json_decref(rec);
+        if (r < 0)
+            break;
+    }
+    size_t lineno = l.lineno;
+    lines_close(&l);
+    if (r == -EFBIG)
+        return carma_err_set(e, r, "%s:%zu: a line longer than %u bytes", path, lineno + 1,
+                             SRTLOG_LINE_MAX);
+    if (r < 0) {
+        if (e && e->code == r)
+            return r;
+        return carma_err_set(e, r, "%s: %s", path, strerror(-r));
+    }
+    if (!starts.any)
+        return carma_err_set(e, -EINVAL, "%s: no successful profiling-phase records", path);
+
+    char *agg_path = path_with_name(path, "profile_export_aiperf.json");
+    if (!agg_path)
+        return oom(e);
+    if (!is_file(agg_path)) {
+        r = carma_err_set(e, -ENOENT, "%s: not found (expected alongside %s)", agg_path, path);
+        free(agg_path);
+        return r;
+    }
+    json_t *agg = load_json(agg_path, e, &r);
+    if (!agg) {
+        free(agg_path);
+        return r;
+    }
+    if (!json_is_object(agg)) {
+        r = carma_err_set(e, -EINVAL, "%s: not a JSON object", agg_path);
+        goto out;
+    }
+    if ((r = aggregate_avg(agg, "total_osl", agg_path, &w->output_tokens, e)) < 0 ||
+        (r = aggregate_avg(agg, "total_isl", agg_path, &w->input_tokens, e)) < 0)
+        goto out;
+    w->output_tokens_n = json_number_value(w->output_tokens);
+    w->input_tokens_n = json_number_value(w->input_tokens);
+    if ((r = aiperf_reported(&w->reported, agg, agg_path, e)) < 0)
+        goto out;
+    if (strcmp(w->reported.source, "unavailable") == 0 && is_file(benchmark_out)) {
+        free(w->reported.note);
+        if ((r = srtlog_phase_log_timing(benchmark_out, &w->reported, e)) < 0)
+            goto out;
+    }
+    w->start_unix = nsrange_value(&starts, true) / 1e9;
+    w->end_unix = nsrange_value(&ends, false) / 1e9;
+    w->start = json_real(w->start_unix);
+    w->end = json_real(w->end_unix);
+    if (!w->start || !w->end)
+        r = oom(e);
+out:
+    json_decref(agg);
+    free(agg_path);
+    return r;
+}
+
+static void window_free(struct srtlog_window *w)
+{
+    json_decref(w->start);
+    json_decref(w->end);
+    json_decref(w->output_tokens);
+    json_decref(w->input_tokens);
+    free(w->reported.note);
+    memset(w, 0, sizeof *w);
+}
+
+/* ---- the CSV stream: chunks of whole records through csv_parse ---- */
+
+struct csvr {
+    int fd;
+    const char *path;
+    char *buf;
+    size_t len, cap;
+    size_t scan;      /* bytes of buf looked at for record ends */
+    bool inq;         /* the scan is inside a quoted field */
+    size_t cut;       /* end of the last whole record in buf (0: none yet) */
+    size_t cut_lines; /* line ends before cut */
+    size_t lines;     /* line ends before scan */
+    size_t base;      /* the line number of buf[0] */
+    bool eof, done;
+    struct csv_doc doc;
+    size_t next;
+    bool torn;          /* the doc's last row ends the file without a line end */
+    bool torn_unparsed; /* the file ends in an unterminated quoted field on one line */
+    size_t torn_line;
+};
+
+static int csvr_open(struct csvr *r, const char *path, struct carma_err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    r->base = 1;
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        int err = -errno;
+        return carma_err_set(e, err, "%s: %s", path, strerror(-err));
+    }
+    struct stat st;
+    if (fstat(r->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(r->fd);
+        r->fd = -1;
+        return carma_err_set(e, -EISDIR, "%s: %s", path, strerror(EISDIR));
+    }
+    return 0;
+}
+
+static void csvr_close(struct csvr *r)
+{
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r->buf);
+    csv_doc_free(&r->doc);
+    r->fd = -1;
+    r->buf = NULL;
+}
+
+/* Rewrites csv_parse's "<path>:<line>: ..." with the line counted from the file's start. */
+static void fix_csv_err(struct carma_err *e, const char *path, size_t base)
+{
+    if (!e)
+        return;
+    size_t pl = strlen(path);
+    if (strncmp(e->msg, path, pl) != 0 || e->msg[pl] != ':')
+        return;
+    char *end;
+    unsigned long long line = strtoull(e->msg + pl + 1, &end, 10);
+    if (end == e->msg + pl + 1 || *end != ':')
+        return;
+    char rest[CARMA_ERR_MSG_MAX];
+    snprintf(rest, sizeof rest, "%s", end);
+    snprintf(e->msg, sizeof e->msg, "%s:%llu%s", path, line + base - 1, rest);
+}
+
+static void csvr_scan(struct csvr *r)
+{
+    size_t i = r->scan;
+    for (; i < r->len; i++) {
+        char c = r->buf[i];
+        if (c == '"') {
+            r->inq = !r->inq;
+        } else if (c == '\n') {
+            r->lines++;
+            if (!r->inq) {
+                r->cut = i + 1;
+                r->cut_lines = r->lines;
+            }
+        } else if (c == '\r' && !r->inq) {
+            if (i + 1 == r->len && !r->eof)
+                break; /* is a \n next? */
+            if (i + 1 == r->len || r->buf[i + 1] != '\n') {
+                r->lines++;
+                r->cut = i + 1;
+                r->cut_lines = r->lines;
+            }
+        }
+    }
+    r->scan = i;
+}
+
+/* Parses buf[0, n) (whole records) into r->doc, lines counted from r->base. */
+static int csvr_parse(struct csvr *r, size_t n, struct carma_err *e)
+{
+    int ret = csv_parse(r->buf, n, r->path, &r->doc, e);
+    if (ret < 0) {
+        fix_csv_err(e, r->path, r->base);
+        return ret;
+    }
+    for (size_t i = 0; i < r->doc.n; i++)
+        r->doc.rows[i].line += r->base - 1;
+    r->next = 0;
+    return 0;
+}
+
+/*
+ * The next row (blank lines skipped) into *ret, valid until the next call; *ret_torn when it
+ * is the file's last line and has no line end. Returns 1, 0 at the end of the file, or a
+ * negative errno with e set. After 0, r->torn_unparsed says that the file ended in an
+ * unterminated quoted field (at r->torn_line) that was not returned.
+ */
+static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struct carma_err *e)
+{
+    for (;;) {
+        if (r->next < r->doc.n) {
+            *ret = &r->doc.rows[r->next++];
+            *ret_torn = r->torn && r->next == r->doc.n;
+            return 1;
+        }
+        csv_doc_free(&r->doc);
+        r->next = 0;
+        if (r->done)
+            return 0;
+        if (r->cut > 0) {
+            int ret_p = csvr_parse(r, r->cut, e);
+            if (ret_p < 0)
+                return ret_p;
+            memmove(r->buf, r->buf + r->cut, r->len - r->cut);
+            r->len -= r->cut;
+            r->scan -= r->cut;
+            r->lines -= r->cut_lines;
+            r->base += r->cut_lines;
+            r->cut = 0;
+            r->cut_lines = 0;
+            continue;
+        }
+        if (r->eof) {
+            r->done = true;
+            if (r->len == 0)
+                continue;
+            bool one_line = !memchr(r->buf, '\n', r->len) && !memchr(r->buf, '\r', r->len);
+            int ret_p = csvr_parse(r, r->len, e);
+            if (ret_p == -EINVAL && r->inq && one_line) {
+                carma_err_clear(e);
+                r->torn_unparsed = true;
+                r->torn_line = r->base;
+                continue;
+            }
+            if (ret_p < 0)
+                return ret_p;
+            r->torn = true;
+            continue;
+        }
+        if (r->len >= SRTLOG_LINE_MAX) {
+            int ret_p = csvr_parse(r, r->len, e);
+            if (ret_p < 0)
+                return ret_p;
+            csv_doc_free(&r->doc);
+            return carma_err_set(e, -EINVAL, "%s:%zu: a record longer than %u bytes", r->path,
+                                 r->base, SRTLOG_LINE_MAX);
+        }
+        if (grow(&r->buf, &r->cap, r->len + CHUNK, 1) < 0)
+            return oom(e);
+        ssize_t n = read(r->fd, r->buf + r->len, CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int err = -errno;
+            return carma_err_set(e, err, "%s: %s", r->path, strerror(-err));
+        }
+        if (n == 0)
+            r->eof = true;
+        r->len += (size_t)n;
+        csvr_scan(r);
+    }
+}
+
+/* The index of column name in the header (the last one when repeated, as DictReader), or -1. */
+static int col_find(const struct csv_row *h, const char *name)
+{
+    int idx = -1;
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(h->fields[i], name) == 0)
+            idx = (int)i;
+    return idx;
+}
+
+/* What one CSV load shares: the file, the header, the warnings it collects. */
+struct csvctx {
+    struct srtlog *log;
+    const char *path;
+    struct csv_row header;
+    bool have_header;
+    struct issue torn;
+};
+
+static int need_col(const struct csvctx *c, int col, const char *name, size_t line,
+                    struct carma_err *e)
+{
+    if (col >= 0)
+        return 0;
+    return carma_err_set(e, -EINVAL, "%s:%zu: no column '%s' in the header (line 1)", c->path, line,
+                         name);
+}
+
+static int cell_double(const struct csvctx *c, const struct csv_row *row, int col, const char *name,
+                       double *ret, struct carma_err *e)
+{
+    int r = need_col(c, col, name, row->line, e);
+    if (r < 0)
+        return r;
+    const char *s = row->fields[col];
+    if (parse_double(s, ret) < 0) {
+        char q[CELL_QUOTE + 4];
+        return carma_err_set(e, -EINVAL, "%s:%zu: %s '%s' is not a finite number", c->path,
+                             row->line, name, quote_cell(s, q));
+    }
+    return 0;
+}
+
+static int cell_int(const struct csvctx *c, const struct csv_row *row, int col, const char *name,
+                    long long *ret, struct carma_err *e)
+{
+    int r = need_col(c, col, name, row->line, e);
+    if (r < 0)
+        return r;
+    const char *s = row->fields[col];
+    int64_t v;
+    if (parse_i64(s, &v) < 0) {
+        char q[CELL_QUOTE + 4];
+        return carma_err_set(e, -EINVAL, "%s:%zu: %s '%s' is not an integer", c->path, row->line,
+                             name, quote_cell(s, q));
+    }
+    *ret = v;
+    return 0;
+}
+
+/*
+ * Reads the header and then hands each data row to fn. A row whose field count differs from
+ * the header's is an error, except a last line without a line end that is short (skipped with
+ * a warning). Returns 0 or a negative errno with e set.
+ */
+static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, struct carma_err *),
+                    void *ud, struct carma_err *e)
+{
+    struct csvr r;
+    int ret = csvr_open(&r, c->path, e);
+    if (ret < 0)
+        return ret;
+    struct csv_row *row = NULL;
+    bool torn = false;
+    while ((ret = csvr_next(&r, &row, &torn, e)) > 0) {
+        if (!c->have_header) {
+            c->header = *row;
+            memset(row, 0, sizeof *row); /* the doc no longer owns it */
+            c->have_header = true;
+            continue;
+        }
+        if (row->n != c->header.n) {
+            if (torn && row->n < c->header.n) {
+                ret = issue_note(&c->torn, str_printf("%s:%zu: the last line has no line end and "
+                                                      "%zu of %zu fields (cut short); skipped",
+                                                      c->path, row->line, row->n, c->header.n));
+                if (ret < 0) {
+                    ret = oom(e);
+                    break;
+                }
+                continue;
+            }
+            ret = carma_err_set(e, -EINVAL, "%s:%zu: %zu fields, the header has %zu", c->path,
+                                row->line, row->n, c->header.n);
+            break;
+        }
+        if ((ret = fn(ud, row, e)) < 0)
+            break;
+    }
+    if (ret == 0 && r.torn_unparsed &&
+        issue_note(&c->torn, str_printf("%s:%zu: the last line has no line end and an "
+                                        "unterminated quoted field (cut short); skipped",
+                                        c->path, r.torn_line)) < 0)
+        ret = oom(e);
+    csvr_close(&r);
+    if (ret == 0 && !c->have_header)
+        ret = add_warning(c->log, str_printf("%s: empty file (no header); no series", c->path));
+    if (ret == 0)
+        ret = issue_flush(c->log, &c->torn);
+    issue_free(&c->torn);
+    return ret == -ENOMEM ? oom(e) : ret;
+}
+
+static void csvctx_done(struct csvctx *c)
+{
+    for (size_t i = 0; i < c->header.n; i++)
+        free(c->header.fields[i]);
+    free(c->header.fields);
+    memset(&c->header, 0, sizeof c->header);
+}
+
+/* True when the header is exactly cols (NULL-terminated). */
+static bool header_is(const struct csv_row *h, const char *const *cols)
+{
+    size_t i = 0;
+    for (; cols[i]; i++)
+        if (i >= h->n || strcmp(h->fields[i], cols[i]) != 0)
+            return false;
+    return i == h->n;
+}
+
+/* ---- series containers ---- */
+
+/* Samples in arrival order; sorted says whether t is still non-decreasing. */
+struct vec {
+    double *t, *w;
+    size_t n, cap;
+    bool unsorted;
+};
+
+static int vec_push(struct vec *v, double t, double w)
+{
+    if (v->n == v->cap) {
+        size_t nc = v->cap ? v->cap * 2 : 64;
+        double *nt = realloc(v->t, nc * sizeof *nt);
+        if (!nt)
+            return -ENOMEM;
+        v->t = nt;
+        double *nw = realloc(v->w, nc * sizeof *nw);
+        if (!nw)
+            return -ENOMEM;
+        v->w = nw;
+        v->cap = nc;
+    }
+    if (v->n > 0 && t < v->t[v->n - 1])
+        v->unsorted = true;
+    v->t[v->n] = t;
+    v->w[v->n] = w;
+    v->n++;
+    return 0;
+}
+
+static void vec_free(struct vec *v)
+{
+    free(v->t);
+    free(v->w);
+    memset(v, 0, sizeof *v);
+}
+
+struct pair {
+    double t, w;
+};
+
+/* Stable merge sort of p[0, n) by t, with tmp of n. */
+static void merge_sort(struct pair *p, struct pair *tmp, size_t n)
+{
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = p[j].t < p[i].t ? p[j++] : p[i++];
+            while (i < mid)
+                tmp[k++] = p[i++];
+            while (j < hi)
+                tmp[k++] = p[j++];
+        }
+        memcpy(p, tmp, n * sizeof *p);
+    }
+}
+
+/* Stable merge sort of the ids idx[0, n) by cmp(ctx, a, b). 0 or -ENOMEM. */
+static int sort_idx(size_t *idx, size_t n, int (*cmp)(const void *ctx, size_t a, size_t b),
+                    const void *ctx)
+{
+    if (n < 2)
+        return 0;
+    size_t *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return -ENOMEM;
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = cmp(ctx, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+            while (i < mid)
+                tmp[k++] = idx[i++];
+            while (j < hi)
+                tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, n * sizeof *idx);
+    }
+    free(tmp);
+    return 0;
+}
+
+/* Sorts v by time, equal times in arrival order. 0 or -ENOMEM. */
+static int vec_sort(struct vec *v)
+{
+    if (!v->unsorted)
+        return 0;
+    struct pair *p = malloc(v->n * sizeof *p), *tmp = malloc(v->n * sizeof *tmp);
+    if (!p || !tmp) {
+        free(p);
+        free(tmp);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < v->n; i++)
+        p[i] = (struct pair){v->t[i], v->w[i]};
+    merge_sort(p, tmp, v->n);
+    for (size_t i = 0; i < v->n; i++) {
+        v->t[i] = p[i].t;
+        v->w[i] = p[i].w;
+    }
+    free(p);
+    free(tmp);
+    v->unsorted = false;
+    return 0;
+}
+
+/* Open addressing: slot = (hash, id + 1), 0 empty; capacity a power of two. */
+struct idmap {
+    uint64_t *h;
+    size_t *id1;
+    size_t cap, n;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return mix64(h);
+}
+
+/* Calls eq(ctx, id, key) for each id with hash h until it says yes: that id, or SIZE_MAX. */
+static size_t idmap_find(const struct idmap *m, uint64_t h,
+                         bool (*eq)(const void *ctx, size_t id, const void *key), const void *ctx,
+                         const void *key)
+{
+    if (m->cap == 0)
+        return SIZE_MAX;
+    for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->id1[i] == 0)
+            return SIZE_MAX;
+        if (m->h[i] == h && eq(ctx, m->id1[i] - 1, key))
+            return m->id1[i] - 1;
+    }
+}
+
+static int idmap_put(struct idmap *m, uint64_t h, size_t id)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 64;
+        uint64_t *nh = calloc(nc, sizeof *nh);
+        size_t *nid = calloc(nc, sizeof *nid);
+        if (!nh || !nid) {
+            free(nh);
+            free(nid);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->id1[i] == 0)
+                continue;
+            size_t j = m->h[i] & (nc - 1);
+            while (nid[j])
+                j = (j + 1) & (nc - 1);
+            nh[j] = m->h[i];
+            nid[j] = m->id1[i];
+        }
+        free(m->h);
+        free(m->id1);
+        m->h = nh;
+        m->id1 = nid;
+        m->cap = nc;
+    }
+    size_t j = h & (m->cap - 1);
+    while (m->id1[j])
+        j = (j + 1) & (m->cap - 1);
+    m->h[j] = h;
+    m->id1[j] = id + 1;
+    m->n++;
+    return 0;
+}
+
+static void idmap_free(struct idmap *m)
+{
+    free(m->h);
+    free(m->id1);
+    memset(m, 0, sizeof *m);
+}
+
+/* A string table: name -> id in order of first appearance. */
+struct strtab {
+    char **names;
+    size_t n, cap;
+    struct idmap map;
+};
+
+static bool strtab_eq(const void *ctx, size_t id, const void *key)
+{
+    const struct strtab *t = ctx;
+    return strcmp(t->names[id], key) == 0;
+}
+
+/* The id of s, added when new (*ret_new says so). 0 or -ENOMEM. */
+static int strtab_id(struct strtab *t, const char *s, size_t *ret, bool *ret_new)
+{
+    uint64_t h = hash_str(s);
+    size_t id = idmap_find(&t->map, h, strtab_eq, t, s);
+    if (ret_new)
+        *ret_new = id == SIZE_MAX;
+    if (id != SIZE_MAX) {
+        *ret = id;
+        return 0;
+    }
+    if (grow(&t->names, &t->cap, t->n + 1, sizeof *t->names) < 0)
+        return -ENOMEM;
+    char *copy = strdup(s);
+    if (!copy)
+        return -ENOMEM;
+    if (idmap_put(&t->map, h, t->n) < 0) {
+        free(copy);
+        return -ENOMEM;
+    }
+    t->names[t->n] = copy;
+    *ret = t->n++;
+    return 0;
+}
+
+static void strtab_free(struct strtab *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->names[i]);
+    free(t->names);
+    idmap_free(&t->map);
+    memset(t, 0, sizeof *t);
+}
+
+/*
+ * A series keyed by timestamp, as srt-slurm's dict[float, float]: one sample per distinct
+ * timestamp (== on doubles, so 0.0 and -0.0 are one key), kept in first-seen order. While the
+ * timestamps arrive increasing (the usual file) lookups are binary searches; the first one out
+ * of order builds a hash of every key.
+ */
+struct tsser {
+    struct vec v;
+    bool hashed;
+    struct idmap map;
+};
+
+static uint64_t hash_ts(double t)
+{
+    if (t == 0.0)
+        t = 0.0;
+    uint64_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    return mix64(bits);
+}
+
+static bool tsser_eq(const void *ctx, size_t id, const void *key)
+{
+    const struct tsser *s = ctx;
+    return s->v.t[id] == *(const double *)key;
+}
+
+static size_t tsser_find(const struct tsser *s, double t)
+{
+    const struct vec *v = &s->v;
+    if (v->n == 0)
+        return SIZE_MAX;
+    if (v->t[v->n - 1] == t)
+        return v->n - 1;
+    if (s->hashed)
+        return idmap_find(&s->map, hash_ts(t), tsser_eq, s, &t);
+    if (t > v->t[v->n - 1])
+        return SIZE_MAX;
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->t[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < v->n && v->t[lo] == t ? lo : SIZE_MAX;
+}
+
+static int tsser_append(struct tsser *s, double t, double w)
+{
+    struct vec *v = &s->v;
+    bool was_unsorted = v->unsorted;
+    if (vec_push(v, t, w) < 0)
+        return -ENOMEM;
+    if (s->hashed)
+        return idmap_put(&s->map, hash_ts(t), v->n - 1);
+    if (v->unsorted && !was_unsorted) {
+        s->hashed = true;
+        for (size_t i = 0; i < v->n; i++)
+            if (idmap_put(&s->map, hash_ts(v->t[i]), i) < 0)
+                return -ENOMEM;
+    }
+    return 0;
+}
+
+/* series[t] = w (last wins). */
+static int tsser_set(struct tsser *s, double t, double w)
+{
+    size_t i = tsser_find(s, t);
+    if (i != SIZE_MAX) {
+        s->v.w[i] = w;
+        return 0;
+    }
+    return tsser_append(s, t, w);
+}
+
+/* series[t] = series.get(t, 0.0) + w. */
+static int tsser_add(struct tsser *s, double t, double w)
+{
+    size_t i = tsser_find(s, t);
+    if (i != SIZE_MAX) {
+        s->v.w[i] += w;
+        return 0;
+    }
+    return tsser_append(s, t, 0.0 + w);
+}
+
+static void tsser_free(struct tsser *s)
+{
+    vec_free(&s->v);
+    idmap_free(&s->map);
+    s->hashed = false;
+}
+
+/* ---- output series ---- */
+
+static void series_free(struct srtlog_series *s)
+{
+    free(s->label);
+    free(s->host);
+    free(s->role);
+    free(s->sensor);
+    for (size_t i = 0; i < s->n_other; i++)
+        free(s->other_sensors[i]);
+    free(s->other_sensors);
+    for (size_t i = 0; i < s->n_roles; i++)
+        free(s->roles[i]);
+    free(s->roles);
+    free(s->t);
+    free(s->w);
+    memset(s, 0, sizeof *s);
+}
+
+static void series_set_free(struct srtlog_series_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        series_free(&set->v[i]);
+    free(set->v);
+    memset(set, 0, sizeof *set);
+}
+
+static void util_set_free(struct srtlog_util_set *set)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        free(set->v[i].label);
+        free(set->v[i].t);
+        free(set->v[i].v);
+    }
+    free(set->v);
+    memset(set, 0, sizeof *set);
+}
+
+/* Moves a sorted vec into out (t, w, n). 0 or -ENOMEM. */
+static int vec_give(struct vec *v, size_t *n, double **t, double **w)
+{
+    if (vec_sort(v) < 0)
+        return -ENOMEM;
+    *n = v->n;
+    *t = v->t;
+    *w = v->w;
+    v->t = v->w = NULL;
+    v->n = v->cap = 0;
+    return 0;
+}
+
+/* Appends a new series with label, host, index to set (the rest zero). NULL when out of
+ * memory. */
+static struct srtlog_series *series_add(struct srtlog_series_set *set, size_t *cap, char *label,
+                                        const char *host, long long index)
+{
+    if (!label || grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0) {
+        free(label);
+        return NULL;
+    }
+    struct srtlog_series *s = &set->v[set->n];
+    memset(s, 0, sizeof *s);
+    s->label = label;
+    s->index = index;
+    if (!(s->host = strdup(host))) {
+        free(label);
+        s->label = NULL;
+        return NULL;
+    }
+    set->n++;
+    return s;
+}
+
+static int util_add(struct srtlog_util_set *set, size_t *cap, const char *label, const char *column,
+                    size_t series, struct vec *v)
+{
+    if (grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0)
+        return -ENOMEM;
+    struct srtlog_util *u = &set->v[set->n];
+    memset(u, 0, sizeof *u);
+    if (!(u->label = strdup(label)))
+        return -ENOMEM;
+    u->column = column;
+    u->series = series;
+    set->n++;
+    return vec_give(v, &u->n, &u->t, &u->v);
+}
+
+/* ---- CPU leg (§6.4 CPU, #453) ---- */
+
+/* srt-slurm's CPU_UTILIZATION_COLUMNS, and the same sorted by name (the output order). */
+static const char *const cpu_util_cols[] = {"cpu_util_total", "cpu_util_user", "cpu_util_nice",
+                                            "cpu_util_sys", "cpu_util_irq"};
+static const int cpu_util_sorted[] = {4, 2, 3, 0, 1};
+#define N_CPU_UTIL 5
+
+enum kind { K_TOTAL, K_DCGM, K_CPU_RAIL, K_SOC, K_DRAM, K_MODULE, K_OTHER };
+
+/* One OEM label pattern of cpu_rails.py: words in order, "?w1 w2" an optional group, then
+ * \s+(\d+)\b. */
+struct label_pattern {
+    enum kind kind;
+    const char *words[6];
+};
+
+static const struct label_pattern label_patterns[] = {
+    {K_MODULE, {"Module", "Power", "Socket", NULL}},
+    {K_TOTAL, {"Grace", "Power", "Socket", NULL}},
+    {K_TOTAL, {"Total", "?Input", "Power", "?in uW", "Socket", NULL}},
+    {K_CPU_RAIL, {"CPU", "Rail", "?Input", "Power", "?in uW", "Socket"}},
+    {K_SOC, {"SoC", "Rail", "?Input", "Power", "?in uW", "Socket"}},
+    {K_DRAM, {"DRAM", "?Input", "Power", "?in uW", "Socket", NULL}},
+    {K_CPU_RAIL, {"CPU", "?Input", "Power", "?in uW", "Socket", NULL}},
+    {K_SOC, {"SysIO", "Power", "Socket", NULL}},
+};
+
+/* A case-insensitive word w (n bytes) at s: the end, or NULL. */
+static const char *match_word(const char *s, const char *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!s[i] || lower((unsigned char)s[i]) != lower((unsigned char)w[i]))
+            return NULL;
+    return s + n;
+}
+
+/* \s+ then word w at s: the end, or NULL. */
+static const char *match_sp_word(const char *s, const char *w, size_t n)
+{
+    const char *p = s;
+    while (is_space((unsigned char)*p))
+        p++;
+    return p == s ? NULL : match_word(p, w, n);
+}
+
+/* Matches words[i..] then \s+(\d+)\b at s (after the first word). */
+static bool match_rest(const char *s, const char *const *words, size_t i, size_t nw)
+{
+    if (i == nw || !words[i]) {
+        const char *p = s;
+        while (is_space((unsigned char)*p))
+            p++;
+        if (p == s || !is_digit((unsigned char)*p))
+            return false;
+        while (is_digit((unsigned char)*p))
+            p++;
+        return !is_word((unsigned char)*p);
+    }
+    const char *w = words[i];
+    if (w[0] == '?') {
+        /* an optional group of one or more words separated by spaces */
+        const char *p = s, *g = w + 1;
+        bool ok = true;
+        while (*g) {
+            size_t len = strcspn(g, " ");
+            if (!(p = match_sp_word(p, g, len))) {
+                ok = false;
+                break;
+            }
+            g += len;
+            if (*g == ' ')
+                g++;
+        }
+        if (ok && match_rest(p, words, i + 1, nw))
+            return true;
+        return match_rest(s, words, i + 1, nw);
+    }
+    const char *p = match_sp_word(s, w, strlen(w));
+    return p && match_rest(p, words, i + 1, nw);
+}
+
+/* classify_acpi_label: the kind of the first pattern found in label, or K_OTHER. */
+static enum kind classify_label(const char *label)
+{
+    size_t nw = sizeof label_patterns[0].words / sizeof label_patterns[0].words[0];
+    for (size_t k = 0; k < sizeof label_patterns / sizeof label_patterns[0]; k++) {
+        const struct label_pattern *pat = &label_patterns[k];
+        const char *first = pat->words[0];
+        size_t fl = strlen(first);
+        for (const char *p = label; *p; p++) {
+            if (p > label && is_word((unsigned char)p[-1]))
+                continue;
+            const char *q = match_word(p, first, fl);
+            if (q && match_rest(q, pat->words, 1, nw))
+                return pat->kind;
+        }
+    }
+    return K_OTHER;
+}
+
+int srtlog_sensor_rank(const char *sensor)
+{
+    static const struct {
+        const char *suffix;
+        enum kind kind;
+    } suffixes[] = {
+        {"cpuSidePowerUsageW", K_TOTAL}, {"cpuRailPowerUsageW", K_CPU_RAIL},
+        {"socPowerUsageW", K_SOC},       {"dramPowerUsageW", K_DRAM},
+        {"modulePowerUsageW", K_MODULE}, {"cpuPowerUsageW", K_DCGM},
+    };
+    const char *colon = strchr(sensor, ':');
+    const char *suffix = colon ? colon + 1 : "";
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (strcmp(suffix, suffixes[i].suffix) == 0)
+            return (int)suffixes[i].kind;
+    return (int)classify_label(sensor);
+}
+
+struct csens {
+    char *name;
+    int rank;
+    struct tsser s;
+};
+
+struct csock {
+    size_t host;
+    long long socket;
+    struct csens *sens;
+    size_t nsens, cap;
+    size_t last; /* the sensor of the previous row */
+    struct vec util[N_CPU_UTIL];
+};
+
+struct cload {
+    struct csvctx c;
+    bool wide, strict;
+    int version; /* strict: the schema_version rows must carry (0: not checked) */
+    int col_ts, col_host, col_socket, col_sensor, col_power, col_total, col_schema;
+    int col_util[N_CPU_UTIL];
+    struct strtab hosts;
+    struct csock *socks;
+    size_t nsocks, cap;
+    struct idmap sockmap;
+    size_t last_sock;
+    struct tsser *nodes; /* per host id */
+    size_t nodes_cap;
+    struct issue none_total;
+};
+
+struct sockkey {
+    size_t host;
+    long long socket;
+};
+
+static bool sock_eq(const void *ctx, size_t id, const void *key)
+{
+    const struct cload *L = ctx;
+    const struct sockkey *k = key;
+    return L->socks[id].host == k->host && L->socks[id].socket == k->socket;
+}
+
+static uint64_t hash_pair(size_t a, long long b)
+{
+    return mix64((uint64_t)a * 0x9e3779b97f4a7c15ULL ^ mix64((uint64_t)b));
+}
+
+static const char *const cpu_hdr_v1[] = {"schema_version", "timestamp_unix", "hostname",
+                                         "source",         "sensor",         "socket_id",
+                                         "power_w",        "total_power_w",  NULL};
+static const char *const cpu_hdr_scraper_v2[] = {
+    "schema_version", "timestamp_unix", "hostname", "source", "sensor",        "socket_id",
+    "power_w",        "cpu_rail_w",     "soc_w",    "dram_w", "total_power_w", NULL};
+static const char *const cpu_hdr_scraper_v2m[] = {
+    "schema_version", "timestamp_unix", "hostname",   "source", "sensor",
+    "socket_id",      "power_w",        "cpu_rail_w", "soc_w",  "dram_w",
+    "module_w",       "total_power_w",  NULL};
+static const char *const cpu_hdr_host_v2[] = {
+    "schema_version", "timestamp_unix", "timestamp_local", "hostname",      "source",
+    "sensor",         "socket_id",      "power_w",         "total_power_w", NULL};
+static const char *const cpu_hdr_host_v3[] = {
+    "schema_version", "timestamp_unix", "timestamp_local", "hostname",      "source",
+    "sensor",         "socket_id",      "power_w",         "total_power_w", "cpu_util_total",
+    "cpu_util_user",  "cpu_util_nice",  "cpu_util_sys",    "cpu_util_irq",  NULL};
+static const char *const cpu_hdr_host_v4[] = {"schema_version", "timestamp_unix", "timestamp_local",
+                                              "hostname",       "source",         "sensor",
+                                              "socket_id",      "power_w",        "cpu_rail_w",
+                                              "soc_w",          "dram_w",         "total_power_w",
+                                              "cpu_util_total", "cpu_util_user",  "cpu_util_nice",
+                                              "cpu_util_sys",   "cpu_util_irq",   NULL};
+
+static const struct {
+    const char *name;
+    const char *const *cols;
+    int version;
+} cpu_layouts[] = {
+    {"scraper-v1/host-v1", cpu_hdr_v1, 1},
+    {"scraper-v2", cpu_hdr_scraper_v2, 2},
+    {"scraper-v2-module", cpu_hdr_scraper_v2m, 0},
+    {"host-v2", cpu_hdr_host_v2, 2},
+    {"host-v3", cpu_hdr_host_v3, 3},
+    {"host-v4", cpu_hdr_host_v4, 4},
+};
+
+/* The header has just been read: find the columns, the layout. */
+static int cpu_header(struct cload *L, struct carma_err *e)
+{
+    const struct csv_row *h = &L->c.header;
+    L->col_ts = col_find(h, "timestamp_unix");
+    L->col_host = col_find(h, "hostname");
+    L->col_socket = col_find(h, "socket_id");
+    L->col_sensor = col_find(h, "sensor");
+    L->col_power = col_find(h, "power_w");
+    L->col_total = col_find(h, "total_power_w");
+    L->col_schema = col_find(h, "schema_version");
+    for (size_t i = 0; i < N_CPU_UTIL; i++)
+        L->col_util[i] = col_find(h, cpu_util_cols[i]);
+    L->wide =
+        col_find(h, "cpu_rail_w") >= 0 && col_find(h, "soc_w") >= 0 && col_find(h, "dram_w") >= 0;
+    L->c.log->cpu_wide = L->wide;
+    L->c.log->cpu_layout = "unknown";
+    for (size_t i = 0; i < sizeof cpu_layouts / sizeof cpu_layouts[0]; i++) {
+        if (header_is(h, cpu_layouts[i].cols)) {
+            L->c.log->cpu_layout = cpu_layouts[i].name;
+            L->version = cpu_layouts[i].version;
+            return 0;
+        }
+    }
+    if (L->strict)
+        return carma_err_set(e, -EINVAL,
+                             "%s:1: cpu_samples_csv_header_mismatch: not a known srt-slurm CPU "
+                             "samples header",
+                             L->c.path);
+    return 0;
+}
+
+static int cpu_socket(struct cload *L, size_t host, long long socket, struct csock **ret)
+{
+    if (L->nsocks > 0 && L->socks[L->last_sock].host == host &&
+        L->socks[L->last_sock].socket == socket) {
+        *ret = &L->socks[L->last_sock];
+        return 0;
+    }
+    struct sockkey k = {host, socket};
+    uint64_t h = hash_pair(host, socket);
+    size_t id = idmap_find(&L->sockmap, h, sock_eq, L, &k);
+    if (id == SIZE_MAX) {
+        if (grow(&L->socks, &L->cap, L->nsocks + 1, sizeof *L->socks) < 0 ||
+            idmap_put(&L->sockmap, h, L->nsocks) < 0)
+            return -ENOMEM;
+        id = L->nsocks++;
+        memset(&L->socks[id], 0, sizeof L->socks[id]);
+        L->socks[id].host = host;
+        L->socks[id].socket = socket;
+    }
+    L->last_sock = id;
+    *ret = &L->socks[id];
+    return 0;
+}
+
+static int cpu_sensor(struct csock *s, const char *name, struct csens **ret)
+{
+    if (s->nsens > 0 && strcmp(s->sens[s->last].name, name) == 0) {
+        *ret = &s->sens[s->last];
+        return 0;
+    }
+    for (size_t i = 0; i < s->nsens; i++) {
+        if (strcmp(s->sens[i].name, name) == 0) {
+            s->last = i;
+            *ret = &s->sens[i];
+            return 0;
+        }
+    }
+    if (grow(&s->sens, &s->cap, s->nsens + 1, sizeof *s->sens) < 0)
+        return -ENOMEM;
+    struct csens *c = &s->sens[s->nsens];
+    memset(c, 0, sizeof *c);
+    if (!(c->name = strdup(name)))
+        return -ENOMEM;
+    c->rank = srtlog_sensor_rank(name);
+    s->last = s->nsens++;
+    *ret = c;
+    return 0;
+}
+
+static int cpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
+{
+    struct cload *L = ud;
+    const char *path = L->c.path;
+    double ts;
+    int r;
+    if (L->strict && L->version > 0) {
+        int64_t v;
+        if ((r = need_col(&L->c, L->col_schema, "schema_version", row->line, e)) < 0)
+            return r;
+        if (parse_i64(row->fields[L->col_schema], &v) < 0 || v != L->version)
+            return carma_err_set(e, -EINVAL,
+                                 "%s:%zu: cpu_samples_csv_malformed: schema_version '%s' in a "
+                                 "v%d file",
+                                 path, row->line, row->fields[L->col_schema], L->version);
+    }
+    if ((r = cell_double(&L->c, row, L->col_ts, "timestamp_unix", &ts, e)) < 0 ||
+        (r = need_col(&L->c, L->col_host, "hostname", row->line, e)) < 0 ||
+        (r = need_col(&L->c, L->col_socket, "socket_id", row->line, e)) < 0)
+        return r;
+    size_t host;
+    if (strtab_id(&L->hosts, row->fields[L->col_host], &host, NULL) < 0)
+        return oom(e);
+    if (row->fields[L->col_socket][0] != '\0') {
+        long long socket;
+        double w;
+        if ((r = cell_int(&L->c, row, L->col_socket, "socket_id", &socket, e)) < 0)
+            return r;
+        const char *sensor = "power_w";
+        if (!L->wide) {
+            if ((r = need_col(&L->c, L->col_sensor, "sensor", row->line, e)) < 0)
+                return r;
+            sensor = row->fields[L->col_sensor];
+        }
+        if ((r = cell_double(&L->c, row, L->col_power, "power_w", &w, e)) < 0)
+            return r;
+        struct csock *s;
+        struct csens *c;
+        if (cpu_socket(L, host, socket, &s) < 0 || cpu_sensor(s, sensor, &c) < 0 ||
+            tsser_set(&c->s, ts, w) < 0)
+            return oom(e);
+        for (size_t i = 0; i < N_CPU_UTIL; i++) {
+            int col = L->col_util[i];
+            if (col < 0 || row->fields[col][0] == '\0')
+                continue;
+            double v;
+            if ((r = cell_double(&L->c, row, col, cpu_util_cols[i], &v, e)) < 0)
+                return r;
+            if (vec_push(&s->util[i], ts, v) < 0)
+                return oom(e);
+        }
+    }
+    if ((r = need_col(&L->c, L->col_total, "total_power_w", row->line, e)) < 0)
+        return r;
+    const char *total = row->fields[L->col_total];
+    if (total[0] == '\0')
+        return 0;
+    if (strcmp(total, "None") == 0) {
+        char *msg = str_printf("%s:%zu: total_power_w 'None' (the host collector's missing "
+                               "aggregate) read as blank",
+                               path, row->line);
+        return issue_note(&L->none_total, msg) < 0 ? oom(e) : 0;
+    }
+    double tw;
+    if ((r = cell_double(&L->c, row, L->col_total, "total_power_w", &tw, e)) < 0)
+        return r;
+    if (host >= L->nodes_cap) {
+        size_t old = L->nodes_cap;
+        if (grow(&L->nodes, &L->nodes_cap, host + 1, sizeof *L->nodes) < 0)
+            return oom(e);
+        memset(L->nodes + old, 0, (L->nodes_cap - old) * sizeof *L->nodes);
+    }
+    return tsser_set(&L->nodes[host], ts, tw) < 0 ? oom(e) : 0;
+}
+
+/* Orders (host, number) pairs: host name, then the number. */
+static int cmp_host_index(const struct strtab *hosts, size_t ha, long long ia, size_t hb,
+                          long long ib)
+{
+    int c = strcmp(hosts->names[ha], hosts->names[hb]);
+    if (c != 0)
+        return c;
+    return ia < ib ? -1 : ia > ib;
+}
+
+static int cmp_sock(const void *ctx, size_t x, size_t y)
+{
+    const struct cload *L = ctx;
+    const struct csock *a = &L->socks[x], *b = &L->socks[y];
+    return cmp_host_index(&L->hosts, a->host, a->socket, b->host, b->socket);
+}
+
+/* Orders ids of a string table by their names. */
+static int cmp_name_id(const void *ctx, size_t x, size_t y)
+{
+    const struct strtab *t = ctx;
+    return strcmp(t->names[x], t->names[y]);
+}
+
+static int cmp_sens(const void *x, const void *y)
+{
+    const struct csens *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* Builds log's CPU sets from L. */
+static int cpu_finish(struct cload *L, struct srtlog *log)
+{
+    size_t *order = malloc((L->nsocks + L->hosts.n + 1) * sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    for (size_t i = 0; i < L->nsocks; i++)
+        order[i] = i;
+    size_t cap = 0, ucap = 0;
+    int r = sort_idx(order, L->nsocks, cmp_sock, L);
+    for (size_t k = 0; k < L->nsocks && r == 0; k++) {
+        struct csock *s = &L->socks[order[k]];
+        const char *host = L->hosts.names[s->host];
+        struct srtlog_series *out =
+            series_add(&log->cpu_sockets, &cap, str_printf("cpu/%s/socket%lld", host, s->socket),
+                       host, s->socket);
+        if (!out) {
+            r = -ENOMEM;
+            break;
+        }
+        sort_n(s->sens, s->nsens, sizeof *s->sens, cmp_sens);
+        struct csens *best = &s->sens[0];
+        if (!(out->sensor = strdup(best->name))) {
+            r = -ENOMEM;
+            break;
+        }
+        if (s->nsens > 1) {
+            if (!(out->other_sensors = calloc(s->nsens - 1, sizeof *out->other_sensors))) {
+                r = -ENOMEM;
+                break;
+            }
+            for (size_t i = 1; i < s->nsens; i++)
+                if (!(out->other_sensors[out->n_other++] = strdup(s->sens[i].name)))
+                    r = -ENOMEM;
+        }
+        if (r == 0)
+            r = vec_give(&best->s.v, &out->n, &out->t, &out->w);
+        for (size_t j = 0; j < N_CPU_UTIL && r == 0; j++) {
+            int c = cpu_util_sorted[j];
+            if (s->util[c].n > 0)
+                r = util_add(&log->cpu_util, &ucap, out->label, cpu_util_cols[c],
+                             log->cpu_sockets.n - 1, &s->util[c]);
+        }
+    }
+    size_t nh = 0;
+    for (size_t h = 0; h < L->hosts.n && h < L->nodes_cap; h++)
+        if (L->nodes[h].v.n > 0)
+            order[nh++] = h;
+    if (r == 0)
+        r = sort_idx(order, nh, cmp_name_id, &L->hosts);
+    cap = 0;
+    for (size_t k = 0; k < nh && r == 0; k++) {
+        const char *host = L->hosts.names[order[k]];
+        struct srtlog_series *out =
+            series_add(&log->cpu_nodes, &cap, str_printf("cpu/%s", host), host, -1);
+        if (!out)
+            r = -ENOMEM;
+        else
+            r = vec_give(&L->nodes[order[k]].v, &out->n, &out->t, &out->w);
+    }
+    free(order);
+    return r;
+}
+
+static void cload_free(struct cload *L)
+{
+    for (size_t i = 0; i < L->nsocks; i++) {
+        struct csock *s = &L->socks[i];
+        for (size_t j = 0; j < s->nsens; j++) {
+            free(s->sens[j].name);
+            tsser_free(&s->sens[j].s);
+        }
+        free(s->sens);
+        for (size_t j = 0; j < N_CPU_UTIL; j++)
+            vec_free(&s->util[j]);
+    }
+    free(L->socks);
+    idmap_free(&L->sockmap);
+    for (size_t i = 0; i < L->nodes_cap; i++)
+        tsser_free(&L->nodes[i]);
+    free(L->nodes);
+    strtab_free(&L->hosts);
+    issue_free(&L->none_total);
+    csvctx_done(&L->c);
+}
+
+static void cpu_leg_free(struct srtlog *log)
+{
+    series_set_free(&log->cpu_sockets);
+    series_set_free(&log->cpu_nodes);
+    util_set_free(&log->cpu_util);
+    log->cpu_loaded = false;
+    log->cpu_wide = false;
+    log->cpu_layout = NULL;
+}
+
+/* csv_each's callback: the first call also reads the header's columns. */
+struct rowfn {
+    bool started;
+    int (*header)(void *, struct carma_err *);
+    int (*row)(void *, const struct csv_row *, struct carma_err *);
+    void *ud;
+};
+
+static int rowfn_call(void *p, const struct csv_row *row, struct carma_err *e)
+{
+    struct rowfn *f = p;
+    if (!f->started) {
+        f->started = true;
+        int r = f->header(f->ud, e);
+        if (r < 0)
+            return r;
+    }
+    return f->row(f->ud, row, e);
+}
+
+static int cpu_header_cb(void *ud, struct carma_err *e)
+{
+    return cpu_header(ud, e);
+}
+
+int srtlog_load_cpu(struct srtlog *log, const char *path, struct carma_err *e)
+{
+    cpu_leg_free(log);
+    struct cload L;
+    memset(&L, 0, sizeof L);
+    L.c.log = log;
+    L.c.path = path;
+    L.strict = (log->flags & SRTLOG_STRICT) != 0;
+    struct rowfn f = {.header = cpu_header_cb, .row = cpu_row, .ud = &L};
+    int r = csv_each(&L.c, rowfn_call, &f, e);
+    if (r == 0 && !f.started) {
+        if (L.c.have_header)
+            r = cpu_header(&L, e); /* a header alone: still known (or refused when strict) */
+        else
+            log->cpu_layout = "empty";
+    }
+    if (r == 0 && (r = issue_flush(log, &L.none_total)) < 0)
+        r = oom(e);
+    if (r == 0 && (r = cpu_finish(&L, log)) < 0)
+        r = oom(e);
+    cload_free(&L);
+    if (r < 0) {
+        cpu_leg_free(log);
+        return r;
+    }
+    log->cpu_loaded = true;
+    return 0;
+}
+
+/* ---- GPU leg (§6.4 GPU) ---- */
+
+static const char *const gpu_hdr_v1[] = {
+    "schema_version", "timestamp_unix", "scrape_seq", "hostname",
+    "gpu_index",      "gpu_uuid",       "power_w",    NULL};
+static const char *const gpu_hdr_v2[] = {
+    "schema_version", "timestamp_unix", "scrape_seq",   "hostname",  "gpu_index",
+    "gpu_uuid",       "power_w",        "gpu_util_pct", "sm_active", NULL};
+static const char *const gpu_util_cols[] = {"gpu_util_pct", "sm_active"}; /* sorted by name */
+#define N_GPU_UTIL 2
+
+/* An expected_devices entry of the manifest. */
+struct mdev {
+    const char *host; /* into the manifest JSON */
+    long long index;
+    bool matches;  /* gpu_index is a number (else it matches no GPU, as in Python) */
+    size_t *roles; /* role ids, unique */
+    size_t nroles;
+};
+
+struct gdev {
+    size_t host;
+    long long index;
+    struct vec p;
+    uint64_t *seq; /* parallel to p, while the checks need them */
+    uint32_t *line;
+    size_t seqcap;
+    bool seq_unsorted;
+    size_t *roles; /* role ids (into gload.roles), sorted by name */
+    size_t nroles;
+    struct vec util[N_GPU_UTIL];
+};
+
+struct rser {
+    size_t role, host;
+    struct tsser s;
+};
+
+struct gload {
+    struct csvctx c;
+    bool strict, checks;
+    int gen; /* 1, 2: the header is samples v1/v2 */
+    int col_ts, col_host, col_index, col_power, col_seq, col_schema, col_uuid;
+    int col_util[N_GPU_UTIL];
+    struct strtab hosts;
+    struct gdev *devs;
+    size_t ndevs, cap;
+    struct idmap devmap;
+    size_t last_dev;
+    struct tsser *nodes;
+    size_t nodes_cap;
+    struct strtab roles;
+    struct mdev *mdevs;
+    size_t nmdevs;
+    bool have_manifest;
+    struct rser *rs;
+    size_t nrs, rscap;
+    struct idmap rsmap;
+    struct issue schema_mismatch, dup, nonmono, seq_bad;
+};
+
+static bool dev_eq(const void *ctx, size_t id, const void *key)
+{
+    const struct gload *G = ctx;
+    const struct sockkey *k = key;
+    return G->devs[id].host == k->host && G->devs[id].index == k->socket;
+}
+
+static bool rs_eq(const void *ctx, size_t id, const void *key)
+{
+    const struct gload *G = ctx;
+    const size_t *k = key;
+    return G->rs[id].role == k[0] && G->rs[id].host == k[1];
+}
+
+/* load_gpu_roles: expected_devices[] -> (hostname, gpu_index) -> roles (last entry wins). */
+static int load_manifest(struct gload *G, json_t *root, const char *path, struct carma_err *e)
+{
+    if (!json_is_object(root))
+        return carma_err_set(e, -EINVAL, "%s: not a JSON object", path);
+    G->have_manifest = true;
+    const json_t *ed = json_object_get(root, "expected_devices");
+    if (!ed)
+        return 0;
+    if (!json_is_array(ed))
+        return carma_err_set(e, -EINVAL, "%s: 'expected_devices' is not a list", path);
+    size_t n = json_array_size(ed);
+    if (n == 0)
+        return 0;
+    if (!(G->mdevs = calloc(n, sizeof *G->mdevs)))
+        return oom(e);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *d = json_array_get(ed, i);
+        struct mdev *m = &G->mdevs[G->nmdevs++];
+        if (!json_is_object(d))
+            return carma_err_set(e, -EINVAL, "%s: expected_devices[%zu] is not an object", path, i);
+        const json_t *h = json_object_get(d, "hostname"), *gi = json_object_get(d, "gpu_index");
+        const json_t *as = json_object_get(d, "assignments");
+        const char *missing = !h ? "hostname" : !gi ? "gpu_index" : !as ? "assignments" : NULL;
+        if (missing)
+            return carma_err_set(e, -EINVAL, "%s: expected_devices[%zu] has no '%s'", path, i,
+                                 missing);
+        if (!json_is_string(h))
+            return carma_err_set(e, -EINVAL, "%s: expected_devices[%zu].hostname is not a string",
+                                 path, i);
+        m->host = json_string_value(h);
+        if (json_is_integer(gi)) {
+            m->index = json_integer_value(gi);
+            m->matches = true;
+        } else if (json_is_real(gi) && json_real_value(gi) == floor(json_real_value(gi)) &&
+                   fabs(json_real_value(gi)) < 9e18) {
+            m->index = (long long)json_real_value(gi);
+            m->matches = true;
+        } else if (json_is_boolean(gi)) {
+            m->index = json_is_true(gi);
+            m->matches = true;
+        } else {
+            int r = add_warning(G->c.log, str_printf("%s: expected_devices[%zu].gpu_index is not "
+                                                     "a number; that entry matches no GPU",
+                                                     path, i));
+            if (r < 0)
+                return oom(e);
+        }
+        if (!json_is_array(as))
+            return carma_err_set(e, -EINVAL, "%s: expected_devices[%zu].assignments is not a list",
+                                 path, i);
+        size_t na = json_array_size(as);
+        if (na > 0 && !(m->roles = calloc(na, sizeof *m->roles)))
+            return oom(e);
+        for (size_t j = 0; j < na; j++) {
+            const json_t *a = json_array_get(as, j);
+            const json_t *role = json_is_object(a) ? json_object_get(a, "worker_role") : NULL;
+            if (!json_is_string(role))
+                return carma_err_set(e, -EINVAL,
+                                     "%s: expected_devices[%zu].assignments[%zu] has no string "
+                                     "'worker_role'",
+                                     path, i, j);
+            size_t id;
+            if (strtab_id(&G->roles, json_string_value(role), &id, NULL) < 0)
+                return oom(e);
+            bool dup = false;
+            for (size_t k = 0; k < m->nroles; k++)
+                dup |= m->roles[k] == id;
+            if (!dup)
+                m->roles[m->nroles++] = id;
+        }
+    }
+    return 0;
+}
+
+/* The roles of (host, index): the last matching manifest entry's. */
+static const struct mdev *manifest_roles(const struct gload *G, const char *host, long long index)
+{
+    for (size_t i = G->nmdevs; i-- > 0;) {
+        const struct mdev *m = &G->mdevs[i];
+        if (m->matches && m->index == index && strcmp(m->host, host) == 0)
+            return m;
+    }
+    return NULL;
+}
+
+static int gpu_header(void *ud, struct carma_err *e)
+{
+    struct gload *G = ud;
+    const struct csv_row *h = &G->c.header;
+    G->col_ts = col_find(h, "timestamp_unix");
+    G->col_host = col_find(h, "hostname");
+    G->col_index = col_find(h, "gpu_index");
+    G->col_power = col_find(h, "power_w");
+    G->col_seq = col_find(h, "scrape_seq");
+    G->col_schema = col_find(h, "schema_version");
+    G->col_uuid = col_find(h, "gpu_uuid");
+    for (size_t i = 0; i < N_GPU_UTIL; i++)
+        G->col_util[i] = col_find(h, gpu_util_cols[i]);
+    G->gen = header_is(h, gpu_hdr_v1) ? 1 : header_is(h, gpu_hdr_v2) ? 2 : 0;
+    G->c.log->gpu_schema = G->gen;
+    if (G->strict && G->gen == 0)
+        return carma_err_set(e, -EINVAL,
+                             "%s:1: samples_csv_header_mismatch: not srt-slurm's samples v1 or v2 "
+                             "header",
+                             G->c.path);
+    G->checks = G->col_seq >= 0;
+    return 0;
+}
+
+static int gpu_device(struct gload *G, size_t host, long long index, struct gdev **ret)
+{
+    if (G->ndevs > 0 && G->devs[G->last_dev].host == host && G->devs[G->last_dev].index == index) {
+        *ret = &G->devs[G->last_dev];
+        return 0;
+    }
+    struct sockkey k = {host, index};
+    uint64_t h = hash_pair(host, index);
+    size_t id = idmap_find(&G->devmap, h, dev_eq, G, &k);
+    if (id == SIZE_MAX) {
+        if (grow(&G->devs, &G->cap, G->ndevs + 1, sizeof *G->devs) < 0 ||
+            idmap_put(&G->devmap, h, G->ndevs) < 0)
+            return -ENOMEM;
+        id = G->ndevs++;
+        struct gdev *d = &G->devs[id];
+        memset(d, 0, sizeof *d);
+        d->host = host;
+        d->index = index;
+        const struct mdev *m = manifest_roles(G, G->hosts.names[host], index);
+        if (m && m->nroles > 0) {
+            if (!(d->roles = malloc(m->nroles * sizeof *d->roles)))
+                return -ENOMEM;
+            memcpy(d->roles, m->roles, m->nroles * sizeof *d->roles);
+            d->nroles = m->nroles;
+            if (sort_idx(d->roles, d->nroles, cmp_name_id, &G->roles) < 0)
+                return -ENOMEM;
+        }
+    }
+    G->last_dev = id;
+    *ret = &G->devs[id];
+    return 0;
+}
+
+static int role_add(struct gload *G, size_t role, size_t host, double ts, double w)
+{
+    size_t key[2] = {role, host};
+    uint64_t h = hash_pair(role, (long long)host);
+    size_t id = idmap_find(&G->rsmap, h, rs_eq, G, key);
+    if (id == SIZE_MAX) {
+        if (grow(&G->rs, &G->rscap, G->nrs + 1, sizeof *G->rs) < 0 ||
+            idmap_put(&G->rsmap, h, G->nrs) < 0)
+            return -ENOMEM;
+        id = G->nrs++;
+        memset(&G->rs[id], 0, sizeof G->rs[id]);
+        G->rs[id].role = role;
+        G->rs[id].host = host;
+    }
+    return tsser_add(&G->rs[id].s, ts, w);
+}
+
+/* The strict reader's per-row rules (read_samples). */
+static int gpu_strict_row(struct gload *G, const struct csv_row *row, struct carma_err *e)
+{
+    const char *path = G->c.path;
+    uint64_t v;
+    if (parse_u64(row->fields[G->col_schema], &v) < 0 || v != (uint64_t)G->gen)
+        return carma_err_set(e, -EINVAL,
+                             "%s:%zu: samples_csv_malformed: schema_version '%s' in a v%d file",
+                             path, row->line, row->fields[G->col_schema], G->gen);
+    if (parse_u64(row->fields[G->col_seq], &v) < 0)
+        return carma_err_set(e, -EINVAL, "%s:%zu: samples_csv_malformed: scrape_seq '%s'", path,
+                             row->line, row->fields[G->col_seq]);
+    if (parse_u64(row->fields[G->col_index], &v) < 0)
+        return carma_err_set(e, -EINVAL, "%s:%zu: samples_csv_malformed: gpu_index '%s'", path,
+                             row->line, row->fields[G->col_index]);
+    if (row->fields[G->col_uuid][0] == '\0')
+        return carma_err_set(e, -EINVAL, "%s:%zu: gpu_uuid_missing", path, row->line);
+    double w;
+    if (parse_double(row->fields[G->col_power], &w) < 0 || w < 0)
+        return carma_err_set(e, -EINVAL, "%s:%zu: invalid_power_value: power_w '%s'", path,
+                             row->line, row->fields[G->col_power]);
+    return 0;
+}
+
+static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
+{
+    struct gload *G = ud;
+    int r;
+    if (G->strict && (r = gpu_strict_row(G, row, e)) < 0)
+        return r;
+    double ts, w;
+    long long index;
+    if ((r = cell_double(&G->c, row, G->col_ts, "timestamp_unix", &ts, e)) < 0 ||
+        (r = need_col(&G->c, G->col_host, "hostname", row->line, e)) < 0 ||
+        (r = cell_int(&G->c, row, G->col_index, "gpu_index", &index, e)) < 0 ||
+        (r = cell_double(&G->c, row, G->col_power, "power_w", &w, e)) < 0)
+        return r;
+    size_t host;
+    bool new_host;
+    struct gdev *d;
+    if (strtab_id(&G->hosts, row->fields[G->col_host], &host, &new_host) < 0)
+        return oom(e);
+    if (new_host && host >= G->nodes_cap) {
+        size_t old = G->nodes_cap;
+        if (grow(&G->nodes, &G->nodes_cap, host + 1, sizeof *G->nodes) < 0)
+            return oom(e);
+        memset(G->nodes + old, 0, (G->nodes_cap - old) * sizeof *G->nodes);
+    }
+    if (gpu_device(G, host, index, &d) < 0 || vec_push(&d->p, ts, w) < 0)
+        return oom(e);
+    for (size_t i = 0; i < N_GPU_UTIL; i++) {
+        int col = G->col_util[i];
+        if (col < 0 || row->fields[col][0] == '\0')
+            continue;
+        double v;
+        if ((r = cell_double(&G->c, row, col, gpu_util_cols[i], &v, e)) < 0)
+            return r;
+        if (vec_push(&d->util[i], ts, v) < 0)
+            return oom(e);
+    }
+    if (tsser_add(&G->nodes[host], ts, w) < 0)
+        return oom(e);
+    for (size_t i = 0; i < d->nroles; i++)
+        if (role_add(G, d->roles[i], host, ts, w) < 0)
+            return oom(e);
+    /* what only the strict reader checks: remembered for the checks after the load */
+    if (!G->strict && G->gen > 0 && G->col_schema >= 0) {
+        uint64_t v;
+        if (parse_u64(row->fields[G->col_schema], &v) < 0 || v != (uint64_t)G->gen) {
+            char *msg = str_printf("%s:%zu: schema_version '%s' in a v%d file (srt-slurm's "
+                                   "strict reader refuses it; the report reads it)",
+                                   G->c.path, row->line, row->fields[G->col_schema], G->gen);
+            if (issue_note(&G->schema_mismatch, msg) < 0)
+                return oom(e);
+        }
+    }
+    if (G->checks) {
+        uint64_t seq;
+        if (parse_u64(row->fields[G->col_seq], &seq) < 0) {
+            G->checks = false;
+            char *msg = str_printf("%s:%zu: scrape_seq '%s' is not a number; duplicate and "
+                                   "monotonic checks skipped",
+                                   G->c.path, row->line, row->fields[G->col_seq]);
+            if (issue_note(&G->seq_bad, msg) < 0)
+                return oom(e);
+            return 0;
+        }
+        size_t k = d->p.n - 1;
+        if (k >= d->seqcap) {
+            size_t nc = d->seqcap ? d->seqcap * 2 : 64;
+            uint64_t *ns = realloc(d->seq, nc * sizeof *ns);
+            if (!ns)
+                return oom(e);
+            d->seq = ns;
+            uint32_t *nl = realloc(d->line, nc * sizeof *nl);
+            if (!nl)
+                return oom(e);
+            d->line = nl;
+            d->seqcap = nc;
+        }
+        if (k > 0 && seq < d->seq[k - 1])
+            d->seq_unsorted = true;
+        d->seq[k] = seq;
+        d->line[k] = row->line > UINT32_MAX ? UINT32_MAX : (uint32_t)row->line;
+    }
+    return 0;
+}
+
+static int cmp_seq(const void *ctx, size_t a, size_t b)
+{
+    const uint64_t *seq = ctx;
+    return seq[a] < seq[b] ? -1 : seq[a] > seq[b];
+}
+
+/* duplicate_sample_row and timestamp_non_monotonic over one device, in scrape_seq order. */
+static int gpu_check_device(struct gload *G, struct gdev *d, struct carma_err *e)
+{
+    size_t n = d->p.n;
+    size_t *ord = NULL;
+    if (d->seq_unsorted) {
+        if (!(ord = malloc(n * sizeof *ord)))
+            return oom(e);
+        for (size_t i = 0; i < n; i++)
+            ord[i] = i;
+        if (sort_idx(ord, n, cmp_seq, d->seq) < 0) { /* stable: file order within a seq */
+            free(ord);
+            return oom(e);
+        }
+    }
+    const char *host = G->hosts.names[d->host];
+    int r = 0;
+    for (size_t k = 1; k < n && r == 0; k++) {
+        size_t a = ord ? ord[k - 1] : k - 1, b = ord ? ord[k] : k;
+        char *msg = NULL;
+        struct issue *is = NULL;
+        if (d->seq[a] == d->seq[b]) {
+            is = &G->dup;
+            msg = str_printf("%s:%" PRIu32 ": duplicate_sample_row: scrape_seq %" PRIu64
+                             ", %s gpu %lld already at line %" PRIu32 "%s",
+                             G->c.path, d->line[b], d->seq[b], host, d->index, d->line[a],
+                             G->strict ? "" : " (srt-slurm's report adds both rows up)");
+        } else if (d->p.t[b] < d->p.t[a]) {
+            is = &G->nonmono;
+            msg = str_printf(
+                "%s:%" PRIu32 ": timestamp_non_monotonic: %s gpu %lld at scrape_seq "
+                "%" PRIu64 " is earlier than at scrape_seq %" PRIu64 " (line %" PRIu32 ")",
+                G->c.path, d->line[b], host, d->index, d->seq[b], d->seq[a], d->line[a]);
+        }
+        if (!is)
+            continue;
+        if (!msg)
+            r = oom(e);
+        else if (G->strict) {
+            r = carma_err_set(e, -EINVAL, "%s", msg);
+            free(msg);
+        } else if (issue_note(is, msg) < 0) {
+            r = oom(e);
+        }
+    }
+    free(ord);
+    return r;
+}
+
+static int cmp_dev(const void *ctx, size_t x, size_t y)
+{
+    const struct gload *G = ctx;
+    const struct gdev *a = &G->devs[x], *b = &G->devs[y];
+    return cmp_host_index(&G->hosts, a->host, a->index, b->host, b->index);
+}
+
+static int cmp_rs(const void *ctx, size_t x, size_t y)
+{
+    const struct gload *G = ctx;
+    const struct rser *a = &G->rs[x], *b = &G->rs[y];
+    int c = strcmp(G->roles.names[a->role], G->roles.names[b->role]);
+    return c ? c : strcmp(G->hosts.names[a->host], G->hosts.names[b->host]);
+}
+
+static int gpu_finish(struct gload *G, struct srtlog *log)
+{
+    size_t nmax = G->ndevs > G->nrs ? G->ndevs : G->nrs;
+    if (G->hosts.n > nmax)
+        nmax = G->hosts.n;
+    size_t *order = malloc((nmax + 1) * sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    size_t cap = 0, ucap = 0;
+    for (size_t i = 0; i < G->ndevs; i++)
+        order[i] = i;
+    int r = sort_idx(order, G->ndevs, cmp_dev, G);
+    for (size_t k = 0; k < G->ndevs && r == 0; k++) {
+        struct gdev *d = &G->devs[order[k]];
+        const char *host = G->hosts.names[d->host];
+        struct srtlog_series *out = series_add(
+            &log->gpu_devices, &cap, str_printf("gpu/%s/gpu%lld", host, d->index), host, d->index);
+        if (!out) {
+            r = -ENOMEM;
+            break;
+        }
+        if (d->nroles > 0) {
+            if (!(out->roles = calloc(d->nroles, sizeof *out->roles))) {
+                r = -ENOMEM;
+                break;
+            }
+            for (size_t i = 0; i < d->nroles; i++)
+                if (!(out->roles[out->n_roles++] = strdup(G->roles.names[d->roles[i]])))
+                    r = -ENOMEM;
+        }
+        if (r == 0)
+            r = vec_give(&d->p, &out->n, &out->t, &out->w);
+        for (size_t j = 0; j < N_GPU_UTIL && r == 0; j++)
+            if (d->util[j].n > 0)
+                r = util_add(&log->gpu_util, &ucap, out->label, gpu_util_cols[j],
+                             log->gpu_devices.n - 1, &d->util[j]);
+    }
+    for (size_t h = 0; h < G->hosts.n; h++)
+        order[h] = h;
+    if (r == 0)
+        r = sort_idx(order, G->hosts.n, cmp_name_id, &G->hosts);
+    cap = 0;
+    for (size_t k = 0; k < G->hosts.n && r == 0; k++) {
+        const char *host = G->hosts.names[order[k]];
+        struct srtlog_series *out =
+            series_add(&log->gpu_nodes, &cap, str_printf("gpu/%s", host), host, -1);
+        if (!out)
+            r = -ENOMEM;
+        else
+            r = vec_give(&G->nodes[order[k]].v, &out->n, &out->t, &out->w);
+    }
+    for (size_t i = 0; i < G->nrs; i++)
+        order[i] = i;
+    if (r == 0)
+        r = sort_idx(order, G->nrs, cmp_rs, G);
+    cap = 0;
+    for (size_t k = 0; k < G->nrs && r == 0; k++) {
+        struct rser *rs = &G->rs[order[k]];
+        const char *host = G->hosts.names[rs->host], *role = G->roles.names[rs->role];
+        struct srtlog_series *out =
+            series_add(&log->gpu_roles, &cap, str_printf("gpu/%s/%s", host, role), host, -1);
+        if (!out || !(out->role = strdup(role)))
+            r = -ENOMEM;
+        else
+            r = vec_give(&rs->s.v, &out->n, &out->t, &out->w);
+    }
+    free(order);
+    return r;
+}
+
+static void gload_free(struct gload *G)
+{
+    for (size_t i = 0; i < G->ndevs; i++) {
+        struct gdev *d = &G->devs[i];
+        vec_free(&d->p);
+        free(d->seq);
+        free(d->line);
+        free(d->roles);
+        for (size_t j = 0; j < N_GPU_UTIL; j++)
+            vec_free(&d->util[j]);
+    }
+    free(G->devs);
+    idmap_free(&G->devmap);
+    for (size_t i = 0; i < G->nodes_cap; i++)
+        tsser_free(&G->nodes[i]);
+    free(G->nodes);
+    for (size_t i = 0; i < G->nrs; i++)
+        tsser_free(&G->rs[i].s);
+    free(G->rs);
+    idmap_free(&G->rsmap);
+    for (size_t i = 0; i < G->nmdevs; i++)
+        free(G->mdevs[i].roles);
+    free(G->mdevs);
+    strtab_free(&G->roles);
+    strtab_free(&G->hosts);
+    issue_free(&G->schema_mismatch);
+    issue_free(&G->dup);
+    issue_free(&G->nonmono);
+    issue_free(&G->seq_bad);
+    csvctx_done(&G->c);
+}
+
+static void gpu_leg_free(struct srtlog *log)
+{
+    series_set_free(&log->gpu_devices);
+    series_set_free(&log->gpu_nodes);
+    series_set_free(&log->gpu_roles);
+    util_set_free(&log->gpu_util);
+    log->gpu_loaded = false;
+    log->gpu_roles_known = false;
+    log->gpu_schema = 0;
+}
+
+int srtlog_load_gpu(struct srtlog *log, const char *path, const char *manifest, struct carma_err *e)
+{
+    gpu_leg_free(log);
+    struct gload G;
+    memset(&G, 0, sizeof G);
+    G.c.log = log;
+    G.c.path = path;
+    G.strict = (log->flags & SRTLOG_STRICT) != 0;
+    json_t *mroot = NULL;
+    int r = 0;
+    if (manifest) {
+        if (!(mroot = load_json(manifest, e, &r)) ||
+            (r = load_manifest(&G, mroot, manifest, e)) < 0)
+            goto out;
+    }
+    struct rowfn f = {.header = gpu_header, .row = gpu_row, .ud = &G};
+    if ((r = csv_each(&G.c, rowfn_call, &f, e)) < 0)
+        goto out;
+    if (!f.started && G.c.have_header && (r = gpu_header(&G, e)) < 0)
+        goto out;
+    for (size_t i = 0; i < G.ndevs && G.checks && r == 0; i++)
+        if (G.devs[i].seq)
+            r = gpu_check_device(&G, &G.devs[i], e);
+    if (r < 0)
+        goto out;
+    if (issue_flush(log, &G.seq_bad) < 0 || issue_flush(log, &G.schema_mismatch) < 0 ||
+        issue_flush(log, &G.dup) < 0 || issue_flush(log, &G.nonmono) < 0 || gpu_finish(&G, log) < 0)
+        r = oom(e);
+out:
+    gload_free(&G);
+    json_decref(mroot);
+    if (r < 0) {
+        gpu_leg_free(log);
+        return r;
+    }
+    log->gpu_loaded = true;
+    log->gpu_roles_known = manifest != NULL;
+    return 0;
+}
+
+/* ---- entry points ---- */
+
+int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog_opts *o,
+                    struct carma_err *e)
+{
+    memset(log, 0, sizeof *log);
+    log->flags = o ? o->flags : 0;
+    struct walk w;
+    memset(&w, 0, sizeof w);
+    struct strvec cpu = {0}, gpu = {0};
+    char *listing = NULL;
+    size_t llen = 0, lcap = 0;
+    int r = 0;
+    if (!(log->log_dir = path_norm(log_dir)) ||
+        !(log->benchmark_out = path_join(log->log_dir, "benchmark.out"))) {
+        r = oom(e);
+        goto out;
+    }
+    if (!is_file(log->benchmark_out)) {
+        r = carma_err_set(e, -ENOENT, "%s: not found", log->benchmark_out);
+        goto out;
+    }
+    if ((r = walk_dir(&w, log->log_dir)) < 0) {
+        r = oom(e);
+        goto out;
+    }
+    sort_n(w.samples.v, w.samples.n, sizeof *w.samples.v, path_cmp_qsort);
+    for (size_t i = 0; i < w.samples.n; i++) {
+        const char *pn;
+        size_t pl;
+        path_parent_name(w.samples.v[i], &pn, &pl);
+        bool is_cpu =
+            (pl == 3 && memcmp(pn, "cpu", 3) == 0) || (pl == 9 && memcmp(pn, "cpu_power", 9) == 0);
+        if (strvec_push(is_cpu ? &cpu : &gpu, w.samples.v[i]) < 0) {
+            w.samples.v[i] = NULL;
+            r = oom(e);
+            goto out;
+        }
+        w.samples.v[i] = NULL;
+    }
+    if (o && o->cpu_samples) {
+        if (!(log->cpu_csv = path_norm(o->cpu_samples))) {
+            r = oom(e);
+            goto out;
+        }
+        if (!is_file(log->cpu_csv)) {
+            r = carma_err_set(e, -ENOENT, "%s: not found", log->cpu_csv);
+            goto out;
+        }
+    } else if (cpu.n > 1) {
+        for (size_t i = 0; i < cpu.n; i++) {
+            size_t n = strlen(cpu.v[i]);
+            if (grow(&listing, &lcap, llen + n + 3, 1) < 0) {
+                r = oom(e);
+                goto out;
+            }
+            if (i > 0) {
+                memcpy(listing + llen, ", ", 2);
+                llen += 2;
+            }
+            memcpy(listing + llen, cpu.v[i], n + 1);
+            llen += n;
+        }
+        r = carma_err_set(e, -EINVAL,
+                          "multiple CPU power samples.csv found below %s: %s; pick one with "
+                          "--cpu-samples",
+                          log->log_dir, listing);
+        goto out;
+    } else if (cpu.n == 1) {
+        log->cpu_csv = cpu.v[0];
+        cpu.v[0] = NULL;
+    }
+    if (gpu.n > 1) {
+        if (grow(&listing, &lcap, 2, 1) < 0) {
+            r = oom(e);
+            goto out;
+        }
+        listing[0] = '[';
+        llen = 1;
+        for (size_t i = 0; i < gpu.n; i++) {
+            const char *pre = i > 0 ? ", PosixPath(" : "PosixPath(";
+            if (grow(&listing, &lcap, llen + strlen(pre) + 1, 1) < 0) {
+                r = oom(e);
+                goto out;
+            }
+            memcpy(listing + llen, pre, strlen(pre) + 1);
+            llen += strlen(pre);
+            if (py_repr_append(&listing, &llen, &lcap, gpu.v[i]) < 0 ||
+                grow(&listing, &lcap, llen + 3, 1) < 0) {
+                r = oom(e);
+                goto out;
+            }
+            listing[llen++] = ')';
+            listing[llen] = '\0';
+        }
+        listing[llen++] = ']';
+        listing[llen] = '\0';
+        r = carma_err_set(e, -EINVAL, "multiple GPU power samples.csv found below %s: %s",
+                          log->log_dir, listing);
+        goto out;
+    }
+    if (gpu.n == 1) {
+        log->gpu_csv = gpu.v[0];
+        gpu.v[0] = NULL;
+    }
+    if (!log->cpu_csv && !log->gpu_csv) {
+        r = carma_err_set(e, -ENOENT, "no power samples.csv (CPU or GPU) found below %s",
+                          log->log_dir);
+        goto out;
+    }
+    if (log->gpu_csv) {
+        char *m = path_with_name(log->gpu_csv, "manifest.json");
+        if (!m) {
+            r = oom(e);
+            goto out;
+        }
+        if (is_file(m))
+            log->gpu_manifest = m;
+        else
+            free(m);
+    }
+    if ((r = srtlog_detect_bench(log->benchmark_out, &log->type, e)) < 0)
+        goto out;
+    struct srcvec *src = log->type == SRTLOG_BENCH_AIPERF ? &w.aiperf : &w.sabench;
+    if (src->n == 0) {
+        r = carma_err_set(e, -ENOENT, "no %s result artifacts found below %s",
+                          srtlog_bench_name(log->type), log->log_dir);
+        goto out;
+    }
+    sort_n(src->v, src->n, sizeof *src->v, source_cmp);
+    log->sources = src->v;
+    log->nsources = src->n;
+    memset(src, 0, sizeof *src);
+out:
+    free(listing);
+    strvec_free(&w.samples);
+    srcvec_free(&w.aiperf);
+    srcvec_free(&w.sabench);
+    strvec_free(&cpu);
+    strvec_free(&gpu);
+    return r;
+}
+
+int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
+{
+    for (size_t i = 0; i < log->nwindows; i++)
+        window_free(&log->windows[i]);
+    free(log->windows);
+    log->windows = NULL;
+    log->nwindows = 0;
+    if (log->nsources == 0)
+        return 0;
+    if (!(log->windows = calloc(log->nsources, sizeof *log->windows)))
+        return oom(e);
+    for (size_t i = 0; i < log->nsources; i++) {
+        const struct srtlog_source *s = &log->sources[i];
+        struct srtlog_window *w = &log->windows[i];
+        w->concurrency = s->concurrency;
+        w->path = s->path;
+        w->reported.source = "unavailable";
+        log->nwindows = i + 1;
+        bool aiperf = strcmp(base_name(s->path), "profile_export.jsonl") == 0;
+        w->type = aiperf ? SRTLOG_BENCH_AIPERF : SRTLOG_BENCH_SA_BENCH;
+        int r = aiperf ? aiperf_window(w, s->path, log->benchmark_out, e)
+                       : sa_bench_window(w, s->path, e);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int srtlog_open(struct srtlog *log, const char *log_dir, const struct srtlog_opts *o,
+                struct carma_err *e)
+{
+    int r = srtlog_discover(log, log_dir, o, e);
+    if (r == 0)
+        r = srtlog_load_windows(log, e);
+    if (r == 0 && log->cpu_csv)
+        r = srtlog_load_cpu(log, log->cpu_csv, e);
+    if (r == 0 && log->gpu_csv)
+        r = srtlog_load_gpu(log, log->gpu_csv, log->gpu_manifest, e);
+    return r;
+}
+
+void srtlog_done(struct srtlog *log)
+{
+    if (!log)
+        return;
+    free(log->log_dir);
+    free(log->benchmark_out);
+    free(log->cpu_csv);
+    free(log->gpu_csv);
+    free(log->gpu_manifest);
+    for (size_t i = 0; i < log->nwindows; i++)
+        window_free(&log->windows[i]);
+    free(log->windows);
+    for (size_t i = 0; i < log->nsources; i++)
+        free(log->sources[i].path);
+    free(log->sources);
+    cpu_leg_free(log);
+    gpu_leg_free(log);
+    for (size_t i = 0; i < log->nwarnings; i++)
+        free(log->warnings[i]);
+    free(log->warnings);
+    memset(log, 0, sizeof *log);
+}
