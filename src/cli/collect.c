@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "cli/common.h"
+#include "core/file.h"
 #include "collect/collector.h"
 #include "collect/promparse.h"
 #include "core/parse.h"
@@ -589,7 +590,7 @@ static int make_dir(struct collector *c)
 {
     const char *dir = c->o->out_dir;
     if (dir) {
-        int r = mkdir_p(dir);
+        int r = file_mkdirs(dir);
         if (r < 0) {
             cli_error("collect: cannot create %s: %s", dir, strerror(-r));
             return -1;

@@ -160,25 +160,6 @@ int json_write_file(const json_t *j, const char *path)
     return r;
 }
 
-int mkdir_p(const char *path)
-{
-    char buf[4096];
-    if (strlen(path) >= sizeof buf)
-        return -ENAMETOOLONG;
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
-
 json_t *channels_json(const struct sampler *s)
 {
     json_t *arr = json_array();

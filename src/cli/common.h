@@ -77,9 +77,6 @@ void json_set_num(json_t *obj, const char *key, double v);
 /* Writes JSON to path atomically (temp file, fsync, rename). Returns 0 or -errno. */
 int json_write_file(const json_t *j, const char *path);
 
-/* Creates a directory and its parents (mkdir -p). Returns 0 or -errno. */
-int mkdir_p(const char *path);
-
 /* Describes every channel of the sampler as JSON (for --json and manifest.json). */
 json_t *channels_json(const struct sampler *s);
 

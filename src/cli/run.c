@@ -29,6 +29,7 @@
 #include "analysis/split.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "core/file.h"
 #include "core/csv.h"
 #include "core/fmt.h"
 #include "core/parse.h"
@@ -84,7 +85,7 @@ static int make_run_dir(struct run *r, const char *runs)
     struct tm tm;
     localtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    int e = mkdir_p(runs);
+    int e = file_mkdirs(runs);
     if (e < 0) {
         cli_error("cannot create %s: %s", runs, strerror(-e));
         return -1;

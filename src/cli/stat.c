@@ -24,6 +24,7 @@
 #include "analysis/carbon.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "core/file.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "sampler/samples_csv.h"
@@ -602,7 +603,7 @@ static int setup_run_dir(struct stat_run *r)
 {
     if (!r->o->run_dir)
         return 0;
-    int e = mkdir_p(r->o->run_dir);
+    int e = file_mkdirs(r->o->run_dir);
     if (e < 0) {
         cli_error("cannot create run directory %s: %s", r->o->run_dir, strerror(-e));
         return -1;

@@ -600,23 +600,6 @@ struct collect_out {
     bool label_wins; /* of the current target: a sample's node label names its row */
 };
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (w == 0)
-            return -EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int file_open(struct out_file *f, const char *dir, const char *name, const char *header,
                      struct carma_err *e)
 {
@@ -629,7 +612,7 @@ static int file_open(struct out_file *f, const char *dir, const char *name, cons
         int r = -errno;
         return carma_err_set(e, r, "cannot create %s: %s", f->path, strerror(-r));
     }
-    int r = write_all(f->fd, header, strlen(header));
+    int r = file_write_all(f->fd, header, strlen(header));
     if (r < 0)
         return carma_err_set(e, r, "cannot write %s: %s", f->path, strerror(-r));
     f->good = (off_t)strlen(header);
@@ -644,7 +627,7 @@ static int file_flush(struct out_file *f, struct carma_err *e)
         return 0;
     if (f->damaged)
         return carma_err_set(e, -EIO, "cannot write %s: it ends in part of a cycle", f->path);
-    int r = write_all(f->fd, f->buf.data, f->buf.len);
+    int r = file_write_all(f->fd, f->buf.data, f->buf.len);
     if (r < 0) {
         if (ftruncate(f->fd, f->good) < 0 || lseek(f->fd, f->good, SEEK_SET) != f->good)
             f->damaged = true;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,4 +69,51 @@ out:
     free(buf);
     close(fd);
     return r;
+}
+
+int file_write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int file_mkdirs(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0)
+        return -EINVAL;
+    if (n >= sizeof buf)
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (char *s = buf + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *s = '/';
+    }
+    if (mkdir(buf, 0755) < 0) {
+        if (errno != EEXIST)
+            return -errno;
+        struct stat st;
+        if (stat(buf, &st) < 0)
+            return -errno;
+        if (!S_ISDIR(st.st_mode))
+            return -ENOTDIR;
+    }
+    return 0;
 }

@@ -1,7 +1,7 @@
 /*
- * file: reading a whole (small) file into memory, with a size limit. Used for the files a
- * user gives carma (experiments, intensity series, CPU tables); sysfs/procfs go through
- * fsroot instead.
+ * file: reading a whole (small) file into memory, with a size limit (the files a user gives
+ * carma: experiments, intensity series, CPU tables; sysfs/procfs go through fsroot instead),
+ * writing a buffer whole, and making a directory with its parents.
  */
 #ifndef CARMA_CORE_FILE_H
 #define CARMA_CORE_FILE_H
@@ -14,5 +14,13 @@
  * the file holds more than max bytes, -ENOMEM. *ret is written only on success.
  */
 int file_read_all(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Writes the n bytes at p to fd, retrying after EINTR and short writes. Returns 0, or a
+ * negative errno (-EIO when write returns 0). */
+int file_write_all(int fd, const void *p, size_t n);
+
+/* mkdir -p: makes path and its missing parents (mode 0755). Returns 0 (also when path is a
+ * directory already), -ENOTDIR when path exists and is not one, or another negative errno. */
+int file_mkdirs(const char *path);
 
 #endif

@@ -13,6 +13,7 @@
  * cpu_manifest.json.
  */
 #include "export/srt_cpu.h"
+#include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -183,53 +184,6 @@ struct srt_cpu {
     bool damaged; /* part of a cycle could not be cut off: write no more */
 };
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (w == 0)
-            return -EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* mkdir -p path (0755). Returns 0 or a negative errno. */
-static int make_dirs(const char *path)
-{
-    char buf[PATH_CAP];
-    size_t n = strlen(path);
-    if (n == 0)
-        return -EINVAL;
-    if (n >= sizeof buf)
-        return -ENAMETOOLONG;
-    memcpy(buf, path, n + 1);
-    for (char *s = buf + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *s = '/';
-    }
-    if (mkdir(buf, 0755) < 0) {
-        if (errno != EEXIST)
-            return -errno;
-        struct stat st;
-        if (stat(buf, &st) < 0)
-            return -errno;
-        if (!S_ISDIR(st.st_mode))
-            return -ENOTDIR;
-    }
-    return 0;
-}
-
 /* Appends a watts cell: v with up to 6 decimals and at least one ("150.0"). Room reserved. */
 static void put_watts(struct csv_buf *b, double v)
 {
@@ -333,7 +287,7 @@ static int manifest_write(const struct srt_cpu *w, bool final, int64_t stopped_n
     }
     size_t n = strlen(text);
     text[n] = '\n'; /* the NUL becomes the final newline */
-    r = write_all(fd, text, n + 1);
+    r = file_write_all(fd, text, n + 1);
     free(text);
     if (r == 0 && fsync(fd) < 0)
         r = -errno;
@@ -428,7 +382,7 @@ struct srt_cpu *srt_cpu_open(const char *dir, const char *const *nodes, size_t n
         goto fail;
     }
 
-    r = make_dirs(w->dir);
+    r = file_mkdirs(w->dir);
     if (r < 0) {
         carma_err_set(e, r, "cannot create %s: %s", w->dir, strerror(-r));
         goto fail;
@@ -439,7 +393,7 @@ struct srt_cpu *srt_cpu_open(const char *dir, const char *const *nodes, size_t n
         carma_err_set(e, r, "cannot create %s: %s", w->csv_path, strerror(-r));
         goto fail;
     }
-    r = write_all(w->fd, SAMPLES_HEADER EOL, strlen(SAMPLES_HEADER) + EOL_LEN);
+    r = file_write_all(w->fd, SAMPLES_HEADER EOL, strlen(SAMPLES_HEADER) + EOL_LEN);
     if (r < 0) {
         carma_err_set(e, r, "cannot write %s: %s", w->csv_path, strerror(-r));
         goto fail;
@@ -543,7 +497,7 @@ int srt_cpu_cycle_end(struct srt_cpu *w, struct carma_err *e)
         return 0;
     if (w->damaged)
         return carma_err_set(e, -EIO, "cannot write %s: it ends in part of a cycle", w->csv_path);
-    int r = write_all(w->fd, w->buf.data, w->buf.len);
+    int r = file_write_all(w->fd, w->buf.data, w->buf.len);
     if (r < 0) {
         if (ftruncate(w->fd, w->good) < 0 || lseek(w->fd, w->good, SEEK_SET) != w->good)
             w->damaged = true;

@@ -14,6 +14,7 @@
  * digests it (SHA-256 of the bytes on disk, read back), and writes the final manifest.
  */
 #include "export/srt_power.h"
+#include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -132,53 +133,6 @@ struct srt_power {
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (w == 0)
-            return -EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* mkdir -p path (0755). Returns 0 or a negative errno. */
-static int make_dirs(const char *path)
-{
-    char buf[PATH_CAP];
-    size_t n = strlen(path);
-    if (n == 0)
-        return -EINVAL;
-    if (n >= sizeof buf)
-        return -ENAMETOOLONG;
-    memcpy(buf, path, n + 1);
-    for (char *s = buf + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *s = '/';
-    }
-    if (mkdir(buf, 0755) < 0) {
-        if (errno != EEXIST)
-            return -errno;
-        struct stat st;
-        if (stat(buf, &st) < 0)
-            return -errno;
-        if (!S_ISDIR(st.st_mode))
-            return -ENOTDIR;
-    }
-    return 0;
 }
 
 /* The node name written in every row: $SLURMD_NODENAME, else gethostname() up to its first
@@ -515,7 +469,7 @@ static int manifest_write(const struct srt_power *p, const char *status, bool fi
     }
     size_t n = strlen(text);
     text[n] = '\n'; /* json_dumps' NUL becomes the final newline: the text is not a string now */
-    r = write_all(fd, text, n + 1);
+    r = file_write_all(fd, text, n + 1);
     free(text);
     if (r == 0 && fsync(fd) < 0)
         r = -errno;
@@ -740,7 +694,7 @@ struct srt_power *srt_power_open(const struct srt_power_opts *o, struct carma_er
         goto fail;
     }
 
-    r = make_dirs(p->dir);
+    r = file_mkdirs(p->dir);
     if (r < 0) {
         carma_err_set(e, r, "cannot create %s: %s", p->dir, strerror(-r));
         goto fail;
@@ -751,7 +705,7 @@ struct srt_power *srt_power_open(const struct srt_power_opts *o, struct carma_er
         carma_err_set(e, r, "cannot create %s: %s", p->csv_path, strerror(-r));
         goto fail;
     }
-    r = write_all(p->fd, SAMPLES_HEADER EOL, strlen(SAMPLES_HEADER) + EOL_LEN);
+    r = file_write_all(p->fd, SAMPLES_HEADER EOL, strlen(SAMPLES_HEADER) + EOL_LEN);
     if (r < 0) {
         carma_err_set(e, r, "cannot write %s: %s", p->csv_path, strerror(-r));
         goto fail;
@@ -857,7 +811,7 @@ int srt_power_scrape_end(struct srt_power *p, struct carma_err *e)
         return 0;
     if (p->damaged)
         return carma_err_set(e, -EIO, "cannot write %s: it ends in part of a scrape", p->csv_path);
-    int r = write_all(p->fd, p->buf.data, p->buf.len);
+    int r = file_write_all(p->fd, p->buf.data, p->buf.len);
     if (r < 0) {
         /* never leave part of a scrape: cut the file back to its last whole scrape */
         if (ftruncate(p->fd, p->good) < 0 || lseek(p->fd, p->good, SEEK_SET) != p->good)

@@ -1038,11 +1038,18 @@ int srtlog_iso_to_unix(const char *s, double *ret)
 
 /* ---- windows and tokens (§6.3) ---- */
 
+/* Parses the JSON file at path (any value at the top). NULL with *ret_r and e set (the open
+ * errno, -EISDIR, -EIO, or -EINVAL for bad JSON with its line and column). */
 static json_t *load_json(const char *path, struct carma_err *e, int *ret_r)
 {
     FILE *f = fopen(path, "re");
-    if (!f) {
-        int r = -errno;
+    int r = f ? 0 : -errno;
+    struct stat st;
+    if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        r = -EISDIR;
+    }
+    if (r < 0) {
         *ret_r = carma_err_set(e, r, "%s: %s", path, strerror(-r));
         return NULL;
     }
@@ -1275,7 +1282,7 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
         if (!json_is_object(rec)) {
             r = carma_err_set(e, -EINVAL, "%s:%zu: not a JSON object", path, l.lineno);
         } else if (py_truthy(json_object_get(rec, "error"))) {
-            r = 0;
+            /* a failed request: not part of the window */
         } else if (md && !json_is_object(md)) {
             r = carma_err_set(e, -EINVAL, "%s:%zu: 'metadata' is not an object", path, l.lineno);
         } else if (md && json_is_string(json_object_get(md, "benchmark_phase")) &&
@@ -1337,6 +1344,7 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
         goto out;
     if (strcmp(w->reported.source, "unavailable") == 0 && is_file(benchmark_out)) {
         free(w->reported.note);
+        w->reported.note = NULL;
         if ((r = srtlog_phase_log_timing(benchmark_out, &w->reported, e)) < 0)
             goto out;
     }
@@ -2051,6 +2059,14 @@ static int vec_give(struct vec *v, size_t *n, double **t, double **w)
 {
     if (vec_sort(v) < 0)
         return -ENOMEM;
+    if (v->cap > v->n && v->n > 0) { /* give back the growth slack (a failed shrink keeps it) */
+        double *nt = realloc(v->t, v->n * sizeof *nt);
+        if (nt)
+            v->t = nt;
+        double *nw = realloc(v->w, v->n * sizeof *nw);
+        if (nw)
+            v->w = nw;
+    }
     *n = v->n;
     *t = v->t;
     *w = v->w;
@@ -3187,6 +3203,12 @@ int srtlog_load_gpu(struct srtlog *log, const char *path, const char *manifest, 
     for (size_t i = 0; i < G.ndevs && G.checks && r == 0; i++)
         if (G.devs[i].seq)
             r = gpu_check_device(&G, &G.devs[i], e);
+    for (size_t i = 0; i < G.ndevs; i++) { /* only the checks needed them */
+        free(G.devs[i].seq);
+        free(G.devs[i].line);
+        G.devs[i].seq = NULL;
+        G.devs[i].line = NULL;
+    }
     if (r < 0)
         goto out;
     if (issue_flush(log, &G.seq_bad) < 0 || issue_flush(log, &G.schema_mismatch) < 0 ||

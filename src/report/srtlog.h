@@ -34,12 +34,18 @@
  *   - an empty CSV (no header) or a header alone gives a leg with no series.
  * Cells srt-slurm's float() would take but carma refuses: nan, inf, digits with `_`.
  *
- * Not checked by srt-slurm's report, and so only warned about unless SRTLOG_STRICT asks for
- * its strict GPU reader (read_samples, §2.1) and CPU header rules: a GPU header that is not
- * samples v1/v2, a row whose schema_version is not the header's generation, a duplicate
- * (scrape_seq, hostname, gpu_index) (duplicate_sample_row: the report adds both rows into the
- * node series), a device whose timestamps go back in scrape_seq order
- * (timestamp_non_monotonic). With SRTLOG_STRICT these are errors naming the reason code.
+ * srt-slurm's report does not check what its strict GPU reader (read_samples, §2.1) refuses;
+ * neither does this module by default, but it warns about the rows that change numbers: a
+ * duplicate (scrape_seq, hostname, gpu_index) (duplicate_sample_row: the report adds both rows
+ * into the node series), a device whose timestamps go back in scrape_seq order
+ * (timestamp_non_monotonic), a row whose schema_version is not the header's generation; a
+ * header that is not samples v1/v2 shows only as gpu_schema 0. SRTLOG_STRICT makes these
+ * errors naming the reason code, and adds the strict reader's other rules (scrape_seq and
+ * gpu_index non-negative integers, gpu_uuid present, power_w >= 0) and, for the CPU CSV, a
+ * known header and its schema_version on every row.
+ *
+ * Memory: 16 bytes per sample kept (power and each populated utilization cell), plus, while a
+ * GPU CSV loads, 12 bytes per row for those checks. No global state.
  *
  * Errors (negative errno, message in the struct carma_err, formatted as srt-slurm's):
  *   -ENOENT   something discovery needs is not there (`<path>: not found`, no samples.csv,

@@ -1,5 +1,6 @@
 /* samples_csv: the samples journal writer (see samples_csv.h). */
 #include "sampler/samples_csv.h"
+#include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,21 +25,6 @@ struct samples_csv {
     uint64_t rows;
     off_t good; /* bytes of complete rows on disk */
 };
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, struct carma_err *e)
 {
@@ -83,7 +69,7 @@ struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, 
         samples_csv_close(w);
         return NULL;
     }
-    int r = write_all(w->fd, SAMPLES_CSV_HEADER "\r\n", strlen(SAMPLES_CSV_HEADER) + 2);
+    int r = file_write_all(w->fd, SAMPLES_CSV_HEADER "\r\n", strlen(SAMPLES_CSV_HEADER) + 2);
     if (r < 0) {
         carma_err_set(e, r, "cannot write %s: %s", path, strerror(-r));
         samples_csv_close(w);
@@ -125,7 +111,7 @@ int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struc
         *p++ = '\n';
         len = (size_t)(p - w->buf);
     }
-    int r = write_all(w->fd, w->buf, len);
+    int r = file_write_all(w->fd, w->buf, len);
     if (r < 0) {
         /* never leave half a tick: cut the file back to its last complete row */
         if (ftruncate(w->fd, w->good) == 0)
