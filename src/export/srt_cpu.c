@@ -14,6 +14,7 @@
  */
 #include "export/srt_cpu.h"
 #include "core/file.h"
+#include "export/srt_json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -251,64 +252,13 @@ static json_t *manifest_json(const struct srt_cpu *w, bool final, int64_t stoppe
     return m;
 }
 
-/* Lowercases the hex digits of jansson's \uXXXX escapes, as Python's json.dumps writes them. */
-static void lowercase_escapes(char *s)
-{
-    while (*s) {
-        if (*s++ != '\\')
-            continue;
-        if (*s == 'u')
-            for (int i = 1; i <= 4 && s[i]; i++)
-                if (s[i] >= 'A' && s[i] <= 'F')
-                    s[i] = (char)(s[i] - 'A' + 'a');
-        if (*s)
-            s++;
-    }
-}
-
-/* Writes the manifest to a temporary file, syncs it and renames it over cpu_manifest.json.
- * Returns 0 or a negative errno with e set. */
+/* Writes the manifest over cpu_manifest.json atomically. Returns 0 or a negative errno with e
+ * set. */
 static int manifest_write(const struct srt_cpu *w, bool final, int64_t stopped_ns,
                           struct carma_err *e)
 {
-    json_t *m = manifest_json(w, final, stopped_ns);
-    char *text =
-        m ? json_dumps(m, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(16)) : NULL;
-    json_decref(m);
-    if (!text)
-        return carma_err_set(e, -ENOMEM, "cannot write %s: out of memory", w->manifest_path);
-    lowercase_escapes(text);
-    int r = 0;
-    int fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        r = -errno;
-        free(text);
-        return carma_err_set(e, r, "cannot create %s: %s", w->tmp_path, strerror(-r));
-    }
-    size_t n = strlen(text);
-    text[n] = '\n'; /* the NUL becomes the final newline */
-    r = file_write_all(fd, text, n + 1);
-    free(text);
-    if (r == 0 && fsync(fd) < 0)
-        r = -errno;
-    if (close(fd) < 0 && r == 0)
-        r = -errno;
-    if (r < 0) {
-        unlink(w->tmp_path);
-        return carma_err_set(e, r, "cannot write %s: %s", w->tmp_path, strerror(-r));
-    }
-    if (rename(w->tmp_path, w->manifest_path) < 0) {
-        r = -errno;
-        unlink(w->tmp_path);
-        return carma_err_set(e, r, "cannot rename %s to %s: %s", w->tmp_path, w->manifest_path,
-                             strerror(-r));
-    }
-    int dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd); /* best effort */
-        close(dfd);
-    }
-    return 0;
+    return srt_json_replace(manifest_json(w, final, stopped_ns), w->dir, w->tmp_path,
+                            w->manifest_path, e);
 }
 
 static void free_all(struct srt_cpu *w)

@@ -15,6 +15,7 @@
  */
 #include "export/srt_power.h"
 #include "core/file.h"
+#include "export/srt_json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -432,65 +433,13 @@ static json_t *manifest_json(const struct srt_power *p, const char *status, bool
     return m;
 }
 
-/* Lowercases the hex digits of jansson's \uXXXX escapes, as Python's json.dumps writes them,
- * so that the text is byte for byte what srt-slurm would write. */
-static void lowercase_escapes(char *s)
-{
-    while (*s) {
-        if (*s++ != '\\')
-            continue;
-        if (*s == 'u')
-            for (int i = 1; i <= 4 && s[i]; i++)
-                if (s[i] >= 'A' && s[i] <= 'F')
-                    s[i] = (char)(s[i] - 'A' + 'a');
-        if (*s)
-            s++; /* the escaped character: never the start of an escape */
-    }
-}
-
-/* Writes the manifest to DIR/.manifest.json.tmp, syncs it and renames it over manifest.json
- * (then syncs the directory). Returns 0 or a negative errno with e set. */
+/* Writes the manifest over manifest.json atomically. Returns 0 or a negative errno with e
+ * set. */
 static int manifest_write(const struct srt_power *p, const char *status, bool final,
                           int64_t stopped_us, const char *sha256, struct carma_err *e)
 {
-    json_t *m = manifest_json(p, status, final, stopped_us, sha256);
-    char *text =
-        m ? json_dumps(m, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(16)) : NULL;
-    json_decref(m);
-    if (!text)
-        return carma_err_set(e, -ENOMEM, "cannot write %s: out of memory", p->manifest_path);
-    lowercase_escapes(text);
-    int r = 0;
-    int fd = open(p->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        r = -errno;
-        free(text);
-        return carma_err_set(e, r, "cannot create %s: %s", p->tmp_path, strerror(-r));
-    }
-    size_t n = strlen(text);
-    text[n] = '\n'; /* json_dumps' NUL becomes the final newline: the text is not a string now */
-    r = file_write_all(fd, text, n + 1);
-    free(text);
-    if (r == 0 && fsync(fd) < 0)
-        r = -errno;
-    if (close(fd) < 0 && r == 0)
-        r = -errno;
-    if (r < 0) {
-        unlink(p->tmp_path);
-        return carma_err_set(e, r, "cannot write %s: %s", p->tmp_path, strerror(-r));
-    }
-    if (rename(p->tmp_path, p->manifest_path) < 0) {
-        r = -errno;
-        unlink(p->tmp_path);
-        return carma_err_set(e, r, "cannot rename %s to %s: %s", p->tmp_path, p->manifest_path,
-                             strerror(-r));
-    }
-    int dfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd); /* best effort: some file systems refuse to sync a directory */
-        close(dfd);
-    }
-    return 0;
+    return srt_json_replace(manifest_json(p, status, final, stopped_us, sha256), p->dir,
+                            p->tmp_path, p->manifest_path, e);
 }
 
 /* The SHA-256 of the file at path as 64 lowercase hex digits in out[65]. Returns 0,
