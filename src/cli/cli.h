@@ -9,5 +9,6 @@ int cmd_validate(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const struct {
     {"run", cmd_run, "run an experiment of collocated workloads, energy and carbon per workload"},
     {"exporter", cmd_exporter, "serve this node's power and energy as Prometheus metrics"},
     {"collect", cmd_collect, "scrape exporters on many nodes into one samples CSV"},
+    {"report", cmd_report, "energy, perf-per-watt and carbon per window of a run or srt-slurm log"},
 };
 
 static void usage(FILE *f)

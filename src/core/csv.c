@@ -166,6 +166,97 @@ void csv_doc_free(struct csv_doc *doc)
     memset(doc, 0, sizeof *doc);
 }
 
+/* The bytes that end an unquoted field's run: separator, line ends, a (stray) quote. */
+static const unsigned char csv_special[256] = {[','] = 1, ['\n'] = 1, ['\r'] = 1, ['"'] = 1};
+
+int csv_split(char *text, size_t len, size_t *pos, size_t *line, const char *name,
+              struct csv_fields *f, struct carma_err *e)
+{
+    size_t i = *pos, ln = *line;
+    while (i < len && (text[i] == '\n' || text[i] == '\r')) { /* blank lines */
+        if (text[i] == '\r' && i + 1 < len && text[i + 1] == '\n')
+            i++;
+        i++;
+        ln++;
+    }
+    if (i >= len) {
+        *pos = i;
+        *line = ln;
+        return 0;
+    }
+    f->row.n = 0;
+    f->row.line = ln;
+    for (;;) {
+        if (f->row.n == f->cap) {
+            size_t nc = f->cap ? f->cap * 2 : 16;
+            char **p = realloc(f->row.fields, nc * sizeof *p);
+            if (!p)
+                return carma_err_set(e, -ENOMEM, "%s: out of memory", name);
+            f->row.fields = p;
+            f->cap = nc;
+        }
+        char *start = text + i;
+        size_t end;
+        if (i < len && text[i] == '"') {
+            size_t start_line = ln, w = i;
+            i++;
+            for (;;) {
+                if (i >= len)
+                    return carma_err_set(e, -EINVAL, "%s:%zu: unterminated quoted field", name,
+                                         start_line);
+                char c = text[i];
+                if (c == '"') {
+                    if (i + 1 < len && text[i + 1] == '"') {
+                        text[w++] = '"';
+                        i += 2;
+                        continue;
+                    }
+                    i++;
+                    break;
+                }
+                if (c == '\n')
+                    ln++;
+                text[w++] = c;
+                i++;
+            }
+            if (i < len && text[i] != ',' && text[i] != '\n' && text[i] != '\r')
+                return carma_err_set(e, -EINVAL, "%s:%zu: unexpected text after a quoted field",
+                                     name, ln);
+            end = w;
+        } else {
+            while (i < len && !csv_special[(unsigned char)text[i]])
+                i++;
+            if (i < len && text[i] == '"')
+                return carma_err_set(e, -EINVAL, "%s:%zu: stray quote inside an unquoted field",
+                                     name, ln);
+            end = i;
+        }
+        char sep = i < len ? text[i] : '\0';
+        text[end] = '\0';
+        f->row.fields[f->row.n++] = start;
+        if (sep == ',') {
+            i++;
+            continue;
+        }
+        if (sep == '\r' && i + 1 < len && text[i + 1] == '\n')
+            i++;
+        if (sep != '\0') {
+            i++;
+            ln++;
+        }
+        break;
+    }
+    *pos = i;
+    *line = ln;
+    return 1;
+}
+
+void csv_fields_free(struct csv_fields *f)
+{
+    free(f->row.fields);
+    memset(f, 0, sizeof *f);
+}
+
 int csv_column(const struct csv_row *header, const char *name)
 {
     for (size_t i = 0; i < header->n; i++)

@@ -38,6 +38,29 @@ void csv_doc_free(struct csv_doc *doc);
 /* Index of column name in row, or -1. */
 int csv_column(const struct csv_row *header, const char *name);
 
+/* One record split in place by csv_split: row.fields point into the caller's text. */
+struct csv_fields {
+    struct csv_row row;
+    size_t cap; /* room in row.fields */
+};
+
+/*
+ * Splits the next record of text[*pos, len) in place, reading it exactly as csv_parse would
+ * (quoted fields with "" escapes, embedded commas and line ends; CRLF, LF or CR line ends; blank
+ * lines skipped; a record may end at len without a line end), but without allocating per field:
+ * each field is NUL-terminated where it lies (the separator or line end after it is
+ * overwritten, a quoted field is unquoted in place), so text[len] must be writable. *line is the
+ * line number at *pos and is advanced past the record's line ends; f->row.line is the record's
+ * first line. Returns 1 with f->row filled and *pos after the record, 0 when only blank lines
+ * were left (*pos = len), -EINVAL with e set as csv_parse sets it ("name:line: unterminated
+ * quoted field", ...), or -ENOMEM. The text of a record that failed is left half-split.
+ */
+int csv_split(char *text, size_t len, size_t *pos, size_t *line, const char *name,
+              struct csv_fields *f, struct carma_err *e);
+
+/* Frees f's field array (the text is the caller's); safe on a zeroed f. */
+void csv_fields_free(struct csv_fields *f);
+
 /* A growable output buffer used by writers. */
 struct csv_buf {
     char *data;

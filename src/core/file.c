@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -114,6 +115,42 @@ int file_mkdirs(const char *path)
             return -errno;
         if (!S_ISDIR(st.st_mode))
             return -ENOTDIR;
+    }
+    return 0;
+}
+
+int file_replace(const char *path, const void *p, size_t n)
+{
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
+        return -ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    int r = file_write_all(fd, p, n);
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (close(fd) < 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, path) < 0)
+        r = -errno;
+    if (r < 0) {
+        unlink(tmp);
+        return r;
+    }
+    /* the directory entry: best effort, some file systems refuse to sync a directory */
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
     }
     return 0;
 }

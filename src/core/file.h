@@ -23,4 +23,12 @@ int file_write_all(int fd, const void *p, size_t n);
  * directory already), -ENOTDIR when path exists and is not one, or another negative errno. */
 int file_mkdirs(const char *path);
 
+/*
+ * Replaces path with the n bytes at p atomically: they are written to `<path>.tmp.<pid>` in the
+ * same directory, fsync'ed, renamed over path, and the directory is fsync'ed (best effort), so
+ * that a reader, or a crash, sees the old file or the new one whole. Returns 0 or a negative
+ * errno (the temporary file is removed on failure; the old file is left as it was).
+ */
+int file_replace(const char *path, const void *p, size_t n);
+
 #endif

@@ -102,6 +102,95 @@ static int lower(int c)
     return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
+/* ---- numbers: a correctly rounded fast path, core/parse for the rest ---- */
+
+/* 10^0 .. 10^22: every one exact in a double. */
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+int srtlog_parse_double(const char *s, double *ret)
+{
+    const char *p = s;
+    bool neg = *p == '-';
+    if (*p == '-' || *p == '+')
+        p++;
+    uint64_t m = 0;
+    int nd = 0, exp10 = 0; /* significant digits (leading zeros not counted), exponent */
+    bool any = false;
+    while (*p == '0') {
+        p++;
+        any = true;
+    }
+    for (; is_digit((unsigned char)*p); p++, nd++, any = true)
+        m = m * 10 + (uint64_t)(*p - '0'); /* wraps past 19 digits: nd > 15 then anyway */
+    if (*p == '.') {
+        const char *f0 = ++p;
+        if (nd == 0)
+            for (; *p == '0'; p++)
+                exp10--;
+        for (; is_digit((unsigned char)*p); p++, nd++, exp10--)
+            m = m * 10 + (uint64_t)(*p - '0');
+        if (p == f0)
+            goto slow; /* "1." */
+        any = true;
+    }
+    if (!any)
+        goto slow;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        bool eneg = *p == '-';
+        if (*p == '-' || *p == '+')
+            p++;
+        int x = 0, xd = 0;
+        for (; is_digit((unsigned char)*p) && xd < 4; p++, xd++)
+            x = x * 10 + (*p - '0');
+        if (xd == 0)
+            goto slow;
+        exp10 += eneg ? -x : x;
+    }
+    if (*p != '\0' || nd > 15)
+        goto slow;
+    /* Clinger: m < 2^53 and 10^|exp10| are exact, so one multiplication or division rounds
+     * once, correctly (as strtod's result). */
+    double v = (double)m;
+    if (m != 0 && exp10 != 0) {
+        if (exp10 < -22 || exp10 > 22)
+            goto slow;
+        v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
+    }
+    *ret = neg ? -v : v;
+    return 0;
+slow:
+    return parse_double(s, ret);
+}
+
+/* parse_u64 with a fast path for 1 to 19 plain digits. */
+static int fast_u64(const char *s, uint64_t *ret)
+{
+    uint64_t v = 0;
+    const char *p = s;
+    for (; is_digit((unsigned char)*p) && p - s < 19; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    if (*p != '\0' || p == s)
+        return parse_u64(s, ret);
+    *ret = v;
+    return 0;
+}
+
+/* parse_i64 with a fast path for 1 to 18 plain digits. */
+static int fast_i64(const char *s, int64_t *ret)
+{
+    int64_t v = 0;
+    const char *p = s;
+    for (; is_digit((unsigned char)*p) && p - s < 18; p++)
+        v = v * 10 + (*p - '0');
+    if (*p != '\0' || p == s)
+        return parse_i64(s, ret);
+    *ret = v;
+    return 0;
+}
+
 /* A cell for an error message: at most CELL_QUOTE bytes of it. */
 static const char *quote_cell(const char *s, char buf[CELL_QUOTE + 4])
 {
@@ -1370,23 +1459,29 @@ static void window_free(struct srtlog_window *w)
     memset(w, 0, sizeof *w);
 }
 
-/* ---- the CSV stream: chunks of whole records through csv_parse ---- */
+/* ---- the CSV stream: chunks of whole records, split in place ---- */
 
+/*
+ * The file is read CHUNK bytes at a time into buf; a scan finds where the last whole record in
+ * buf ends (cut; quote-aware, memchr/memrchr when the new bytes hold no quote), and the records
+ * before it are split in place (csv_split: no allocation per field) and handed out one at a
+ * time. The partial record after cut moves to the front before the next read. At the end of
+ * the file what is left (one record without a line end, or nothing) is split last (final).
+ */
 struct csvr {
     int fd;
     const char *path;
     char *buf;
     size_t len, cap;
-    size_t scan;      /* bytes of buf looked at for record ends */
-    bool inq;         /* the scan is inside a quoted field */
-    size_t cut;       /* end of the last whole record in buf (0: none yet) */
-    size_t cut_lines; /* line ends before cut */
-    size_t lines;     /* line ends before scan */
-    size_t base;      /* the line number of buf[0] */
-    bool eof, done;
-    struct csv_doc doc;
-    size_t next;
-    bool torn;          /* the doc's last row ends the file without a line end */
+    size_t pos;    /* the next record in buf */
+    size_t scan;   /* bytes of buf looked at for record ends */
+    bool inq;      /* the scan is inside a quoted field */
+    size_t cut;    /* end of the last whole record in buf (0: none yet) */
+    size_t line;   /* the line number at pos */
+    uint64_t off;  /* the file offset of buf[0] */
+    uint64_t size; /* the file's size when opened (0: unknown) */
+    bool eof, final, one_line;
+    struct csv_fields f;
     bool torn_unparsed; /* the file ends in an unterminated quoted field on one line */
     size_t torn_line;
 };
@@ -1395,7 +1490,7 @@ static int csvr_open(struct csvr *r, const char *path, struct carma_err *e)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
-    r->base = 1;
+    r->line = 1;
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r->fd < 0) {
         int err = -errno;
@@ -1407,7 +1502,14 @@ static int csvr_open(struct csvr *r, const char *path, struct carma_err *e)
         r->fd = -1;
         return carma_err_set(e, -EISDIR, "%s: %s", path, strerror(EISDIR));
     }
+    r->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     return 0;
+}
+
+/* How much of the file the rows handed out so far cover, 0 to 1 (0 when unknown). */
+static double csvr_progress(const struct csvr *r)
+{
+    return r->size > 0 ? (double)(r->off + r->pos) / (double)r->size : 0.0;
 }
 
 static void csvr_close(struct csvr *r)
@@ -1415,125 +1517,95 @@ static void csvr_close(struct csvr *r)
     if (r->fd >= 0)
         close(r->fd);
     free(r->buf);
-    csv_doc_free(&r->doc);
+    csv_fields_free(&r->f);
     r->fd = -1;
     r->buf = NULL;
-}
-
-/* Rewrites csv_parse's "<path>:<line>: ..." with the line counted from the file's start. */
-static void fix_csv_err(struct carma_err *e, const char *path, size_t base)
-{
-    if (!e)
-        return;
-    size_t pl = strlen(path);
-    if (strncmp(e->msg, path, pl) != 0 || e->msg[pl] != ':')
-        return;
-    char *end;
-    unsigned long long line = strtoull(e->msg + pl + 1, &end, 10);
-    if (end == e->msg + pl + 1 || *end != ':')
-        return;
-    char rest[CARMA_ERR_MSG_MAX];
-    snprintf(rest, sizeof rest, "%s", end);
-    snprintf(e->msg, sizeof e->msg, "%s:%llu%s", path, line + base - 1, rest);
 }
 
 static void csvr_scan(struct csvr *r)
 {
     size_t i = r->scan;
+    if (!r->inq && i < r->len && !memchr(r->buf + i, '"', r->len - i)) {
+        /* no quote: the last \n ends a record; only the bytes after it need a closer look */
+        const char *nl = memrchr(r->buf + i, '\n', r->len - i);
+        if (nl) {
+            r->cut = (size_t)(nl - r->buf) + 1;
+            i = r->cut;
+        }
+    }
     for (; i < r->len; i++) {
         char c = r->buf[i];
         if (c == '"') {
             r->inq = !r->inq;
         } else if (c == '\n') {
-            r->lines++;
-            if (!r->inq) {
+            if (!r->inq)
                 r->cut = i + 1;
-                r->cut_lines = r->lines;
-            }
         } else if (c == '\r' && !r->inq) {
             if (i + 1 == r->len && !r->eof)
                 break; /* is a \n next? */
-            if (i + 1 == r->len || r->buf[i + 1] != '\n') {
-                r->lines++;
+            if (i + 1 == r->len || r->buf[i + 1] != '\n')
                 r->cut = i + 1;
-                r->cut_lines = r->lines;
-            }
         }
     }
     r->scan = i;
 }
 
-/* Parses buf[0, n) (whole records) into r->doc, lines counted from r->base. */
-static int csvr_parse(struct csvr *r, size_t n, struct carma_err *e)
-{
-    int ret = csv_parse(r->buf, n, r->path, &r->doc, e);
-    if (ret < 0) {
-        fix_csv_err(e, r->path, r->base);
-        return ret;
-    }
-    for (size_t i = 0; i < r->doc.n; i++)
-        r->doc.rows[i].line += r->base - 1;
-    r->next = 0;
-    return 0;
-}
-
 /*
- * The next row (blank lines skipped) into *ret, valid until the next call; *ret_torn when it
- * is the file's last line and has no line end. Returns 1, 0 at the end of the file, or a
- * negative errno with e set. After 0, r->torn_unparsed says that the file ended in an
- * unterminated quoted field (at r->torn_line) that was not returned.
+ * The next row (blank lines skipped) into *ret, valid until the next call (its fields point
+ * into the read buffer); *ret_torn when it is the file's last line and has no line end.
+ * Returns 1, 0 at the end of the file, or a negative errno with e set. After 0,
+ * r->torn_unparsed says that the file ended in an unterminated quoted field (at r->torn_line)
+ * that was not returned.
  */
 static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struct carma_err *e)
 {
     for (;;) {
-        if (r->next < r->doc.n) {
-            *ret = &r->doc.rows[r->next++];
-            *ret_torn = r->torn && r->next == r->doc.n;
-            return 1;
-        }
-        csv_doc_free(&r->doc);
-        r->next = 0;
-        if (r->done)
-            return 0;
-        if (r->cut > 0) {
-            int ret_p = csvr_parse(r, r->cut, e);
-            if (ret_p < 0)
-                return ret_p;
-            memmove(r->buf, r->buf + r->cut, r->len - r->cut);
-            r->len -= r->cut;
-            r->scan -= r->cut;
-            r->lines -= r->cut_lines;
-            r->base += r->cut_lines;
-            r->cut = 0;
-            r->cut_lines = 0;
-            continue;
-        }
-        if (r->eof) {
-            r->done = true;
-            if (r->len == 0)
-                continue;
-            bool one_line = !memchr(r->buf, '\n', r->len) && !memchr(r->buf, '\r', r->len);
-            int ret_p = csvr_parse(r, r->len, e);
-            if (ret_p == -EINVAL && r->inq && one_line) {
+        if (r->pos < r->cut) {
+            size_t line0 = r->line;
+            int k = csv_split(r->buf, r->cut, &r->pos, &r->line, r->path, &r->f, e);
+            if (k == -EINVAL && r->final && r->inq && r->one_line) {
                 carma_err_clear(e);
                 r->torn_unparsed = true;
-                r->torn_line = r->base;
+                r->torn_line = line0;
+                r->pos = r->cut;
                 continue;
             }
-            if (ret_p < 0)
-                return ret_p;
-            r->torn = true;
+            if (k < 0)
+                return k;
+            if (k > 0) {
+                *ret = &r->f.row;
+                *ret_torn = r->final;
+                return 1;
+            }
+            continue;
+        }
+        if (r->final)
+            return 0;
+        if (r->cut > 0) {
+            memmove(r->buf, r->buf + r->cut, r->len - r->cut);
+            r->off += r->cut;
+            r->len -= r->cut;
+            r->scan -= r->cut;
+            r->pos = 0;
+            r->cut = 0;
+        }
+        if (r->eof) {
+            r->final = true;
+            r->cut = r->len;
+            r->one_line = !memchr(r->buf, '\n', r->len) && !memchr(r->buf, '\r', r->len);
             continue;
         }
         if (r->len >= SRTLOG_LINE_MAX) {
-            int ret_p = csvr_parse(r, r->len, e);
-            if (ret_p < 0)
-                return ret_p;
-            csv_doc_free(&r->doc);
+            size_t p = 0, ln = r->line;
+            int k;
+            while ((k = csv_split(r->buf, r->len, &p, &ln, r->path, &r->f, e)) > 0)
+                ;
+            if (k < 0)
+                return k;
             return carma_err_set(e, -EINVAL, "%s:%zu: a record longer than %u bytes", r->path,
-                                 r->base, SRTLOG_LINE_MAX);
+                                 r->line, SRTLOG_LINE_MAX);
         }
-        if (grow(&r->buf, &r->cap, r->len + CHUNK, 1) < 0)
+        if (grow(&r->buf, &r->cap, r->len + CHUNK + 1, 1) < 0)
             return oom(e);
         ssize_t n = read(r->fd, r->buf + r->len, CHUNK);
         if (n < 0 && errno == EINTR)
@@ -1566,6 +1638,7 @@ struct csvctx {
     struct csv_row header;
     bool have_header;
     struct issue torn;
+    const struct csvr *r; /* the stream, while csv_each runs */
 };
 
 static int need_col(const struct csvctx *c, int col, const char *name, size_t line,
@@ -1584,7 +1657,7 @@ static int cell_double(const struct csvctx *c, const struct csv_row *row, int co
     if (r < 0)
         return r;
     const char *s = row->fields[col];
-    if (parse_double(s, ret) < 0) {
+    if (srtlog_parse_double(s, ret) < 0) {
         char q[CELL_QUOTE + 4];
         return carma_err_set(e, -EINVAL, "%s:%zu: %s '%s' is not a finite number", c->path,
                              row->line, name, quote_cell(s, q));
@@ -1600,7 +1673,7 @@ static int cell_int(const struct csvctx *c, const struct csv_row *row, int col, 
         return r;
     const char *s = row->fields[col];
     int64_t v;
-    if (parse_i64(s, &v) < 0) {
+    if (fast_i64(s, &v) < 0) {
         char q[CELL_QUOTE + 4];
         return carma_err_set(e, -EINVAL, "%s:%zu: %s '%s' is not an integer", c->path, row->line,
                              name, quote_cell(s, q));
@@ -1621,13 +1694,24 @@ static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, 
     int ret = csvr_open(&r, c->path, e);
     if (ret < 0)
         return ret;
+    c->r = &r;
     struct csv_row *row = NULL;
     bool torn = false;
     while ((ret = csvr_next(&r, &row, &torn, e)) > 0) {
         if (!c->have_header) {
-            c->header = *row;
-            memset(row, 0, sizeof *row); /* the doc no longer owns it */
+            if (!(c->header.fields = calloc(row->n, sizeof *c->header.fields))) {
+                ret = oom(e);
+                break;
+            }
+            c->header.line = row->line;
             c->have_header = true;
+            for (size_t i = 0; i < row->n; i++, c->header.n++)
+                if (!(c->header.fields[i] = strdup(row->fields[i])))
+                    break;
+            if (c->header.n < row->n) {
+                ret = oom(e);
+                break;
+            }
             continue;
         }
         if (row->n != c->header.n) {
@@ -1654,6 +1738,7 @@ static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, 
                                         c->path, r.torn_line)) < 0)
         ret = oom(e);
     csvr_close(&r);
+    c->r = NULL;
     if (ret == 0 && !c->have_header)
         ret = add_warning(c->log, str_printf("%s: empty file (no header); no series", c->path));
     if (ret == 0)
@@ -1708,6 +1793,23 @@ static int vec_push(struct vec *v, double t, double w)
     v->t[v->n] = t;
     v->w[v->n] = w;
     v->n++;
+    return 0;
+}
+
+/* Makes room for n samples (room only: pages not written stay out of memory). 0 or -ENOMEM. */
+static int vec_reserve(struct vec *v, size_t n)
+{
+    if (n <= v->cap)
+        return 0;
+    double *nt = realloc(v->t, n * sizeof *nt);
+    if (!nt)
+        return -ENOMEM;
+    v->t = nt;
+    double *nw = realloc(v->w, n * sizeof *nw);
+    if (!nw)
+        return -ENOMEM;
+    v->w = nw;
+    v->cap = n;
     return 0;
 }
 
@@ -2674,15 +2776,40 @@ struct mdev {
     size_t nroles;
 };
 
+/* The first duplicate_sample_row or timestamp_non_monotonic of a device: row b after row a. */
+struct gfirst {
+    uint64_t seq_a, seq_b;
+    uint32_t line_a, line_b;
+};
+
+/*
+ * The strict reader's duplicate and monotonic checks over one device, kept as its rows arrive
+ * while they come in non-decreasing scrape_seq order (the usual file: O(1) per device): the
+ * last row's scrape_seq, timestamp and line, how many of each were found and the first of
+ * each. The first row whose scrape_seq goes back makes the device broken: its checks are then
+ * redone after the load from a second pass over the file that keeps scrape_seq and line of
+ * that device's rows only (12 bytes a row).
+ */
+struct gchk {
+    bool seen, broken;
+    uint64_t seq;
+    double t;
+    uint32_t line;
+    size_t ndup, nmono;
+    int first; /* which was found first: 0 none, 1 duplicate, 2 non-monotonic */
+    struct gfirst dup, mono;
+};
+
 struct gdev {
     size_t host;
     long long index;
     struct vec p;
-    uint64_t *seq; /* parallel to p, while the checks need them */
+    struct gchk chk;
+    uint64_t *seq; /* broken devices, second pass: parallel to p */
     uint32_t *line;
-    size_t seqcap;
-    bool seq_unsorted;
+    size_t nseq;
     size_t *roles; /* role ids (into gload.roles), sorted by name */
+    size_t *rsid;  /* the role series of each (into gload.rs) */
     size_t nroles;
     struct vec util[N_GPU_UTIL];
 };
@@ -2692,6 +2819,9 @@ struct rser {
     struct tsser s;
 };
 
+/* gpu_index values below this are looked up in a table per host rather than hashed. */
+#define DTAB_INDEX 64
+
 struct gload {
     struct csvctx c;
     bool strict, checks;
@@ -2699,10 +2829,13 @@ struct gload {
     int col_ts, col_host, col_index, col_power, col_seq, col_schema, col_uuid;
     int col_util[N_GPU_UTIL];
     struct strtab hosts;
+    size_t last_host; /* the previous row's host (rows of one host come together) */
     struct gdev *devs;
     size_t ndevs, cap;
     struct idmap devmap;
-    size_t last_dev;
+    uint32_t *dtab; /* [host * DTAB_INDEX + gpu_index]: device id + 1, 0 unknown */
+    size_t nbroken; /* devices whose scrape_seq went back */
+    size_t rows;    /* data rows so far */
     struct tsser *nodes;
     size_t nodes_cap;
     struct strtab roles;
@@ -2839,40 +2972,8 @@ static int gpu_header(void *ud, struct carma_err *e)
     return 0;
 }
 
-static int gpu_device(struct gload *G, size_t host, long long index, struct gdev **ret)
-{
-    if (G->ndevs > 0 && G->devs[G->last_dev].host == host && G->devs[G->last_dev].index == index) {
-        *ret = &G->devs[G->last_dev];
-        return 0;
-    }
-    struct sockkey k = {host, index};
-    uint64_t h = hash_pair(host, index);
-    size_t id = idmap_find(&G->devmap, h, dev_eq, G, &k);
-    if (id == SIZE_MAX) {
-        if (grow(&G->devs, &G->cap, G->ndevs + 1, sizeof *G->devs) < 0 ||
-            idmap_put(&G->devmap, h, G->ndevs) < 0)
-            return -ENOMEM;
-        id = G->ndevs++;
-        struct gdev *d = &G->devs[id];
-        memset(d, 0, sizeof *d);
-        d->host = host;
-        d->index = index;
-        const struct mdev *m = manifest_roles(G, G->hosts.names[host], index);
-        if (m && m->nroles > 0) {
-            if (!(d->roles = malloc(m->nroles * sizeof *d->roles)))
-                return -ENOMEM;
-            memcpy(d->roles, m->roles, m->nroles * sizeof *d->roles);
-            d->nroles = m->nroles;
-            if (sort_idx(d->roles, d->nroles, cmp_name_id, &G->roles) < 0)
-                return -ENOMEM;
-        }
-    }
-    G->last_dev = id;
-    *ret = &G->devs[id];
-    return 0;
-}
-
-static int role_add(struct gload *G, size_t role, size_t host, double ts, double w)
+/* The role series (role, host), made when new. 0 or -ENOMEM. */
+static int role_series(struct gload *G, size_t role, size_t host, size_t *ret)
 {
     size_t key[2] = {role, host};
     uint64_t h = hash_pair(role, (long long)host);
@@ -2886,7 +2987,82 @@ static int role_add(struct gload *G, size_t role, size_t host, double ts, double
         G->rs[id].role = role;
         G->rs[id].host = host;
     }
-    return tsser_add(&G->rs[id].s, ts, w);
+    *ret = id;
+    return 0;
+}
+
+/* The device (host, index), or SIZE_MAX when there is none. */
+static size_t gpu_device_find(const struct gload *G, size_t host, long long index)
+{
+    if (index >= 0 && index < DTAB_INDEX && host < G->nodes_cap) {
+        uint32_t id1 = G->dtab[host * DTAB_INDEX + (size_t)index];
+        if (id1)
+            return id1 - 1;
+    }
+    struct sockkey k = {host, index};
+    return idmap_find(&G->devmap, hash_pair(host, index), dev_eq, G, &k);
+}
+
+/* The device (host, index), made when new with its roles and role series. 0 or -ENOMEM. */
+static int gpu_device(struct gload *G, size_t host, long long index, struct gdev **ret)
+{
+    size_t id = gpu_device_find(G, host, index);
+    if (id == SIZE_MAX) {
+        if (grow(&G->devs, &G->cap, G->ndevs + 1, sizeof *G->devs) < 0 ||
+            idmap_put(&G->devmap, hash_pair(host, index), G->ndevs) < 0)
+            return -ENOMEM;
+        id = G->ndevs++;
+        struct gdev *d = &G->devs[id];
+        memset(d, 0, sizeof *d);
+        d->host = host;
+        d->index = index;
+        const struct mdev *m = manifest_roles(G, G->hosts.names[host], index);
+        if (m && m->nroles > 0) {
+            if (!(d->roles = malloc(m->nroles * sizeof *d->roles)) ||
+                !(d->rsid = malloc(m->nroles * sizeof *d->rsid)))
+                return -ENOMEM;
+            memcpy(d->roles, m->roles, m->nroles * sizeof *d->roles);
+            d->nroles = m->nroles;
+            if (sort_idx(d->roles, d->nroles, cmp_name_id, &G->roles) < 0)
+                return -ENOMEM;
+            for (size_t i = 0; i < d->nroles; i++)
+                if (role_series(G, d->roles[i], host, &d->rsid[i]) < 0)
+                    return -ENOMEM;
+        }
+        if (index >= 0 && index < DTAB_INDEX && id < UINT32_MAX)
+            G->dtab[host * DTAB_INDEX + (size_t)index] = (uint32_t)(id + 1);
+    }
+    *ret = &G->devs[id];
+    return 0;
+}
+
+/* The host id of name, made when new (with its node series and device table). 0 or -ENOMEM. */
+static int gpu_host(struct gload *G, const char *name, size_t *ret)
+{
+    if (G->hosts.n > 0 && strcmp(name, G->hosts.names[G->last_host]) == 0) {
+        *ret = G->last_host;
+        return 0;
+    }
+    size_t host;
+    bool new_host;
+    if (strtab_id(&G->hosts, name, &host, &new_host) < 0)
+        return -ENOMEM;
+    if (new_host && host >= G->nodes_cap) {
+        size_t old = G->nodes_cap;
+        if (grow(&G->nodes, &G->nodes_cap, host + 1, sizeof *G->nodes) < 0)
+            return -ENOMEM;
+        memset(G->nodes + old, 0, (G->nodes_cap - old) * sizeof *G->nodes);
+        uint32_t *dt = realloc(G->dtab, G->nodes_cap * DTAB_INDEX * sizeof *dt);
+        if (!dt) {
+            G->nodes_cap = old; /* the table covers only the old hosts */
+            return -ENOMEM;
+        }
+        G->dtab = dt;
+        memset(dt + old * DTAB_INDEX, 0, (G->nodes_cap - old) * DTAB_INDEX * sizeof *dt);
+    }
+    G->last_host = host;
+    *ret = host;
+    return 0;
 }
 
 /* The strict reader's per-row rules (read_samples). */
@@ -2907,16 +3083,81 @@ static int gpu_strict_row(struct gload *G, const struct csv_row *row, struct car
     if (row->fields[G->col_uuid][0] == '\0')
         return carma_err_set(e, -EINVAL, "%s:%zu: gpu_uuid_missing", path, row->line);
     double w;
-    if (parse_double(row->fields[G->col_power], &w) < 0 || w < 0)
+    if (srtlog_parse_double(row->fields[G->col_power], &w) < 0 || w < 0)
         return carma_err_set(e, -EINVAL, "%s:%zu: invalid_power_value: power_w '%s'", path,
                              row->line, row->fields[G->col_power]);
     return 0;
+}
+
+/* One row of device d into its checks (see struct gchk). */
+static void gchk_row(struct gload *G, struct gdev *d, uint64_t seq, double t, uint32_t line)
+{
+    struct gchk *c = &d->chk;
+    if (c->broken)
+        return;
+    if (c->seen) {
+        if (seq < c->seq) {
+            c->broken = true;
+            G->nbroken++;
+            return;
+        }
+        struct gfirst f = {c->seq, seq, c->line, line};
+        if (seq == c->seq) {
+            if (c->ndup++ == 0)
+                c->dup = f;
+            if (!c->first)
+                c->first = 1;
+        } else if (t < c->t) {
+            if (c->nmono++ == 0)
+                c->mono = f;
+            if (!c->first)
+                c->first = 2;
+        }
+    }
+    c->seen = true;
+    c->seq = seq;
+    c->t = t;
+    c->line = line;
+}
+
+/* Data rows read before the series are sized for the whole file. */
+#define RESERVE_AFTER 65536
+
+/* A vec that holds n of rows rows so far, made room for the rows expected in all (room only). */
+static int vec_expect(struct vec *v, double scale)
+{
+    return v->n > 0 ? vec_reserve(v, (size_t)((double)v->n * scale) + 1024) : 0;
+}
+
+/*
+ * Sizes every series for the whole file from the share of it read so far, so that they are
+ * not moved while they grow (a realloc that moves copies and, in a VM, refaults every page).
+ */
+static int gpu_reserve(struct gload *G)
+{
+    double done = csvr_progress(G->c.r);
+    if (!(done > 0.0) || done >= 0.9)
+        return 0;
+    double scale = 1.05 / done;
+    int r = 0;
+    for (size_t i = 0; i < G->ndevs; i++) {
+        r |= vec_expect(&G->devs[i].p, scale);
+        for (size_t j = 0; j < N_GPU_UTIL; j++)
+            r |= vec_expect(&G->devs[i].util[j], scale);
+    }
+    for (size_t i = 0; i < G->hosts.n; i++)
+        r |= vec_expect(&G->nodes[i].v, scale);
+    for (size_t i = 0; i < G->nrs; i++)
+        r |= vec_expect(&G->rs[i].s.v, scale);
+    return r;
 }
 
 static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
 {
     struct gload *G = ud;
     int r;
+    if (++G->rows == RESERVE_AFTER && gpu_reserve(G) < 0)
+        return oom(e);
     if (G->strict && (r = gpu_strict_row(G, row, e)) < 0)
         return r;
     double ts, w;
@@ -2927,17 +3168,9 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
         (r = cell_double(&G->c, row, G->col_power, "power_w", &w, e)) < 0)
         return r;
     size_t host;
-    bool new_host;
     struct gdev *d;
-    if (strtab_id(&G->hosts, row->fields[G->col_host], &host, &new_host) < 0)
-        return oom(e);
-    if (new_host && host >= G->nodes_cap) {
-        size_t old = G->nodes_cap;
-        if (grow(&G->nodes, &G->nodes_cap, host + 1, sizeof *G->nodes) < 0)
-            return oom(e);
-        memset(G->nodes + old, 0, (G->nodes_cap - old) * sizeof *G->nodes);
-    }
-    if (gpu_device(G, host, index, &d) < 0 || vec_push(&d->p, ts, w) < 0)
+    if (gpu_host(G, row->fields[G->col_host], &host) < 0 || gpu_device(G, host, index, &d) < 0 ||
+        vec_push(&d->p, ts, w) < 0)
         return oom(e);
     for (size_t i = 0; i < N_GPU_UTIL; i++) {
         int col = G->col_util[i];
@@ -2952,22 +3185,24 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
     if (tsser_add(&G->nodes[host], ts, w) < 0)
         return oom(e);
     for (size_t i = 0; i < d->nroles; i++)
-        if (role_add(G, d->roles[i], host, ts, w) < 0)
+        if (tsser_add(&G->rs[d->rsid[i]].s, ts, w) < 0)
             return oom(e);
     /* what only the strict reader checks: remembered for the checks after the load */
     if (!G->strict && G->gen > 0 && G->col_schema >= 0) {
+        const char *sv = row->fields[G->col_schema];
         uint64_t v;
-        if (parse_u64(row->fields[G->col_schema], &v) < 0 || v != (uint64_t)G->gen) {
+        if (!(sv[0] == '0' + G->gen && sv[1] == '\0') &&
+            (fast_u64(sv, &v) < 0 || v != (uint64_t)G->gen)) {
             char *msg = str_printf("%s:%zu: schema_version '%s' in a v%d file (srt-slurm's "
                                    "strict reader refuses it; the report reads it)",
-                                   G->c.path, row->line, row->fields[G->col_schema], G->gen);
+                                   G->c.path, row->line, sv, G->gen);
             if (issue_note(&G->schema_mismatch, msg) < 0)
                 return oom(e);
         }
     }
     if (G->checks) {
         uint64_t seq;
-        if (parse_u64(row->fields[G->col_seq], &seq) < 0) {
+        if (fast_u64(row->fields[G->col_seq], &seq) < 0) {
             G->checks = false;
             char *msg = str_printf("%s:%zu: scrape_seq '%s' is not a number; duplicate and "
                                    "monotonic checks skipped",
@@ -2976,24 +3211,37 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
                 return oom(e);
             return 0;
         }
-        size_t k = d->p.n - 1;
-        if (k >= d->seqcap) {
-            size_t nc = d->seqcap ? d->seqcap * 2 : 64;
-            uint64_t *ns = realloc(d->seq, nc * sizeof *ns);
-            if (!ns)
-                return oom(e);
-            d->seq = ns;
-            uint32_t *nl = realloc(d->line, nc * sizeof *nl);
-            if (!nl)
-                return oom(e);
-            d->line = nl;
-            d->seqcap = nc;
-        }
-        if (k > 0 && seq < d->seq[k - 1])
-            d->seq_unsorted = true;
-        d->seq[k] = seq;
-        d->line[k] = row->line > UINT32_MAX ? UINT32_MAX : (uint32_t)row->line;
+        gchk_row(G, d, seq, ts, row->line > UINT32_MAX ? UINT32_MAX : (uint32_t)row->line);
     }
+    return 0;
+}
+
+static char *dup_msg(const struct gload *G, const struct gdev *d, const struct gfirst *f)
+{
+    return str_printf("%s:%" PRIu32 ": duplicate_sample_row: scrape_seq %" PRIu64
+                      ", %s gpu %lld already at line %" PRIu32 "%s",
+                      G->c.path, f->line_b, f->seq_b, G->hosts.names[d->host], d->index, f->line_a,
+                      G->strict ? "" : " (srt-slurm's report adds both rows up)");
+}
+
+static char *mono_msg(const struct gload *G, const struct gdev *d, const struct gfirst *f)
+{
+    return str_printf("%s:%" PRIu32 ": timestamp_non_monotonic: %s gpu %lld at scrape_seq "
+                      "%" PRIu64 " is earlier than at scrape_seq %" PRIu64 " (line %" PRIu32 ")",
+                      G->c.path, f->line_b, G->hosts.names[d->host], d->index, f->seq_b, f->seq_a,
+                      f->line_a);
+}
+
+/* Notes n issues whose first is text (taking it). 0 or -ENOMEM. */
+static int issue_note_n(struct issue *is, char *text, size_t n)
+{
+    if (!text)
+        return -ENOMEM;
+    if (is->count == 0)
+        is->first = text;
+    else
+        free(text);
+    is->count += n;
     return 0;
 }
 
@@ -3003,39 +3251,32 @@ static int cmp_seq(const void *ctx, size_t a, size_t b)
     return seq[a] < seq[b] ? -1 : seq[a] > seq[b];
 }
 
-/* duplicate_sample_row and timestamp_non_monotonic over one device, in scrape_seq order. */
+/* duplicate_sample_row and timestamp_non_monotonic over one broken device, in scrape_seq
+ * order, from the seq and line of its rows (second pass). */
 static int gpu_check_device(struct gload *G, struct gdev *d, struct carma_err *e)
 {
     size_t n = d->p.n;
-    size_t *ord = NULL;
-    if (d->seq_unsorted) {
-        if (!(ord = malloc(n * sizeof *ord)))
-            return oom(e);
-        for (size_t i = 0; i < n; i++)
-            ord[i] = i;
-        if (sort_idx(ord, n, cmp_seq, d->seq) < 0) { /* stable: file order within a seq */
-            free(ord);
-            return oom(e);
-        }
+    size_t *ord = malloc((n ? n : 1) * sizeof *ord);
+    if (!ord)
+        return oom(e);
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    if (sort_idx(ord, n, cmp_seq, d->seq) < 0) { /* stable: file order within a seq */
+        free(ord);
+        return oom(e);
     }
-    const char *host = G->hosts.names[d->host];
     int r = 0;
     for (size_t k = 1; k < n && r == 0; k++) {
-        size_t a = ord ? ord[k - 1] : k - 1, b = ord ? ord[k] : k;
+        size_t a = ord[k - 1], b = ord[k];
+        struct gfirst f = {d->seq[a], d->seq[b], d->line[a], d->line[b]};
         char *msg = NULL;
         struct issue *is = NULL;
         if (d->seq[a] == d->seq[b]) {
             is = &G->dup;
-            msg = str_printf("%s:%" PRIu32 ": duplicate_sample_row: scrape_seq %" PRIu64
-                             ", %s gpu %lld already at line %" PRIu32 "%s",
-                             G->c.path, d->line[b], d->seq[b], host, d->index, d->line[a],
-                             G->strict ? "" : " (srt-slurm's report adds both rows up)");
+            msg = dup_msg(G, d, &f);
         } else if (d->p.t[b] < d->p.t[a]) {
             is = &G->nonmono;
-            msg = str_printf(
-                "%s:%" PRIu32 ": timestamp_non_monotonic: %s gpu %lld at scrape_seq "
-                "%" PRIu64 " is earlier than at scrape_seq %" PRIu64 " (line %" PRIu32 ")",
-                G->c.path, d->line[b], host, d->index, d->seq[b], d->seq[a], d->line[a]);
+            msg = mono_msg(G, d, &f);
         }
         if (!is)
             continue;
@@ -3050,6 +3291,92 @@ static int gpu_check_device(struct gload *G, struct gdev *d, struct carma_err *e
     }
     free(ord);
     return r;
+}
+
+/* The second pass for broken devices: scrape_seq and line of each of their rows, in file
+ * order (the first pass accepted every row, so this one only looks them up). */
+static int gpu_second_pass(struct gload *G, struct carma_err *e)
+{
+    for (size_t i = 0; i < G->ndevs; i++) {
+        struct gdev *d = &G->devs[i];
+        if (!d->chk.broken)
+            continue;
+        if (!(d->seq = malloc(d->p.n * sizeof *d->seq)) ||
+            !(d->line = malloc(d->p.n * sizeof *d->line)))
+            return oom(e);
+    }
+    struct csvr r;
+    int ret = csvr_open(&r, G->c.path, e);
+    if (ret < 0)
+        return ret;
+    struct csv_row *row;
+    bool torn, header = true;
+    while ((ret = csvr_next(&r, &row, &torn, e)) > 0) {
+        if (header || row->n != G->c.header.n) {
+            header = false;
+            continue;
+        }
+        const char *hs = row->fields[G->col_host];
+        size_t host = idmap_find(&G->hosts.map, hash_str(hs), strtab_eq, &G->hosts, hs);
+        int64_t index;
+        if (host == SIZE_MAX || fast_i64(row->fields[G->col_index], &index) < 0)
+            continue;
+        size_t id = gpu_device_find(G, host, index);
+        uint64_t seq;
+        if (id == SIZE_MAX || !G->devs[id].chk.broken ||
+            fast_u64(row->fields[G->col_seq], &seq) < 0)
+            continue;
+        struct gdev *d = &G->devs[id];
+        if (d->nseq == d->p.n) {
+            ret = carma_err_set(e, -EIO, "%s: changed while it was read", G->c.path);
+            break;
+        }
+        d->seq[d->nseq] = seq;
+        d->line[d->nseq++] = row->line > UINT32_MAX ? UINT32_MAX : (uint32_t)row->line;
+    }
+    csvr_close(&r);
+    for (size_t i = 0; i < G->ndevs && ret == 0; i++)
+        if (G->devs[i].chk.broken && G->devs[i].nseq != G->devs[i].p.n)
+            ret = carma_err_set(e, -EIO, "%s: changed while it was read", G->c.path);
+    return ret;
+}
+
+/* The checks after the load, device by device in order of first appearance. */
+static int gpu_checks(struct gload *G, struct carma_err *e)
+{
+    if (!G->checks)
+        return 0;
+    int r;
+    if (G->nbroken > 0 && (r = gpu_second_pass(G, e)) < 0)
+        return r;
+    for (size_t i = 0; i < G->ndevs; i++) {
+        struct gdev *d = &G->devs[i];
+        const struct gchk *c = &d->chk;
+        if (c->broken) {
+            r = gpu_check_device(G, d, e);
+            free(d->seq);
+            free(d->line);
+            d->seq = NULL;
+            d->line = NULL;
+            if (r < 0)
+                return r;
+            continue;
+        }
+        if (!c->first)
+            continue;
+        if (G->strict) {
+            char *msg = c->first == 1 ? dup_msg(G, d, &c->dup) : mono_msg(G, d, &c->mono);
+            if (!msg)
+                return oom(e);
+            r = carma_err_set(e, -EINVAL, "%s", msg);
+            free(msg);
+            return r;
+        }
+        if ((c->ndup > 0 && issue_note_n(&G->dup, dup_msg(G, d, &c->dup), c->ndup) < 0) ||
+            (c->nmono > 0 && issue_note_n(&G->nonmono, mono_msg(G, d, &c->mono), c->nmono) < 0))
+            return oom(e);
+    }
+    return 0;
 }
 
 static int cmp_dev(const void *ctx, size_t x, size_t y)
@@ -3145,11 +3472,13 @@ static void gload_free(struct gload *G)
         free(d->seq);
         free(d->line);
         free(d->roles);
+        free(d->rsid);
         for (size_t j = 0; j < N_GPU_UTIL; j++)
             vec_free(&d->util[j]);
     }
     free(G->devs);
     idmap_free(&G->devmap);
+    free(G->dtab);
     for (size_t i = 0; i < G->nodes_cap; i++)
         tsser_free(&G->nodes[i]);
     free(G->nodes);
@@ -3200,16 +3529,7 @@ int srtlog_load_gpu(struct srtlog *log, const char *path, const char *manifest, 
         goto out;
     if (!f.started && G.c.have_header && (r = gpu_header(&G, e)) < 0)
         goto out;
-    for (size_t i = 0; i < G.ndevs && G.checks && r == 0; i++)
-        if (G.devs[i].seq)
-            r = gpu_check_device(&G, &G.devs[i], e);
-    for (size_t i = 0; i < G.ndevs; i++) { /* only the checks needed them */
-        free(G.devs[i].seq);
-        free(G.devs[i].line);
-        G.devs[i].seq = NULL;
-        G.devs[i].line = NULL;
-    }
-    if (r < 0)
+    if ((r = gpu_checks(&G, e)) < 0)
         goto out;
     if (issue_flush(log, &G.seq_bad) < 0 || issue_flush(log, &G.schema_mismatch) < 0 ||
         issue_flush(log, &G.dup) < 0 || issue_flush(log, &G.nonmono) < 0 || gpu_finish(&G, log) < 0)

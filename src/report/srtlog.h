@@ -21,12 +21,13 @@
  * Paths are printed as Python's pathlib prints them (`a//b/./c/` -> `a/b/c`, `.` joined with
  * `x` -> `x`), because srt-slurm's messages contain them.
  *
- * The CSVs are read as a stream (1 MiB chunks through core/csv's RFC 4180 reader), never whole:
- * the files can hold millions of rows. Columns are found by name, as srt-slurm's DictReader
- * does. Where srt-slurm would crash (a missing column, a cell that is not a number, `None`,
- * NaN, a row with too few or too many fields, a line cut short) this module returns -EINVAL
- * with the file and line in the message, or, where the intent is clear, skips and says so in
- * srtlog.warnings:
+ * The CSVs are read as a stream (1 MiB chunks, whole records split in place by core/csv's
+ * csv_split: RFC 4180 as csv_parse reads it, no allocation per field), never whole: the files can
+ * hold millions of rows. Numbers go through srtlog_parse_double (correctly rounded, as
+ * strtod). Columns are found by name, as srt-slurm's DictReader does. Where srt-slurm would crash
+ * (a missing column, a cell that is not a number, `None`, NaN, a row with too few or too many
+ * fields, a line cut short) this module returns -EINVAL with the file and line in the message, or,
+ * where the intent is clear, skips and says so in srtlog.warnings:
  *   - a last line with no line end and fewer fields than the header (a writer killed mid-row)
  *     is skipped;
  *   - total_power_w `None` (the host collector writes repr(None) when its aggregate is
@@ -44,8 +45,12 @@
  * gpu_index non-negative integers, gpu_uuid present, power_w >= 0) and, for the CPU CSV, a
  * known header and its schema_version on every row.
  *
- * Memory: 16 bytes per sample kept (power and each populated utilization cell), plus, while a
- * GPU CSV loads, 12 bytes per row for those checks. No global state.
+ * Memory: 16 bytes per sample kept (power and each populated utilization cell); the series are
+ * sized from the share of the file read after the first 65536 rows, so they are not moved while
+ * they grow. The GPU checks above keep a few numbers per device while each device's rows come in
+ * non-decreasing scrape_seq order (the usual file); a device whose scrape_seq goes back is
+ * checked again after the load from a second pass over the file, keeping 12 bytes per row of
+ * that device only. No global state.
  *
  * Errors (negative errno, message in the struct carma_err, formatted as srt-slurm's):
  *   -ENOENT   something discovery needs is not there (`<path>: not found`, no samples.csv,
@@ -272,5 +277,14 @@ int srtlog_sensor_rank(const char *sensor);
  * does (naive: local time of this host, an ambiguous or missing time resolved as CPython does
  * for fold=0). Returns 0 and *ret, or -EINVAL. */
 int srtlog_iso_to_unix(const char *s, double *ret);
+
+/*
+ * A CSV cell as a number, exactly as core/parse's parse_double reads it (the same strings
+ * accepted, the same double, bit for bit), but faster for the common cells: plain decimals of
+ * at most 15 significant digits and an exponent within 10^±22 are computed by Clinger's exact
+ * fast path (one correctly rounded operation); anything else goes to parse_double (strtod).
+ * Returns 0 and *ret, or -EINVAL / -ERANGE.
+ */
+int srtlog_parse_double(const char *s, double *ret);
 
 #endif

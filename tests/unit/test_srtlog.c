@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/csv.h"
+#include "core/parse.h"
 #include "report/srtlog.h"
 
 #define GPU_HDR_V2                                                                                 \
@@ -1263,7 +1265,7 @@ static void test_strict(void **state)
 static void test_stream(void **state)
 {
     (void)state;
-    size_t rows = 60000;
+    size_t rows = 70000; /* past RESERVE_AFTER: the series are sized from the file */
     size_t cap = rows * 64 + 4096;
     char *csv = malloc(cap);
     assert_non_null(csv);
@@ -1291,6 +1293,317 @@ static void test_stream(void **state)
     char want[1200];
     snprintf(want, sizeof want, "%s:%zu: power_w 'oops' is not a finite number",
              tp("g/samples.csv"), rows + 2);
+    assert_err(load_gpu(csv, NULL, 0), -EINVAL, want);
+    free(csv);
+    reset();
+}
+
+/* ---- the fast paths: numbers, the in-place splitter, the in-stream checks ---- */
+
+static uint64_t trng = 88172645463325252ull;
+
+static uint64_t trand(void)
+{
+    trng ^= trng << 13;
+    trng ^= trng >> 7;
+    trng ^= trng << 17;
+    return trng;
+}
+
+/* A random decimal-looking string: signs, leading zeros, 1 to 22 digits, a point, an
+ * exponent, and now and then something parse_double refuses or reads slowly. */
+static void random_number(char *s, size_t cap)
+{
+    static const char *const odd[] = {"",
+                                      " 1.5",
+                                      "1.5 ",
+                                      "1.",
+                                      ".5",
+                                      "-.5",
+                                      "+1",
+                                      "1e",
+                                      "1e+",
+                                      "e5",
+                                      ".",
+                                      "-",
+                                      "1_0",
+                                      "0x10",
+                                      "inf",
+                                      "nan",
+                                      "1.5.5",
+                                      "--1",
+                                      "1e400",
+                                      "1e-400",
+                                      "4.9e-324",
+                                      "1e23",
+                                      "9007199254740993",
+                                      "0.000",
+                                      "-0",
+                                      "-0.0e7",
+                                      "00012.50",
+                                      "1E5",
+                                      "1e-05"};
+    size_t o = 0;
+    if (trand() % 8 == 0) {
+        snprintf(s, cap, "%s", odd[trand() % (sizeof odd / sizeof odd[0])]);
+        return;
+    }
+    uint64_t k = trand();
+    if (k % 5 == 0)
+        s[o++] = '-';
+    else if (k % 17 == 0)
+        s[o++] = '+';
+    for (int z = (int)(trand() % 4); z > 0 && trand() % 3 == 0; z--)
+        s[o++] = '0';
+    int nd = 1 + (int)(trand() % 22);
+    int point = (int)(trand() % (unsigned)(nd + 2)) - 1; /* -1: none */
+    for (int i = 0; i < nd; i++) {
+        if (i == point)
+            s[o++] = '.';
+        s[o++] = (char)('0' + trand() % 10);
+    }
+    if (trand() % 4 == 0) {
+        s[o++] = trand() % 2 ? 'e' : 'E';
+        uint64_t sg = trand() % 3;
+        if (sg)
+            s[o++] = sg == 1 ? '-' : '+';
+        o += (size_t)snprintf(s + o, cap - o, "%d", (int)(trand() % 40));
+    }
+    s[o] = '\0';
+}
+
+static void test_parse_double(void **state)
+{
+    (void)state;
+    char s[96];
+    size_t fast = 0;
+    for (int i = 0; i < 400000; i++) {
+        random_number(s, sizeof s);
+        double a = 0, b = 0;
+        int ra = srtlog_parse_double(s, &a), rb = parse_double(s, &b);
+        if (ra != rb || (ra == 0 && memcmp(&a, &b, sizeof a) != 0))
+            fail_msg("'%s': srtlog_parse_double %d %.17g, parse_double %d %.17g", s, ra, a, rb, b);
+        if (ra == 0) {
+            char *end;
+            double c = strtod(s, &end);
+            if (memcmp(&a, &c, sizeof a) != 0)
+                fail_msg("'%s': %.17g, strtod %.17g", s, a, c);
+            fast++;
+        }
+    }
+    assert_true(fast > 300000);
+    /* values at the edges of the fast path: 15 digits, 10^22, 10^-22, negative zero */
+    const char *edge[] = {"999999999999999",
+                          "999999999999999e22",
+                          "1e-22",
+                          "123456789012345e-22",
+                          "-0.0",
+                          "0.1",
+                          "0.3",
+                          "1785168098.123",
+                          "699.999",
+                          "2.2250738585072014e-308"};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        double a, c = strtod(edge[i], NULL);
+        assert_int_equal(srtlog_parse_double(edge[i], &a), 0);
+        if (memcmp(&a, &c, sizeof a) != 0)
+            fail_msg("'%s': %.17g, strtod %.17g", edge[i], a, c);
+    }
+}
+
+/* csv_split over a whole text gives what csv_parse gives: rows, fields, lines, errors. */
+static void test_split_matches_parse(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "ab,,\"\r\n1";
+    char text[64], copy[65];
+    for (int iter = 0; iter < 200000; iter++) {
+        size_t len = trand() % 24;
+        for (size_t i = 0; i < len; i++)
+            text[i] = alphabet[trand() % (sizeof alphabet - 1)];
+        struct csv_doc doc;
+        struct carma_err e1 = {0}, e2 = {0};
+        int r1 = csv_parse(text, len, "t", &doc, &e1);
+        memcpy(copy, text, len);
+        struct csv_fields f = {0};
+        size_t pos = 0, line = 1, k = 0;
+        int r2;
+        while ((r2 = csv_split(copy, len, &pos, &line, "t", &f, &e2)) > 0) {
+            if (r1 == 0) {
+                if (k >= doc.n)
+                    fail_msg("iteration %d: more rows than csv_parse", iter);
+                const struct csv_row *a = &doc.rows[k];
+                assert_int_equal(a->n, f.row.n);
+                assert_int_equal(a->line, f.row.line);
+                for (size_t j = 0; j < a->n; j++)
+                    assert_string_equal(a->fields[j], f.row.fields[j]);
+            }
+            k++;
+        }
+        if (r1 < 0) {
+            assert_int_equal(r2, r1);
+            assert_string_equal(e1.msg, e2.msg);
+        } else {
+            assert_int_equal(r2, 0);
+            assert_int_equal(k, doc.n);
+            csv_doc_free(&doc);
+        }
+        csv_fields_free(&f);
+    }
+}
+
+/* More malformed and unusual inputs: each an error naming file and line, or a documented
+ * skip or warning, and the series still right. */
+static void test_malformed_more(void **state)
+{
+    (void)state;
+    char want[1200], g[1024];
+    snprintf(g, sizeof g, "%s", tp("g/samples.csv"));
+
+    /* None and NaN cells in the GPU CSV */
+    snprintf(want, sizeof want, "%s:3: power_w 'None' is not a finite number", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n1,2.0,1,h,0,u,None\n", NULL, 0), -EINVAL,
+               want);
+    snprintf(want, sizeof want, "%s:2: timestamp_unix 'NaN' is not a finite number", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,NaN,0,h,0,u,10.0\n", NULL, 0), -EINVAL, want);
+    snprintf(want, sizeof want, "%s:2: gpu_index 'None' is not an integer", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,h,None,u,10.0\n", NULL, 0), -EINVAL, want);
+    /* a missing hostname column, met at the first row */
+    snprintf(want, sizeof want, "%s:2: no column 'hostname' in the header (line 1)", g);
+    assert_err(load_gpu("timestamp_unix,gpu_index,power_w\n1.0,0,5.0\n", NULL, 0), -EINVAL, want);
+
+    /* LF, CRLF and CR alone, mixed in one file, with blank lines */
+    assert_int_equal(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\r\n\r\n1,2.0,1,h,0,u,11.0\r"
+                                         "1,3.0,2,h,0,u,12.0\n\n",
+                              NULL, 0),
+                     0);
+    assert_series(&L.gpu_devices.v[0], "gpu/h/gpu0", 3, (const double[]){1, 2, 3},
+                  (const double[]){10, 11, 12});
+    assert_int_equal(L.nwarnings, 0);
+
+    /* a header alone: a leg without series; v2 recognised */
+    assert_int_equal(load_gpu(GPU_HDR_V2, NULL, 0), 0);
+    assert_true(L.gpu_loaded);
+    assert_int_equal(L.gpu_devices.n + L.gpu_nodes.n + L.gpu_roles.n + L.gpu_util.n, 0);
+    assert_int_equal(L.gpu_schema, 2);
+    /* blank lines only: an empty file */
+    assert_int_equal(load_gpu("\n\r\n\n", NULL, 0), 0);
+    warning_with("empty file (no header); no series");
+
+    /* timestamps out of order: sorted, equal ones in file order; the node sums them per
+     * bit-identical timestamp */
+    assert_int_equal(load_gpu(GPU_HDR_V1 "1,3.0,0,h,0,u,1.0\n"
+                                         "1,1.0,1,h,0,u,2.0\n"
+                                         "1,2.0,2,h,0,u,3.0\n"
+                                         "1,1.0,3,h,0,u,4.0\n"
+                                         "1,1.0,3,h,1,u,0.5\n",
+                              NULL, 0),
+                     0);
+    assert_series(&L.gpu_devices.v[0], "gpu/h/gpu0", 4, (const double[]){1, 1, 2, 3},
+                  (const double[]){2, 4, 3, 1});
+    assert_series(&L.gpu_nodes.v[0], "gpu/h", 3, (const double[]){1, 2, 3},
+                  (const double[]){6.5, 3, 1});
+    warning_with("timestamp_non_monotonic: h gpu 0 at scrape_seq 1 is earlier than at "
+                 "scrape_seq 0");
+
+    /* duplicate rows: read (the node adds both up), warned once with the count */
+    assert_int_equal(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n"
+                                         "1,1.0,0,h,0,u,10.0\n"
+                                         "1,1.0,0,h,0,u,10.0\n"
+                                         "1,1.0,0,h,1,u,10.0\n"
+                                         "1,1.0,0,h,1,u,10.0\n",
+                              NULL, 0),
+                     0);
+    assert_series(&L.gpu_nodes.v[0], "gpu/h", 1, (const double[]){1}, (const double[]){50});
+    snprintf(want, sizeof want,
+             "%s:3: duplicate_sample_row: scrape_seq 0, h gpu 0 already at line 2 (srt-slurm's "
+             "report adds both rows up) (3 such rows)",
+             g);
+    assert_string_equal(warning_with("duplicate_sample_row"), want);
+
+    /* the checks per device, interleaved: gpu 1 goes back in scrape_seq (checked again from a
+     * second pass), gpu 0 keeps its order; the warnings come device by device */
+    assert_int_equal(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,1.0\n"
+                                         "1,1.0,0,h,1,u,1.0\n"
+                                         "1,2.0,1,h,0,u,1.0\n"
+                                         "1,2.0,2,h,1,u,1.0\n"
+                                         "1,0.5,2,h,0,u,1.0\n"
+                                         "1,3.0,1,h,1,u,1.0\n"
+                                         "1,4.0,2,h,1,u,1.0\n",
+                              NULL, 0),
+                     0);
+    snprintf(want, sizeof want,
+             "%s:6: timestamp_non_monotonic: h gpu 0 at scrape_seq 2 is earlier than at "
+             "scrape_seq 1 (line 4) (2 such rows)",
+             g);
+    assert_string_equal(warning_with("timestamp_non_monotonic"), want);
+    snprintf(want, sizeof want,
+             "%s:8: duplicate_sample_row: scrape_seq 2, h gpu 1 already at line 5 (srt-slurm's "
+             "report adds both rows up)",
+             g);
+    assert_string_equal(warning_with("duplicate_sample_row"), want);
+    /* strict: the first device's first problem */
+    snprintf(want, sizeof want,
+             "%s:6: timestamp_non_monotonic: h gpu 0 at scrape_seq 2 is earlier than at "
+             "scrape_seq 1 (line 4)",
+             g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,1.0\n"
+                                   "1,1.0,0,h,1,u,1.0\n"
+                                   "1,2.0,1,h,0,u,1.0\n"
+                                   "1,2.0,2,h,1,u,1.0\n"
+                                   "1,0.5,2,h,0,u,1.0\n"
+                                   "1,3.0,1,h,1,u,1.0\n",
+                        NULL, SRTLOG_STRICT),
+               -EINVAL, want);
+
+    /* a quoted field holding a comma and a line end, the last field of a CRLF file, and a
+     * quoted number */
+    assert_int_equal(load_gpu(GPU_HDR_V1 "1,\"1.0\",0,h,0,\"a,\r\nb\",\"10.0\"\r\n"
+                                         "1,2.0,1,h,0,\"\",11.0\r\n",
+                              NULL, 0),
+                     0);
+    assert_series(&L.gpu_devices.v[0], "gpu/h/gpu0", 2, (const double[]){1, 2},
+                  (const double[]){10, 11});
+    /* unexpected text after a quoted field: its line */
+    snprintf(want, sizeof want, "%s:4: unexpected text after a quoted field", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n1,1.0,0,\"h\nx\"y,0,u,10.0\n", NULL, 0),
+               -EINVAL, want);
+    /* a truncated last line: LF file, cut inside a number (fewer fields) */
+    assert_int_equal(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n1,2.0,1,h", NULL, 0), 0);
+    assert_int_equal(L.gpu_devices.v[0].n, 1);
+    warning_with(":3: the last line has no line end and 4 of 7 fields (cut short); skipped");
+    reset();
+}
+
+/* A very long line: a 3 MiB quoted cell across read chunks is one cell; one past
+ * SRTLOG_LINE_MAX is an error naming its line. */
+static void test_long_line(void **state)
+{
+    (void)state;
+    size_t big = 3u << 20;
+    char *csv = malloc(big + 256);
+    assert_non_null(csv);
+    size_t o = (size_t)sprintf(csv, GPU_HDR_V1 "1,1.0,0,h,0,\"");
+    memset(csv + o, 'x', big);
+    csv[o + big / 2] = ','; /* a comma and a line end inside the quotes */
+    csv[o + big / 2 + 1] = '\n';
+    o += big;
+    o += (size_t)sprintf(csv + o, "\",10.0\n1,2.0,1,h,0,u,11.0\n");
+    assert_int_equal(load_gpu(csv, NULL, 0), 0);
+    assert_series(&L.gpu_devices.v[0], "gpu/h/gpu0", 2, (const double[]){1, 2},
+                  (const double[]){10, 11});
+    free(csv);
+
+    size_t huge = SRTLOG_LINE_MAX + (1u << 20);
+    csv = malloc(huge + 256);
+    assert_non_null(csv);
+    o = (size_t)sprintf(csv, GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n1,1.0,0,h,0,");
+    memset(csv + o, 'x', huge);
+    o += huge;
+    sprintf(csv + o, ",10.0\n");
+    char want[1200];
+    snprintf(want, sizeof want, "%s:3: a record longer than %u bytes", tp("g/samples.csv"),
+             SRTLOG_LINE_MAX);
     assert_err(load_gpu(csv, NULL, 0), -EINVAL, want);
     free(csv);
     reset();
@@ -1331,6 +1644,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_malformed, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_strict, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream, tu_setup, teardown),
+        cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_split_matches_parse),
+        cmocka_unit_test_setup_teardown(test_malformed_more, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_line, tu_setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

@@ -1,0 +1,282 @@
+/*
+ * carma report: energy, power statistics, perf-per-watt and carbon per window, for a directory
+ * carma wrote (`carma run -o`, `carma stat -o`: report/runreport) or an srt-slurm log directory
+ * (report/srtlog + report/srtreport: srt-slurm's power_energy_report, its JSON keys and text).
+ *
+ * As srt-slurm's report: the text goes to stdout, --json-out FILE writes the JSON list
+ * (json.dumps indent 2 and a newline, atomically); an error prints `error: <message>` and
+ * exits 1 having written nothing. --follow polls an srt-slurm log directory and writes each
+ * finished window's report as it can (report/follow).
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/common.h"
+#include "core/file.h"
+#include "core/parse.h"
+#include "report/follow.h"
+#include "report/pyjson.h"
+#include "report/runreport.h"
+#include "report/srtlog.h"
+#include "report/srtreport.h"
+
+#define DEFAULT_POLL_NS (30 * (int64_t)1000000000)
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f, "usage: carma report DIR [OPTIONS]\n"
+           "\n"
+           "Energy, power statistics, perf-per-watt and carbon per window of DIR: a run\n"
+           "directory of `carma run -o` or `carma stat -o` (windows: the whole run and each\n"
+           "workload), or an srt-slurm log directory (windows: each benchmark concurrency, as\n"
+           "srt-slurm's power_energy_report reads them).\n"
+           "\n"
+           "options:\n"
+           "  --format text|json  what goes to stdout (default text)\n"
+           "  --json-out FILE     also write the JSON list to FILE (atomically)\n"
+           "  --cpu-samples CSV   srt-slurm: this CSV is the CPU power leg (default: discovered)\n"
+           "  --edges E           interpolate (default: windows cut exactly at their edges by\n"
+           "                      linear interpolation, gaps inside checked) or snap (srt-slurm's\n"
+           "                      nearest sample within 3 s: its numbers exactly)\n"
+           "  --strict            srt-slurm: refuse what its strict samples readers refuse\n"
+           "  --follow            srt-slurm: poll DIR and write power_energy_c<N>.json next to\n"
+           "                      each finished window's artifact and a line to\n"
+           "                      DIR/power_energy_report.jsonl, until SIGINT/SIGTERM (then once\n"
+           "                      more, final)\n"
+           "  --poll T            --follow's period (default 30s)\n"
+           "  --once              --follow: one poll, then exit (for cron and tests)\n"
+           "  -q, --quiet         --follow: no progress messages\n"
+           "  -h, --help\n"
+           "\n"
+           "Exit status: 0, 1 on an error (nothing written), 2 on a usage error.\n");
+}
+
+enum {
+    OPT_FORMAT = 300,
+    OPT_JSON_OUT,
+    OPT_CPU_SAMPLES,
+    OPT_EDGES,
+    OPT_STRICT,
+    OPT_FOLLOW,
+    OPT_POLL,
+    OPT_ONCE
+};
+
+static double now_unix(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int report_error(const char *msg)
+{
+    fprintf(stderr, "error: %s\n", msg);
+    return 1;
+}
+
+/* --follow: polls until a signal, then once more, final (--once: a single ordinary poll). */
+static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
+                       enum report_edges edges, int64_t poll_ns, bool once, bool quiet)
+{
+    struct follow f;
+    if (follow_init(&f, dir, cpu_samples, flags, edges) < 0)
+        return report_error("out of memory");
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    int status = 0;
+    bool stop = false;
+    for (;;) {
+        struct carma_err e = {0};
+        int r = follow_poll(&f, now_unix(), stop, &e);
+        if (r < 0) {
+            /* a report that could not be written (a full disk): said, retried next poll */
+            fprintf(stderr, "error: %s\n", e.msg);
+            status = 1;
+        } else if (!quiet && r > 0) {
+            fprintf(stderr, "carma report: %d window%s reported (%zu in all)\n", r,
+                    r == 1 ? "" : "s", f.emitted);
+        } else if (!quiet && f.last_error[0]) {
+            fprintf(stderr, "carma report: waiting: %s\n", f.last_error);
+        }
+        if (stop || once)
+            break;
+        struct timespec ts = {.tv_sec = poll_ns / 1000000000, .tv_nsec = poll_ns % 1000000000};
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM)
+            stop = true; /* one more poll, final */
+    }
+    if (!quiet)
+        fprintf(stderr, "carma report: %zu window%s reported, %zu given up\n", f.emitted,
+                f.emitted == 1 ? "" : "s", f.dead);
+    follow_done(&f);
+    return status;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"json-out", required_argument, NULL, OPT_JSON_OUT},
+        {"cpu-samples", required_argument, NULL, OPT_CPU_SAMPLES},
+        {"edges", required_argument, NULL, OPT_EDGES},
+        {"strict", no_argument, NULL, OPT_STRICT},
+        {"follow", no_argument, NULL, OPT_FOLLOW},
+        {"poll", required_argument, NULL, OPT_POLL},
+        {"once", no_argument, NULL, OPT_ONCE},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false, follow = false, once = false, quiet = false;
+    const char *json_out = NULL, *cpu_samples = NULL;
+    enum report_edges edges = REPORT_EDGES_INTERPOLATE;
+    unsigned flags = 0;
+    int64_t poll_ns = DEFAULT_POLL_NS;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_FORMAT:
+            if (strcmp(optarg, "json") == 0) {
+                json = true;
+            } else if (strcmp(optarg, "text") == 0) {
+                json = false;
+            } else {
+                cli_error("--format: '%s' is not text or json", optarg);
+                return 2;
+            }
+            break;
+        case OPT_JSON_OUT:
+            json_out = optarg;
+            break;
+        case OPT_CPU_SAMPLES:
+            cpu_samples = optarg;
+            break;
+        case OPT_EDGES:
+            if (strcmp(optarg, "interpolate") == 0) {
+                edges = REPORT_EDGES_INTERPOLATE;
+            } else if (strcmp(optarg, "snap") == 0) {
+                edges = REPORT_EDGES_SNAP;
+            } else {
+                cli_error("--edges: '%s' is not interpolate or snap", optarg);
+                return 2;
+            }
+            break;
+        case OPT_STRICT:
+            flags |= SRTLOG_STRICT;
+            break;
+        case OPT_FOLLOW:
+            follow = true;
+            break;
+        case OPT_POLL: {
+            if (parse_duration_ns(optarg, &poll_ns) < 0 || poll_ns <= 0) {
+                cli_error("--poll: '%s' is not a duration above 0 such as 30s or 500ms", optarg);
+                return 2;
+            }
+            break;
+        }
+        case OPT_ONCE:
+            once = true;
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        cli_error(optind >= argc ? "report: a directory is needed" : "report: one directory only");
+        usage(stderr);
+        return 2;
+    }
+    const char *dir = argv[optind];
+    if (once && !follow) {
+        cli_error("--once goes with --follow");
+        return 2;
+    }
+
+    bool run_dir = runreport_is_run_dir(dir);
+    if (follow) {
+        if (run_dir) {
+            cli_error("--follow reads srt-slurm log directories; %s is a carma run directory", dir);
+            return 2;
+        }
+        return follow_loop(dir, cpu_samples, flags, edges, poll_ns, once, quiet);
+    }
+
+    json_t *list = NULL;
+    char *text = NULL;
+    struct carma_err e = {0};
+    if (run_dir) {
+        if (cpu_samples) {
+            cli_error("--cpu-samples reads srt-slurm log directories; %s is a carma run directory",
+                      dir);
+            return 2;
+        }
+        struct runreport_opts o = {.edges = edges};
+        if (runreport_build(dir, &o, &list, &e) < 0)
+            return report_error(e.msg);
+        if (!json)
+            text = runreport_text(list);
+    } else {
+        struct srtlog log;
+        struct srtlog_opts o = {.cpu_samples = cpu_samples, .flags = flags};
+        int r = srtlog_open(&log, dir, &o, &e);
+        if (r == 0)
+            r = srtreport_build(&log, edges, &list, &e);
+        srtlog_done(&log);
+        if (r < 0)
+            return report_error(e.msg);
+        if (!json)
+            text = srtreport_text(list);
+    }
+    char *js = (json || json_out) ? pyjson_dumps(list, 2) : NULL;
+    json_decref(list);
+    if ((!json && !text) || ((json || json_out) && !js)) {
+        free(text);
+        free(js);
+        return report_error("out of memory");
+    }
+    int status = 0;
+    if (json_out) {
+        size_t n = strlen(js);
+        js[n] = '\n'; /* the NUL becomes the final newline (put back below) */
+        int r = file_replace(json_out, js, n + 1);
+        js[n] = '\0';
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", json_out, strerror(-r));
+            free(text);
+            free(js);
+            return 1;
+        }
+    }
+    if (json)
+        printf("%s\n", js);
+    else
+        fputs(text, stdout);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
+        status = 1;
+    }
+    free(text);
+    free(js);
+    return status;
+}

@@ -1,0 +1,376 @@
+/*
+ * follow: incremental per-window reports of an srt-slurm log directory (see follow.h).
+ */
+#include "report/follow.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/file.h"
+#include "report/pyjson.h"
+#include "report/srtreport.h"
+
+int follow_init(struct follow *f, const char *log_dir, const char *cpu_samples, unsigned flags,
+                enum report_edges edges)
+{
+    *f = (struct follow){.flags = flags, .edges = edges};
+    f->log_dir = strdup(log_dir);
+    f->cpu_samples = cpu_samples ? strdup(cpu_samples) : NULL;
+    if (!f->log_dir || (cpu_samples && !f->cpu_samples)) {
+        follow_done(f);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void follow_done(struct follow *f)
+{
+    if (!f)
+        return;
+    free(f->log_dir);
+    free(f->cpu_samples);
+    for (size_t i = 0; i < f->nsrc; i++)
+        free(f->src[i].path);
+    free(f->src);
+    *f = (struct follow){0};
+}
+
+/* The follower's record of a source (added when first seen); NULL when out of memory. */
+static struct follow_source *source_of(struct follow *f, const struct srtlog_source *s)
+{
+    for (size_t i = 0; i < f->nsrc; i++)
+        if (strcmp(f->src[i].path, s->path) == 0)
+            return &f->src[i];
+    if (f->nsrc == f->cap) {
+        size_t nc = f->cap ? 2 * f->cap : 16;
+        struct follow_source *p = realloc(f->src, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        f->src = p;
+        f->cap = nc;
+    }
+    char *path = strdup(s->path);
+    if (!path)
+        return NULL;
+    f->src[f->nsrc] = (struct follow_source){.path = path, .concurrency = s->concurrency};
+    return &f->src[f->nsrc++];
+}
+
+/* The newest power sample of any series loaded (-INFINITY when none). */
+static double newest_sample(const struct srtlog *log)
+{
+    const struct srtlog_series_set *sets[] = {&log->cpu_sockets, &log->cpu_nodes, &log->gpu_devices,
+                                              &log->gpu_nodes};
+    double t = -INFINITY;
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
+        for (size_t i = 0; i < sets[k]->n; i++)
+            if (sets[k]->v[i].n && sets[k]->v[i].t[sets[k]->v[i].n - 1] > t)
+                t = sets[k]->v[i].t[sets[k]->v[i].n - 1];
+    return t;
+}
+
+static char *report_path(const char *artifact, long long concurrency);
+
+/* Writes the payload next to its artifact and appends its line to the JSONL file. */
+static int emit(const struct follow *f, const char *artifact, long long concurrency,
+                json_t *payload, struct carma_err *e)
+{
+    char *pretty = pyjson_dumps(payload, 2), *line = pyjson_dumps(payload, -1);
+    char *path = NULL, *jsonl = NULL;
+    int r = 0;
+    if (!pretty || !line)
+        goto nomem;
+    if (!(path = report_path(artifact, concurrency)))
+        goto nomem;
+    if (asprintf(&jsonl, "%s/power_energy_report.jsonl", f->log_dir) < 0) {
+        jsonl = NULL;
+        goto nomem;
+    }
+    size_t n = strlen(pretty);
+    pretty[n] = '\n'; /* the NUL becomes the final newline */
+    r = file_replace(path, pretty, n + 1);
+    if (r < 0) {
+        carma_err_set(e, r, "cannot write %s: %s", path, strerror(-r));
+        goto out;
+    }
+    n = strlen(line);
+    line[n] = '\n';
+    int fd = open(jsonl, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        r = -errno;
+        carma_err_set(e, r, "cannot open %s: %s", jsonl, strerror(-r));
+        goto out;
+    }
+    /* one write: O_APPEND puts the whole line at the end, never interleaved with another */
+    ssize_t w = write(fd, line, n + 1);
+    if (w != (ssize_t)(n + 1)) {
+        r = w < 0 ? -errno : -EIO;
+        /* a short append leaves a torn line: cut it off so the file stays whole lines */
+        if (w > 0) {
+            off_t end = lseek(fd, 0, SEEK_END);
+            if (end >= w && ftruncate(fd, end - w) < 0)
+                r = -errno;
+        }
+        carma_err_set(e, r, "cannot append to %s: %s", jsonl, strerror(-r));
+    }
+    if (close(fd) < 0 && r == 0) {
+        r = -errno;
+        carma_err_set(e, r, "cannot write %s: %s", jsonl, strerror(-r));
+    }
+    goto out;
+nomem:
+    r = carma_err_set(e, -ENOMEM, "out of memory");
+out:
+    free(pretty);
+    free(line);
+    free(path);
+    free(jsonl);
+    return r;
+}
+
+/* The path of the report next to source s (malloc'ed), or NULL when out of memory. */
+static char *report_path(const char *artifact, long long concurrency)
+{
+    const char *slash = strrchr(artifact, '/');
+    char *path;
+    if (asprintf(&path, "%.*s/power_energy_c%lld.json", slash ? (int)(slash - artifact) : 1,
+                 slash ? artifact : ".", concurrency) < 0)
+        return NULL;
+    return path;
+}
+
+static bool report_exists(const struct srtlog_source *s)
+{
+    char *path = report_path(s->path, s->concurrency);
+    bool yes = path && access(path, F_OK) == 0;
+    free(path);
+    return yes;
+}
+
+/*
+ * The windows of the pending sources, one at a time (a half-written result file holds back only
+ * its own window): on return log->windows holds the ones that loaded and idx[k] is the source
+ * of window k. log->sources is left as it was.
+ */
+static int load_pending_windows(struct follow *f, struct srtlog *log, size_t *idx,
+                                struct carma_err *e)
+{
+    struct srtlog_source *all = log->sources;
+    size_t nall = log->nsources;
+    struct srtlog_window *wins = calloc(nall ? nall : 1, sizeof *wins);
+    if (!wins)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < nall; i++) {
+        struct follow_source *fs = source_of(f, &all[i]);
+        if (!fs) {
+            log->sources = all;
+            log->nsources = nall;
+            log->windows = wins;
+            log->nwindows = k;
+            return carma_err_set(e, -ENOMEM, "out of memory");
+        }
+        if (fs->emitted || fs->dead)
+            continue;
+        if (report_exists(&all[i])) {
+            /* written by an earlier follower of this run (a restart): not again */
+            fs->emitted = true;
+            continue;
+        }
+        struct carma_err we = {0};
+        log->sources = &all[i];
+        log->nsources = 1;
+        if (srtlog_load_windows(log, &we) == 0) {
+            wins[k] = log->windows[0];
+            idx[k++] = i;
+            free(log->windows); /* the array only: the window now lives in wins */
+            log->windows = NULL;
+            log->nwindows = 0;
+        } else {
+            snprintf(f->last_error, sizeof f->last_error, "%s", we.msg);
+            log->nsources = 0;
+            srtlog_load_windows(log, &we); /* frees the half-loaded window */
+        }
+    }
+    log->sources = all;
+    log->nsources = nall;
+    log->windows = wins;
+    log->nwindows = k;
+    return 0;
+}
+
+int follow_poll(struct follow *f, double now, bool final, struct carma_err *e)
+{
+    struct srtlog log;
+    struct carma_err le = {0};
+    struct srtlog_opts o = {.cpu_samples = f->cpu_samples, .flags = f->flags};
+    f->last_error[0] = '\0';
+    int r = srtlog_discover(&log, f->log_dir, &o, &le);
+    size_t *idx = NULL;
+    if (r == 0 && log.cpu_csv)
+        r = srtlog_load_cpu(&log, log.cpu_csv, &le);
+    if (r == 0 && log.gpu_csv)
+        r = srtlog_load_gpu(&log, log.gpu_csv, log.gpu_manifest, &le);
+    if (r < 0) {
+        /* not ready: the run has not written what discovery needs yet */
+        snprintf(f->last_error, sizeof f->last_error, "%s", le.msg);
+        srtlog_done(&log);
+        return 0;
+    }
+    if ((log.cpu_csv && log.cpu_sockets.n + log.cpu_nodes.n == 0) ||
+        (log.gpu_csv && log.gpu_devices.n + log.gpu_nodes.n == 0)) {
+        snprintf(f->last_error, sizeof f->last_error, "%s: no samples yet",
+                 log.gpu_csv && log.gpu_devices.n == 0 ? log.gpu_csv : log.cpu_csv);
+        srtlog_done(&log);
+        return 0;
+    }
+    if (!(idx = calloc(log.nsources ? log.nsources : 1, sizeof *idx))) {
+        srtlog_done(&log);
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    }
+    r = load_pending_windows(f, &log, idx, e);
+    const double newest = newest_sample(&log);
+    struct series_scratch sc = {0};
+    int emitted = 0;
+    for (size_t k = 0; r == 0 && k < log.nwindows; k++) {
+        struct follow_source *fs = source_of(f, &log.sources[idx[k]]);
+        if (!fs) {
+            r = carma_err_set(e, -ENOMEM, "out of memory");
+            break;
+        }
+        if (!final && !(newest >= log.windows[k].end_unix)) {
+            /* no sample at or past the window's end yet: a later one may still change it */
+            snprintf(f->last_error, sizeof f->last_error,
+                     "%s: samples reach %.3f, the window ends at %.3f", fs->path, newest,
+                     log.windows[k].end_unix);
+            continue;
+        }
+        json_t *rep = NULL;
+        struct carma_err we = {0};
+        if (srtreport_window(&log, k, f->edges, &sc, &rep, &we) < 0) {
+            snprintf(f->last_error, sizeof f->last_error, "%s", we.msg);
+            if (newest > log.windows[k].end_unix + FOLLOW_DEAD_AFTER_S) {
+                fs->dead = true;
+                f->dead++;
+            }
+            continue;
+        }
+        if (json_object_set_new(rep, "schema_version", json_integer(1)) != 0 ||
+            json_object_set_new(rep, "emitted_at_unix", json_real(now)) != 0) {
+            json_decref(rep);
+            r = carma_err_set(e, -ENOMEM, "out of memory");
+            break;
+        }
+        r = emit(f, fs->path, fs->concurrency, rep, e);
+        json_decref(rep);
+        if (r == 0) {
+            fs->emitted = true;
+            f->emitted++;
+            emitted++;
+        }
+    }
+    series_scratch_done(&sc);
+    free(idx);
+    srtlog_done(&log);
+    return r < 0 ? r : emitted;
+}
+
+/* ---- on a thread ---- */
+
+struct follow_thread {
+    struct follow *f;
+    long long period_ns;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stop;
+    int last_r; /* the last poll's write error, or 0 */
+    struct carma_err last_e;
+};
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *follow_main(void *arg)
+{
+    struct follow_thread *t = arg;
+    pthread_mutex_lock(&t->lock);
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        long long ns = (long long)until.tv_nsec + t->period_ns % 1000000000LL;
+        until.tv_sec += (time_t)(t->period_ns / 1000000000LL + ns / 1000000000LL);
+        until.tv_nsec = (long)(ns % 1000000000LL);
+        while (!t->stop && pthread_cond_timedwait(&t->wake, &t->lock, &until) == 0)
+            ;
+        bool final = t->stop;
+        pthread_mutex_unlock(&t->lock);
+        struct carma_err e = {0};
+        int r = follow_poll(t->f, wall_now(), final, &e);
+        pthread_mutex_lock(&t->lock);
+        t->last_r = r < 0 ? r : 0;
+        if (r < 0)
+            t->last_e = e;
+        if (final)
+            break;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+struct follow_thread *follow_thread_start(struct follow *f, long long period_ns,
+                                          struct carma_err *e)
+{
+    struct follow_thread *t = calloc(1, sizeof *t);
+    if (!t) {
+        carma_err_set(e, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    t->f = f;
+    t->period_ns = period_ns > 0 ? period_ns : 30000000000LL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    int r = pthread_create(&t->thread, NULL, follow_main, t);
+    if (r != 0) {
+        pthread_cond_destroy(&t->wake);
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+        carma_err_set(e, -r, "cannot start the report thread: %s", strerror(r));
+        return NULL;
+    }
+    return t;
+}
+
+int follow_thread_stop(struct follow_thread *t, struct carma_err *e)
+{
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    t->stop = true;
+    pthread_cond_signal(&t->wake);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->thread, NULL);
+    int r = t->last_r;
+    if (r < 0 && e)
+        *e = t->last_e;
+    pthread_cond_destroy(&t->wake);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+    return r;
+}

@@ -1,0 +1,1414 @@
+/*
+ * runreport: `carma report DIR` for a run directory carma wrote itself (`carma run -o DIR`,
+ * `carma stat -o DIR`). It reads the directory's files (docs/formats.md), cuts them into
+ * windows (the whole run, then each workload's lifetime) and gives, per window, each channel's
+ * energy and power statistics (series.h), the node's, the attributed energy of each job, the
+ * carbon and the GPU utilization, as a JSON array and as text (docs/report.md, "carma run
+ * directories").
+ *
+ * Everything is read once into memory as series (16 bytes a sample); CSV files are streamed a
+ * line at a time, so a long run costs its samples, not its text. Nothing here prints or exits:
+ * errors are a negative errno with the detail ("FILE:LINE: field: problem") in a carma_err;
+ * problems that only touch one window (no samples over it) are warnings inside that window.
+ */
+#include "report/runreport.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "analysis/carbon.h"
+#include "core/file.h"
+#include "core/parse.h"
+#include "report/pyjson.h"
+#include "report/series.h"
+
+/* Limits on what the files may hold (a run directory comes from a user). */
+#define RR_JSON_MAX    (64u << 20) /* manifest, report, summary, workloads */
+#define RR_LINE_MAX    65536       /* one CSV line */
+#define RR_FIELDS_MAX  32          /* fields of a CSV line */
+#define RR_NAME_MAX    256         /* a channel or job name */
+#define RR_CHANNEL_MAX 1024        /* channels of samples.csv */
+#define RR_JOBS_MAX    4096        /* jobs named in workloads.json and attribution.csv */
+#define RR_GPUS_MAX    256         /* GPUs of utilization.csv */
+
+/* The "job" values of attribution.csv that are not workloads. */
+enum { RR_IDLE = -1, RR_OTHER = -2, RR_UNATTR = -3 };
+
+struct rr_chan {
+    char name[RR_NAME_MAX];
+    char kind[32], domain[32], method[32];
+    struct series w;   /* watts */
+    struct series cum; /* joules_total */
+    bool node;         /* added into the node's energy */
+};
+
+struct rr_job {
+    char name[RR_NAME_MAX];
+    bool workload;     /* named in workloads.json (else only in attribution.csv) */
+    double start, end; /* NAN when unknown */
+    bool end_missing;  /* workloads.json had no end_unix (null or absent) */
+    double embodied_g; /* from report.json, NAN when unknown */
+};
+
+struct rr_attr {
+    double t, t_prev; /* the split period (t_prev, t] the energy belongs to */
+    size_t ch;
+    int job; /* index into jobs, or RR_IDLE / RR_OTHER / RR_UNATTR */
+    double j;
+};
+
+struct rr_gpu {
+    long long index;
+    struct series col[2]; /* gpu_util_pct, mem_util_pct */
+};
+
+static const char *const util_cols[2] = {"gpu_util_pct", "mem_util_pct"};
+
+struct rr {
+    const char *dir;
+    enum report_edges edges;
+    bool is_run;
+    json_t *manifest, *report, *summary;
+    double interval_s;
+    struct series_opts sopts;
+    /* samples.csv */
+    struct rr_chan *ch;
+    size_t nch;
+    double *ticks; /* distinct tick times, in order */
+    size_t nticks, cap_ticks;
+    json_t *node_names; /* borrowed from report.json / summary.json, or NULL */
+    size_t nnode_listed;
+    struct series node_w;   /* per tick: the sum of the node channels' watts */
+    struct series node_cum; /* per tick: the sum of their joules_total */
+    /* the run */
+    double run_start, run_end;
+    json_t *run_warn;
+    /* workloads.json, attribution.csv */
+    struct rr_job *jobs;
+    size_t njobs;
+    bool have_attr;
+    struct rr_attr *attr;
+    size_t nattr, cap_attr;
+    double max_period;
+    /* utilization.csv */
+    struct rr_gpu *gpu;
+    size_t ngpu;
+    /* carbon */
+    double g_per_kwh, pue;
+    const char *ci_source; /* borrowed from report/summary json */
+    struct series_scratch sc;
+};
+
+/* ---- small helpers ---- */
+
+static json_t *jnum(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* The number at key of o, NAN when absent, null or not a number. */
+static double jget_num(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void warn(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warn(json_t *arr, const char *fmt, ...)
+{
+    char buf[CARMA_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(arr, json_string(buf));
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/*
+ * Loads dir/name as JSON into *ret. Returns 0, -ENOENT (absent: e set, *ret NULL), -EINVAL
+ * with "PATH:LINE:COLUMN: problem", or another negative errno from reading.
+ */
+static int load_json(const char *dir, const char *name, json_t **ret, struct carma_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = NULL;
+    size_t len = 0;
+    int r = file_read_all(path, RR_JSON_MAX, &text, &len);
+    if (r < 0)
+        return carma_err_set(e, r, "%s: %s", path, strerror(-r));
+    json_error_t je;
+    json_t *j = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!j)
+        return carma_err_set(e, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    *ret = j;
+    return 0;
+}
+
+/* ---- streaming CSV lines ---- */
+
+struct lines {
+    FILE *f;
+    char path[4200];
+    char *buf;
+    size_t cap;
+    size_t line;
+    char *fld[RR_FIELDS_MAX];
+    size_t nf;
+};
+
+static int lines_open(struct lines *l, const char *dir, const char *name, struct carma_err *e)
+{
+    memset(l, 0, sizeof *l);
+    snprintf(l->path, sizeof l->path, "%s/%s", dir, name);
+    l->f = fopen(l->path, "re");
+    if (!l->f)
+        return carma_err_set(e, -errno, "%s: %s", l->path, strerror(errno));
+    return 0;
+}
+
+static void lines_close(struct lines *l)
+{
+    if (l->f)
+        fclose(l->f);
+    free(l->buf);
+    l->f = NULL;
+    l->buf = NULL;
+}
+
+/* Splits the line in l->buf (no line end) into fields in place (RFC 4180 quoting). */
+static int lines_split(struct lines *l, struct carma_err *e)
+{
+    char *p = l->buf, *out = l->buf;
+    l->nf = 0;
+    for (;;) {
+        if (l->nf == RR_FIELDS_MAX)
+            return carma_err_set(e, -EINVAL, "%s:%zu: more than %d fields", l->path, l->line,
+                                 RR_FIELDS_MAX);
+        l->fld[l->nf++] = out;
+        if (*p == '"') {
+            p++;
+            for (;;) {
+                if (!*p)
+                    return carma_err_set(e, -EINVAL, "%s:%zu: unterminated quoted field", l->path,
+                                         l->line);
+                if (*p == '"' && p[1] == '"') {
+                    *out++ = '"';
+                    p += 2;
+                } else if (*p == '"') {
+                    p++;
+                    break;
+                } else {
+                    *out++ = *p++;
+                }
+            }
+            if (*p && *p != ',')
+                return carma_err_set(e, -EINVAL, "%s:%zu: text after a closing quote", l->path,
+                                     l->line);
+        } else {
+            while (*p && *p != ',') {
+                if (*p == '"')
+                    return carma_err_set(e, -EINVAL, "%s:%zu: a quote inside an unquoted field",
+                                         l->path, l->line);
+                *out++ = *p++;
+            }
+        }
+        if (!*p) {
+            *out = '\0';
+            return 0;
+        }
+        *out++ = '\0';
+        p++; /* the comma; out never passes p, so the next field starts at or after out */
+    }
+}
+
+/*
+ * Reads the next non-blank line and splits it. Returns 1 (a row in l->fld), 0 at the end, or
+ * -EINVAL: a line over RR_LINE_MAX, a last line without its line end (the file was cut short),
+ * bad quoting.
+ */
+static int lines_next(struct lines *l, struct carma_err *e)
+{
+    for (;;) {
+        errno = 0;
+        ssize_t n = getline(&l->buf, &l->cap, l->f);
+        if (n < 0) {
+            if (errno && errno != EINVAL)
+                return carma_err_set(e, -errno, "%s: %s", l->path, strerror(errno));
+            return 0;
+        }
+        l->line++;
+        if ((size_t)n > RR_LINE_MAX)
+            return carma_err_set(e, -EINVAL, "%s:%zu: line longer than %d bytes", l->path, l->line,
+                                 RR_LINE_MAX);
+        if (memchr(l->buf, '\0', (size_t)n))
+            return carma_err_set(e, -EINVAL, "%s:%zu: a NUL byte", l->path, l->line);
+        if (l->buf[n - 1] != '\n')
+            return carma_err_set(e, -EINVAL,
+                                 "%s:%zu: the last line has no line end (the file is cut short)",
+                                 l->path, l->line);
+        l->buf[--n] = '\0';
+        if (n > 0 && l->buf[n - 1] == '\r')
+            l->buf[--n] = '\0';
+        if (n == 0)
+            continue;
+        int r = lines_split(l, e);
+        return r < 0 ? r : 1;
+    }
+}
+
+/*
+ * Reads the header and finds the columns named in names (n of them) into idx; a column in
+ * required (bit k for names[k]) that is missing is an error, others get -1. Returns 0 or
+ * -EINVAL (also for an empty file).
+ */
+static int lines_header(struct lines *l, const char *const *names, size_t n, unsigned required,
+                        int *idx, size_t *nf, struct carma_err *e)
+{
+    int r = lines_next(l, e);
+    if (r < 0)
+        return r;
+    if (r == 0)
+        return carma_err_set(e, -EINVAL, "%s: empty file (no header)", l->path);
+    for (size_t k = 0; k < n; k++) {
+        idx[k] = -1;
+        for (size_t f = 0; f < l->nf; f++)
+            if (strcmp(l->fld[f], names[k]) == 0)
+                idx[k] = (int)f;
+        if (idx[k] < 0 && (required & (1u << k)))
+            return carma_err_set(e, -EINVAL, "%s:%zu: no column '%s'", l->path, l->line, names[k]);
+    }
+    *nf = l->nf;
+    return 0;
+}
+
+/* A data row must have as many fields as the header. */
+static int lines_check_width(const struct lines *l, size_t nf, struct carma_err *e)
+{
+    if (l->nf != nf)
+        return carma_err_set(e, -EINVAL, "%s:%zu: %zu fields, the header has %zu", l->path, l->line,
+                             l->nf, nf);
+    return 0;
+}
+
+/*
+ * Parses field s of column col as a finite number into *ret. Blank: returns 0 with *blank
+ * set (when blank is NULL a blank is an error). Returns 0 or -EINVAL naming line and column.
+ */
+static int field_num(const struct lines *l, const char *s, const char *col, double *ret,
+                     bool *blank, struct carma_err *e)
+{
+    if (blank)
+        *blank = *s == '\0';
+    if (*s == '\0' && blank)
+        return 0;
+    if (parse_double(s, ret) < 0)
+        return carma_err_set(e, -EINVAL, "%s:%zu: %s: '%.40s' is not a finite number", l->path,
+                             l->line, col, s);
+    return 0;
+}
+
+/* ---- samples.csv ---- */
+
+static bool node_listed(const struct rr *rr, const char *name, const char *domain)
+{
+    if (!rr->node_names)
+        return strcmp(domain, "total") == 0;
+    size_t k;
+    json_t *v;
+    json_array_foreach(rr->node_names, k, v)
+    {
+        if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static long find_chan(const struct rr *rr, const char *name, size_t hint)
+{
+    if (hint < rr->nch && strcmp(rr->ch[hint].name, name) == 0)
+        return (long)hint;
+    for (size_t k = 0; k < rr->nch; k++)
+        if (strcmp(rr->ch[k].name, name) == 0)
+            return (long)k;
+    return -1;
+}
+
+static int add_tick(struct rr *rr, double t)
+{
+    if (rr->nticks == rr->cap_ticks) {
+        size_t cap = rr->cap_ticks ? rr->cap_ticks * 2 : 1024;
+        double *v = realloc(rr->ticks, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        rr->ticks = v;
+        rr->cap_ticks = cap;
+    }
+    rr->ticks[rr->nticks++] = t;
+    return 0;
+}
+
+/* The tick just read, summed over the node channels: power and cumulative energy, each
+ * when every node channel had that number at the tick. */
+struct tick_acc {
+    double t, w, cum;
+    size_t nw, ncum;
+};
+
+static int flush_tick(struct rr *rr, const struct tick_acc *a)
+{
+    size_t want = 0;
+    for (size_t k = 0; k < rr->nch; k++)
+        want += rr->ch[k].node;
+    if (want == 0 || want < rr->nnode_listed)
+        return 0;
+    int r = 0;
+    if (a->nw == want)
+        r = series_append(&rr->node_w, a->t, a->w);
+    if (r == 0 && a->ncum == want)
+        r = series_append(&rr->node_cum, a->t, a->cum);
+    return r;
+}
+
+static int copy_name(char *dst, size_t cap, const struct lines *l, const char *col, const char *s,
+                     struct carma_err *e)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= cap)
+        return carma_err_set(e, -EINVAL, "%s:%zu: %s: %s", l->path, l->line, col,
+                             n ? "too long" : "empty");
+    memcpy(dst, s, n + 1);
+    return 0;
+}
+
+static int load_samples(struct rr *rr, struct carma_err *e)
+{
+    static const char *const cols[] = {"timestamp_unix", "channel", "kind",        "domain",
+                                       "method",         "watts",   "joules_total"};
+    enum { C_T, C_CH, C_KIND, C_DOM, C_METH, C_W, C_J, C_N };
+    struct lines l;
+    int r = lines_open(&l, rr->dir, "samples.csv", e);
+    if (r < 0)
+        return r;
+    int idx[C_N];
+    size_t nf = 0;
+    r = lines_header(&l, cols, C_N, (1u << C_N) - 1, idx, &nf, e);
+    struct tick_acc acc = {0};
+    size_t hint = 0;
+    while (r == 0 && (r = lines_next(&l, e)) == 1) {
+        if ((r = lines_check_width(&l, nf, e)) < 0)
+            break;
+        double t, w = NAN, j = NAN;
+        bool wb, jb;
+        if ((r = field_num(&l, l.fld[idx[C_T]], "timestamp_unix", &t, NULL, e)) < 0 ||
+            (r = field_num(&l, l.fld[idx[C_W]], "watts", &w, &wb, e)) < 0 ||
+            (r = field_num(&l, l.fld[idx[C_J]], "joules_total", &j, &jb, e)) < 0)
+            break;
+        if (rr->nticks && t < rr->ticks[rr->nticks - 1]) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix goes back in time", l.path,
+                              l.line);
+            break;
+        }
+        if (!rr->nticks || t != rr->ticks[rr->nticks - 1]) {
+            if (rr->nticks && (r = flush_tick(rr, &acc)) < 0)
+                break;
+            if ((r = add_tick(rr, t)) < 0)
+                break;
+            acc = (struct tick_acc){.t = t};
+        }
+        long c = find_chan(rr, l.fld[idx[C_CH]], hint);
+        if (c < 0) {
+            if (rr->nch == RR_CHANNEL_MAX) {
+                r = carma_err_set(e, -EINVAL, "%s:%zu: more than %d channels", l.path, l.line,
+                                  RR_CHANNEL_MAX);
+                break;
+            }
+            struct rr_chan *v = realloc(rr->ch, (rr->nch + 1) * sizeof *v);
+            if (!v) {
+                r = -ENOMEM;
+                break;
+            }
+            rr->ch = v;
+            struct rr_chan *ch = &rr->ch[rr->nch];
+            memset(ch, 0, sizeof *ch);
+            series_init(&ch->w);
+            series_init(&ch->cum);
+            rr->nch++;
+            if ((r = copy_name(ch->name, sizeof ch->name, &l, "channel", l.fld[idx[C_CH]], e)) <
+                    0 ||
+                (r = copy_name(ch->kind, sizeof ch->kind, &l, "kind", l.fld[idx[C_KIND]], e)) < 0 ||
+                (r = copy_name(ch->domain, sizeof ch->domain, &l, "domain", l.fld[idx[C_DOM]], e)) <
+                    0 ||
+                (r = copy_name(ch->method, sizeof ch->method, &l, "method", l.fld[idx[C_METH]],
+                               e)) < 0)
+                break;
+            ch->node = node_listed(rr, ch->name, ch->domain);
+            c = (long)(rr->nch - 1);
+        }
+        hint = (size_t)c + 1;
+        struct rr_chan *ch = &rr->ch[c];
+        if (!wb && (r = series_append(&ch->w, t, w)) < 0)
+            break;
+        if (!jb && (r = series_append(&ch->cum, t, j)) < 0)
+            break;
+        if (!wb && ch->node) {
+            acc.w += w;
+            acc.nw++;
+        }
+        if (!jb && ch->node) {
+            acc.cum += j;
+            acc.ncum++;
+        }
+    }
+    if (r == -ENOMEM)
+        carma_err_set(e, r, "out of memory");
+    if (r == 0 && rr->nticks)
+        r = flush_tick(rr, &acc);
+    if (r == 0 && !rr->nticks)
+        r = carma_err_set(e, -EINVAL, "%s: no samples", l.path);
+    lines_close(&l);
+    return r < 0 ? r : 0;
+}
+
+/* ---- workloads.json ---- */
+
+static long find_job(const struct rr *rr, const char *name)
+{
+    for (size_t k = 0; k < rr->njobs; k++)
+        if (strcmp(rr->jobs[k].name, name) == 0)
+            return (long)k;
+    return -1;
+}
+
+static int add_job(struct rr *rr, const char *name, bool workload)
+{
+    if (rr->njobs == RR_JOBS_MAX)
+        return -E2BIG;
+    struct rr_job *v = realloc(rr->jobs, (rr->njobs + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    rr->jobs = v;
+    struct rr_job *j = &rr->jobs[rr->njobs++];
+    memset(j, 0, sizeof *j);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    j->workload = workload;
+    j->start = j->end = j->embodied_g = NAN;
+    return 0;
+}
+
+/* A time of workloads.json: a number, or null/absent (NAN). Anything else is an error. */
+static int wl_time(const json_t *w, const char *key, const char *path, size_t k, double *ret,
+                   bool *missing, struct carma_err *e)
+{
+    const json_t *v = json_object_get(w, key);
+    *missing = !v || json_is_null(v);
+    *ret = NAN;
+    if (*missing)
+        return 0;
+    if (!json_is_number(v) || !isfinite(json_number_value(v)))
+        return carma_err_set(e, -EINVAL, "%s: workloads[%zu].%s: not a number", path, k, key);
+    *ret = json_number_value(v);
+    return 0;
+}
+
+static int load_workloads(struct rr *rr, struct carma_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/workloads.json", rr->dir);
+    json_t *root = NULL;
+    int r = load_json(rr->dir, "workloads.json", &root, e);
+    if (r < 0)
+        return r;
+    const json_t *arr = json_object_get(root, "workloads");
+    if (!json_is_array(arr)) {
+        r = carma_err_set(e, -EINVAL, "%s: no \"workloads\" array", path);
+        goto out;
+    }
+    size_t k;
+    const json_t *w;
+    json_array_foreach(arr, k, w)
+    {
+        const char *name = json_string_value(json_object_get(w, "name"));
+        if (!name || !*name || strlen(name) >= RR_NAME_MAX) {
+            r = carma_err_set(e, -EINVAL, "%s: workloads[%zu].name: not a name", path, k);
+            goto out;
+        }
+        if (find_job(rr, name) >= 0) {
+            r = carma_err_set(e, -EINVAL, "%s: workloads[%zu].name: '%s' named twice", path, k,
+                              name);
+            goto out;
+        }
+        if ((r = add_job(rr, name, true)) < 0) {
+            carma_err_set(e, r, "%s: %s", path,
+                          r == -E2BIG ? "too many workloads" : "out of memory");
+            goto out;
+        }
+        struct rr_job *j = &rr->jobs[rr->njobs - 1];
+        bool miss;
+        if ((r = wl_time(w, "start_unix", path, k, &j->start, &miss, e)) < 0 ||
+            (r = wl_time(w, "end_unix", path, k, &j->end, &j->end_missing, e)) < 0)
+            goto out;
+    }
+out:
+    json_decref(root);
+    return r;
+}
+
+/* ---- attribution.csv ---- */
+
+static int load_attribution(struct rr *rr, struct carma_err *e)
+{
+    static const char *const cols[] = {"timestamp_unix", "channel", "job", "joules"};
+    struct lines l;
+    int r = lines_open(&l, rr->dir, "attribution.csv", e);
+    if (r < 0)
+        return r;
+    int idx[4];
+    size_t nf = 0;
+    r = lines_header(&l, cols, 4, 0xf, idx, &nf, e);
+    /* per channel: the time of its current split and of the one before */
+    double *cur = malloc((rr->nch ? rr->nch : 1) * sizeof *cur);
+    double *prev = malloc((rr->nch ? rr->nch : 1) * sizeof *prev);
+    if (!cur || !prev)
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+    for (size_t k = 0; r == 0 && k < rr->nch; k++)
+        cur[k] = prev[k] = NAN;
+    double last_t = -INFINITY;
+    size_t hint = 0;
+    while (r == 0 && (r = lines_next(&l, e)) == 1) {
+        if ((r = lines_check_width(&l, nf, e)) < 0)
+            break;
+        double t, j;
+        if ((r = field_num(&l, l.fld[idx[0]], "timestamp_unix", &t, NULL, e)) < 0 ||
+            (r = field_num(&l, l.fld[idx[3]], "joules", &j, NULL, e)) < 0)
+            break;
+        if (t < last_t) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix goes back in time", l.path,
+                              l.line);
+            break;
+        }
+        last_t = t;
+        long c = find_chan(rr, l.fld[idx[1]], hint);
+        if (c < 0) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: channel '%.100s' is not in samples.csv", l.path,
+                              l.line, l.fld[idx[1]]);
+            break;
+        }
+        hint = (size_t)c;
+        const char *job = l.fld[idx[2]];
+        int ji;
+        if (strcmp(job, "idle") == 0) {
+            ji = RR_IDLE;
+        } else if (strcmp(job, "other") == 0) {
+            ji = RR_OTHER;
+        } else if (strcmp(job, "unattributed") == 0) {
+            ji = RR_UNATTR;
+        } else {
+            long f = find_job(rr, job);
+            if (f < 0) {
+                if (!*job || strlen(job) >= RR_NAME_MAX) {
+                    r = carma_err_set(e, -EINVAL, "%s:%zu: job: not a name", l.path, l.line);
+                    break;
+                }
+                if ((r = add_job(rr, job, false)) < 0) {
+                    carma_err_set(e, r, "%s:%zu: %s", l.path, l.line,
+                                  r == -E2BIG ? "too many jobs" : "out of memory");
+                    break;
+                }
+                f = (long)rr->njobs - 1;
+            }
+            ji = (int)f;
+        }
+        if (!(t == cur[c])) {
+            prev[c] = isnan(cur[c]) ? rr->run_start : cur[c];
+            cur[c] = t;
+        }
+        if (rr->nattr == rr->cap_attr) {
+            size_t cap = rr->cap_attr ? rr->cap_attr * 2 : 1024;
+            struct rr_attr *v = realloc(rr->attr, cap * sizeof *v);
+            if (!v) {
+                r = carma_err_set(e, -ENOMEM, "out of memory");
+                break;
+            }
+            rr->attr = v;
+            rr->cap_attr = cap;
+        }
+        /* a split before the run's start (not written by carma) counts at its instant */
+        double tp = prev[c] < t ? prev[c] : t;
+        rr->attr[rr->nattr++] =
+            (struct rr_attr){.t = t, .t_prev = tp, .ch = (size_t)c, .job = ji, .j = j};
+        if (t - tp > rr->max_period)
+            rr->max_period = t - tp;
+    }
+    free(cur);
+    free(prev);
+    lines_close(&l);
+    return r < 0 ? r : 0;
+}
+
+/* ---- utilization.csv ---- */
+
+static int load_utilization(struct rr *rr, struct carma_err *e)
+{
+    static const char *const cols[] = {"timestamp_unix", "gpu", "pid", "gpu_util_pct",
+                                       "mem_util_pct"};
+    struct lines l;
+    int r = lines_open(&l, rr->dir, "utilization.csv", e);
+    if (r < 0)
+        return r;
+    int idx[5];
+    size_t nf = 0;
+    r = lines_header(&l, cols, 5, 0x7, idx, &nf, e);
+    while (r == 0 && (r = lines_next(&l, e)) == 1) {
+        if ((r = lines_check_width(&l, nf, e)) < 0)
+            break;
+        if (l.fld[idx[2]][0])
+            continue; /* a process row: no device utilization */
+        double t;
+        int64_t gi;
+        if ((r = field_num(&l, l.fld[idx[0]], "timestamp_unix", &t, NULL, e)) < 0)
+            break;
+        if (parse_i64(l.fld[idx[1]], &gi) < 0 || gi < 0) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: gpu: '%.40s' is not a GPU index", l.path, l.line,
+                              l.fld[idx[1]]);
+            break;
+        }
+        size_t g = 0;
+        while (g < rr->ngpu && rr->gpu[g].index != gi)
+            g++;
+        if (g == rr->ngpu) {
+            if (rr->ngpu == RR_GPUS_MAX) {
+                r = carma_err_set(e, -EINVAL, "%s:%zu: more than %d GPUs", l.path, l.line,
+                                  RR_GPUS_MAX);
+                break;
+            }
+            struct rr_gpu *v = realloc(rr->gpu, (rr->ngpu + 1) * sizeof *v);
+            if (!v) {
+                r = carma_err_set(e, -ENOMEM, "out of memory");
+                break;
+            }
+            rr->gpu = v;
+            rr->gpu[g].index = gi;
+            series_init(&rr->gpu[g].col[0]);
+            series_init(&rr->gpu[g].col[1]);
+            rr->ngpu++;
+        }
+        for (int c = 0; c < 2; c++) {
+            if (idx[3 + c] < 0)
+                continue;
+            double v;
+            bool blank;
+            if ((r = field_num(&l, l.fld[idx[3 + c]], util_cols[c], &v, &blank, e)) < 0)
+                break;
+            if (!blank && (r = series_append(&rr->gpu[g].col[c], t, v)) < 0) {
+                carma_err_set(e, r, "out of memory");
+                break;
+            }
+        }
+    }
+    lines_close(&l);
+    if (r < 0)
+        return r;
+    /* GPUs by index; each column by time (rows are written in time order, but be sure) */
+    for (size_t a = 1; a < rr->ngpu; a++)
+        for (size_t b = a; b > 0 && rr->gpu[b - 1].index > rr->gpu[b].index; b--) {
+            struct rr_gpu tmp = rr->gpu[b];
+            rr->gpu[b] = rr->gpu[b - 1];
+            rr->gpu[b - 1] = tmp;
+        }
+    for (size_t g = 0; g < rr->ngpu; g++)
+        for (int c = 0; c < 2; c++)
+            series_sort(&rr->gpu[g].col[c]);
+    return 0;
+}
+
+/* ---- the run window ---- */
+
+/* The index of the tick nearest to t (ties to the earlier one). */
+static size_t nearest_tick(const struct rr *rr, double t)
+{
+    size_t lo = 0, hi = rr->nticks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rr->ticks[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    if (lo == rr->nticks)
+        return rr->nticks - 1;
+    return t - rr->ticks[lo - 1] <= rr->ticks[lo] - t ? lo - 1 : lo;
+}
+
+/* t moved onto the nearest tick when one is within tol seconds. */
+static double onto_tick(const struct rr *rr, double t, double tol)
+{
+    double k = rr->ticks[nearest_tick(rr, t)];
+    return fabs(k - t) <= tol ? k : t;
+}
+
+static void find_run_window(struct rr *rr)
+{
+    double first = rr->ticks[0], last = rr->ticks[rr->nticks - 1];
+    rr->run_start = first;
+    rr->run_end = last;
+    if (!rr->is_run) {
+        /* summary.json: start_unix (the tick opening the window) .. end_unix (the last
+         * tick), printed from the same clock readings with µs rounding */
+        double s = jget_num(rr->summary, "start_unix"), t = jget_num(rr->summary, "end_unix");
+        if (isfinite(s) && isfinite(t) && t > s) {
+            rr->run_start = onto_tick(rr, s, 1e-5);
+            rr->run_end = onto_tick(rr, t, 1e-5);
+        } else {
+            warn(rr->run_warn, "summary.json has no window (start_unix, end_unix): the window "
+                               "is the whole of samples.csv, baseline included");
+        }
+        return;
+    }
+    /* carma run: the last tick ends the run; report.json's duration_s (monotonic clock)
+     * reaches back to the tick that ended the baseline */
+    double d = jget_num(rr->report, "duration_s");
+    if (isfinite(d) && d >= 0) {
+        double want = last - d;
+        double k = onto_tick(rr, want, rr->interval_s / 2);
+        if (k == want && rr->ticks[nearest_tick(rr, want)] != want)
+            warn(rr->run_warn,
+                 "no tick of samples.csv at the run's start (last tick - duration_s = %.6f): "
+                 "the window starts there",
+                 want);
+        rr->run_start = k;
+        return;
+    }
+    /* no report.json (a killed run): the tick at or before the first workload's start */
+    double s0 = INFINITY;
+    for (size_t k = 0; k < rr->njobs; k++)
+        if (rr->jobs[k].workload && rr->jobs[k].start < s0)
+            s0 = rr->jobs[k].start;
+    if (isfinite(s0)) {
+        size_t k = nearest_tick(rr, s0);
+        if (rr->ticks[k] > s0 && k > 0)
+            k--;
+        rr->run_start = rr->ticks[k];
+        warn(rr->run_warn, "report.json has no duration_s: the run's window starts at the tick "
+                           "before the first workload started");
+    } else {
+        warn(rr->run_warn, "report.json has no duration_s and no workload started: the window "
+                           "is the whole of samples.csv, baseline included");
+    }
+}
+
+/* ---- one window ---- */
+
+/* A B row: label, the window's figures (NULL: unknown), then kind/domain/method. */
+static json_t *brow(const char *label, const struct series_window *w, const char *kind,
+                    const char *domain, const char *method)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "label", json_string(label));
+    json_object_set_new(o, "joules", jnum(w ? w->joules : NAN));
+    json_object_set_new(o, "avg_power_w", jnum(w ? w->avg_power_w : NAN));
+    json_object_set_new(o, "sample_start_unix", jnum(w ? w->sample_start_unix : NAN));
+    json_object_set_new(o, "sample_end_unix", jnum(w ? w->sample_end_unix : NAN));
+    json_object_set_new(o, "samples", w ? json_integer((json_int_t)w->samples) : json_null());
+    bool st = w && w->stat_n > 0;
+    json_object_set_new(o, "mean_w", jnum(st ? w->mean_w : NAN));
+    json_object_set_new(o, "min_w", jnum(st ? w->min_w : NAN));
+    json_object_set_new(o, "p5_w", jnum(st ? w->p5_w : NAN));
+    json_object_set_new(o, "p50_w", jnum(st ? w->p50_w : NAN));
+    json_object_set_new(o, "p95_w", jnum(st ? w->p95_w : NAN));
+    json_object_set_new(o, "p99_w", jnum(st ? w->p99_w : NAN));
+    json_object_set_new(o, "max_w", jnum(st ? w->max_w : NAN));
+    json_object_set_new(o, "kind", kind ? json_string(kind) : json_null());
+    json_object_set_new(o, "domain", domain ? json_string(domain) : json_null());
+    json_object_set_new(o, "method", method ? json_string(method) : json_null());
+    return o;
+}
+
+/* One channel's (or the node's) figures over [a, b] by the chosen edges. Returns 0, or a
+ * negative errno with e's message for the window's warnings. */
+static int chan_window(struct rr *rr, const struct series *watts, const struct series *cum,
+                       const char *label, double a, double b, struct series_window *ret,
+                       struct carma_err *e)
+{
+    if (rr->edges == REPORT_EDGES_SNAP)
+        return series_window_snap(watts, a, b, label, &rr->sc, ret, e);
+    if (cum->n || !watts->n)
+        return series_window_counter(cum, a, b, &rr->sopts, label, &rr->sc, ret, e);
+    return series_window_interpolate(watts, a, b, &rr->sopts, label, &rr->sc, ret, e);
+}
+
+static const char *node_method(const struct rr *rr)
+{
+    bool meas = false, est = false;
+    for (size_t k = 0; k < rr->nch; k++) {
+        if (!rr->ch[k].node)
+            continue;
+        meas = meas || strcmp(rr->ch[k].method, "measured") == 0;
+        est = est || strcmp(rr->ch[k].method, "estimated") == 0;
+    }
+    return meas && est ? "measured+estimated" : meas ? "measured" : est ? "estimated" : NULL;
+}
+
+/* per_channel and per_node of [a, b]; returns the node's energy (NAN when unknown). */
+static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t *warns)
+{
+    json_t *pc = json_array();
+    double node_j = 0;
+    size_t node_known = 0, node_n = 0;
+    for (size_t k = 0; k < rr->nch; k++) {
+        struct rr_chan *ch = &rr->ch[k];
+        struct series_window w;
+        struct carma_err e = {0};
+        int r = chan_window(rr, &ch->w, &ch->cum, ch->name, a, b, &w, &e);
+        if (r == 0 && w.resets)
+            warn(warns, "%s: %zu counter resets skipped in the window", ch->name, w.resets);
+        if (r < 0)
+            warn(warns, "%s", e.msg);
+        json_array_append_new(pc,
+                              brow(ch->name, r == 0 ? &w : NULL, ch->kind, ch->domain, ch->method));
+        if (ch->node) {
+            node_n++;
+            if (r == 0) {
+                node_known++;
+                node_j += w.joules;
+            }
+        }
+    }
+    json_object_set_new(win, "per_channel", pc);
+    /* the node: energy as the sum of its channels (a partial sum would understate it), power
+     * statistics over the per-tick sums */
+    if (node_n < rr->nnode_listed)
+        warn(warns, "node: %zu of the %zu node channels named by %s are not in samples.csv",
+             rr->nnode_listed - node_n, rr->nnode_listed,
+             rr->is_run ? "report.json" : "summary.json");
+    bool known = node_n > 0 && node_known == node_n && node_n >= rr->nnode_listed;
+    if (!known)
+        node_j = NAN;
+    struct series_window nw;
+    struct carma_err e = {0};
+    int r = node_n ? chan_window(rr, &rr->node_w, &rr->node_cum, "node", a, b, &nw, &e) : -ENODATA;
+    if (rr->edges == REPORT_EDGES_SNAP) {
+        /* srt-slurm's node row: the per-tick sums integrated as they are */
+        node_j = r == 0 ? nw.joules : NAN;
+    } else if (r == 0) {
+        nw.joules = node_j;
+        nw.avg_power_w = b > a ? node_j / (b - a) : 0.0;
+    }
+    if (r < 0 && node_n)
+        warn(warns, "%s", e.msg);
+    json_t *pn = json_array();
+    if (node_n) {
+        struct series_window only = {0};
+        only.joules = node_j;
+        only.avg_power_w = b > a ? node_j / (b - a) : 0.0;
+        only.sample_start_unix = only.sample_end_unix = NAN;
+        json_t *row = brow("node",
+                           r == 0  ? &nw
+                           : known ? &only
+                                   : NULL,
+                           NULL, "total", node_method(rr));
+        if (r < 0)
+            json_object_set_new(row, "samples", json_null());
+        json_array_append_new(pn, row);
+    }
+    json_object_set_new(win, "per_node", pn);
+    json_object_set_new(win, "node_total_joules", jnum(node_j));
+    return node_j;
+}
+
+/*
+ * The part of a row's energy that falls inside [a, b], 0..1: the energy is spread evenly over
+ * the row's split period (t_prev, t], or for a workload's row over the part of that period
+ * when the workload was alive (its start_unix..end_unix), where its energy must have been.
+ */
+static double attr_fraction(const struct rr *rr, const struct rr_attr *x, double a, double b)
+{
+    double p0 = x->t_prev, p1 = x->t;
+    if (x->job >= 0) {
+        const struct rr_job *j = &rr->jobs[x->job];
+        double l0 = j->start > p0 ? j->start : p0, l1 = j->end < p1 ? j->end : p1;
+        if (l1 > l0) {
+            p0 = l0;
+            p1 = l1;
+        }
+    }
+    if (!(p1 > p0))
+        return p1 >= a && p1 <= b ? 1.0 : 0.0;
+    double lo = p0 > a ? p0 : a, hi = p1 < b ? p1 : b;
+    if (hi <= lo)
+        return 0.0;
+    return hi >= p1 && lo <= p0 ? 1.0 : (hi - lo) / (p1 - p0);
+}
+
+static int attribution_part(struct rr *rr, json_t *win, double a, double b, json_t *warns)
+{
+    json_t *jobs = json_array();
+    if (!rr->have_attr) {
+        json_object_set_new(win, "jobs", jobs);
+        json_object_set_new(win, "idle_joules", json_null());
+        json_object_set_new(win, "other_joules", json_null());
+        json_object_set_new(win, "unattributed_joules", json_null());
+        return 0;
+    }
+    size_t nj = rr->njobs, nc = rr->nch;
+    double *by = calloc((nj ? nj : 1) * (nc ? nc : 1), sizeof *by);
+    bool *seen = calloc((nj ? nj : 1) * (nc ? nc : 1), sizeof *seen);
+    double *tot = calloc(nj ? nj : 1, sizeof *tot);
+    if (!by || !seen || !tot) {
+        free(by);
+        free(seen);
+        free(tot);
+        json_decref(jobs);
+        return -ENOMEM;
+    }
+    double rest[3] = {0, 0, 0}; /* idle, other, unattributed */
+    /* rows are in time order: start at the first that ends after a, stop when every later
+     * period starts at or after b */
+    size_t lo = 0, hi = rr->nattr;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rr->attr[mid].t <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k < rr->nattr; k++) {
+        const struct rr_attr *x = &rr->attr[k];
+        if (x->t - rr->max_period > b)
+            break;
+        double f = attr_fraction(rr, x, a, b);
+        if (f <= 0)
+            continue;
+        double j = x->j * f;
+        bool node = rr->ch[x->ch].node;
+        if (x->job >= 0) {
+            by[(size_t)x->job * nc + x->ch] += j;
+            seen[(size_t)x->job * nc + x->ch] = true;
+            if (node)
+                tot[x->job] += j;
+        } else if (node) {
+            rest[-x->job - 1] += j;
+        }
+    }
+    double all = rest[0] + rest[1] + rest[2];
+    for (size_t k = 0; k < nj; k++)
+        all += tot[k];
+    for (size_t k = 0; k < nj; k++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(rr->jobs[k].name));
+        json_object_set_new(o, "joules", json_real(tot[k]));
+        json_object_set_new(o, "share", all > 0 ? json_real(tot[k] / all) : json_null());
+        json_t *bc = json_object();
+        for (size_t c = 0; c < nc; c++)
+            if (seen[k * nc + c])
+                json_object_set_new(bc, rr->ch[c].name, json_real(by[k * nc + c]));
+        json_object_set_new(o, "by_channel", bc);
+        json_array_append_new(jobs, o);
+    }
+    json_object_set_new(win, "jobs", jobs);
+    json_object_set_new(win, "idle_joules", json_real(rest[0]));
+    json_object_set_new(win, "other_joules", json_real(rest[1]));
+    json_object_set_new(win, "unattributed_joules", json_real(rest[2]));
+    (void)warns;
+    free(by);
+    free(seen);
+    free(tot);
+    return 0;
+}
+
+static void carbon_part(struct rr *rr, json_t *win, double node_j, double embodied_g)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "g_per_kwh", jnum(rr->g_per_kwh));
+    json_object_set_new(c, "pue", jnum(rr->pue));
+    json_object_set_new(c, "intensity_source",
+                        rr->ci_source ? json_string(rr->ci_source) : json_null());
+    json_object_set_new(c, "operational_g_co2e",
+                        jnum(carbon_operational_g(node_j, rr->pue, rr->g_per_kwh)));
+    json_object_set_new(c, "embodied_g_co2e", jnum(embodied_g));
+    json_object_set_new(win, "carbon", c);
+}
+
+static int utilization_part(struct rr *rr, json_t *win, double a, double b, json_t *warns)
+{
+    json_t *arr = json_array();
+    for (size_t g = 0; g < rr->ngpu; g++) {
+        char label[64];
+        snprintf(label, sizeof label, "nvml/gpu%lld", rr->gpu[g].index);
+        for (int c = 0; c < 2; c++) {
+            const struct series *s = &rr->gpu[g].col[c];
+            size_t i = 0;
+            while (i < s->n && s->t[i] < a)
+                i++;
+            size_t k = i;
+            double mx = -INFINITY;
+            while (k < s->n && s->t[k] <= b) {
+                if (s->w[k] > mx)
+                    mx = s->w[k];
+                k++;
+            }
+            if (k == i) {
+                warn(warns, "%s %s: no samples inside the window, utilization not reported", label,
+                     util_cols[c]);
+                continue;
+            }
+            json_t *o = json_object();
+            json_object_set_new(o, "label", json_string(label));
+            json_object_set_new(o, "column", json_string(util_cols[c]));
+            json_object_set_new(o, "mean",
+                                json_real(series_sum(s->w + i, k - i) / (double)(k - i)));
+            json_object_set_new(o, "max", json_real(mx));
+            json_object_set_new(o, "samples", json_integer((json_int_t)(k - i)));
+            json_array_append_new(arr, o);
+        }
+    }
+    json_object_set_new(win, "gpu_utilization", arr);
+    return 0;
+}
+
+/*
+ * One window object. job NULL: the run's; else the workload's. have: its times are known
+ * (a workload that never started has none).
+ */
+static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
+{
+    json_t *win = json_object();
+    json_t *warns = json_array();
+    double a = job ? job->start : rr->run_start, b = job ? job->end : rr->run_end;
+    if (!job) {
+        size_t k;
+        json_t *v;
+        json_array_foreach(rr->run_warn, k, v) json_array_append(warns, v);
+    } else if (isfinite(a) && job->end_missing) {
+        b = rr->run_end;
+        warn(warns,
+             "workloads.json has no end_unix for %s (a killed run?): its window ends at the run's "
+             "last tick",
+             job->name);
+    }
+    bool have = isfinite(a) && isfinite(b) && b > a;
+    if (job && !isfinite(a))
+        warn(warns, "%s never started (workloads.json has no start_unix): nothing to report",
+             job->name);
+    else if (!have)
+        warn(warns, "the window is empty (end_unix %.6f is not after start_unix %.6f)", b, a);
+    json_object_set_new(win, "window", json_string(job ? "workload" : "run"));
+    json_object_set_new(win, "name", job ? json_string(job->name) : json_null());
+    json_object_set_new(win, "start_unix", jnum(a));
+    json_object_set_new(win, "end_unix", jnum(b));
+    json_object_set_new(win, "duration_seconds", jnum(b - a));
+    json_object_set_new(win, "edges",
+                        json_string(rr->edges == REPORT_EDGES_SNAP ? "snap" : "interpolate"));
+    double node_j = NAN;
+    int r = 0;
+    if (have) {
+        node_j = energy_part(rr, win, a, b, warns);
+        r = attribution_part(rr, win, a, b, warns);
+    } else {
+        json_object_set_new(win, "per_channel", json_array());
+        json_object_set_new(win, "per_node", json_array());
+        json_object_set_new(win, "node_total_joules", json_null());
+        json_object_set_new(win, "jobs", json_array());
+        json_object_set_new(win, "idle_joules", json_null());
+        json_object_set_new(win, "other_joules", json_null());
+        json_object_set_new(win, "unattributed_joules", json_null());
+    }
+    double emb = NAN;
+    if (job) {
+        emb = job->embodied_g;
+    } else if (rr->report) {
+        emb = jget_num(json_object_get(rr->report, "carbon"), "embodied_g_co2e");
+    }
+    carbon_part(rr, win, node_j, emb);
+    if (have && r == 0)
+        r = utilization_part(rr, win, a, b, warns);
+    else
+        json_object_set_new(win, "gpu_utilization", json_array());
+    json_object_set_new(win, "warnings", warns);
+    json_array_append_new(out, win);
+    return r;
+}
+
+/* ---- the report ---- */
+
+bool runreport_is_run_dir(const char *dir)
+{
+    if (!dir || !file_exists(dir, "manifest.json"))
+        return false;
+    json_t *m = NULL;
+    struct carma_err e = {0};
+    if (load_json(dir, "manifest.json", &m, &e) < 0)
+        return false;
+    const char *p = json_string_value(json_object_get(m, "producer"));
+    bool ok = p && (strcmp(p, "carma run") == 0 || strcmp(p, "carma stat") == 0);
+    json_decref(m);
+    return ok;
+}
+
+static void rr_free(struct rr *rr)
+{
+    json_decref(rr->manifest);
+    json_decref(rr->report);
+    json_decref(rr->summary);
+    json_decref(rr->run_warn);
+    for (size_t k = 0; k < rr->nch; k++) {
+        series_done(&rr->ch[k].w);
+        series_done(&rr->ch[k].cum);
+    }
+    free(rr->ch);
+    free(rr->ticks);
+    series_done(&rr->node_w);
+    series_done(&rr->node_cum);
+    free(rr->jobs);
+    free(rr->attr);
+    for (size_t g = 0; g < rr->ngpu; g++) {
+        series_done(&rr->gpu[g].col[0]);
+        series_done(&rr->gpu[g].col[1]);
+    }
+    free(rr->gpu);
+    series_scratch_done(&rr->sc);
+}
+
+/* Loads an optional JSON file: absent is fine (NULL, with a warning when warn_absent). */
+static int load_optional(struct rr *rr, const char *name, json_t **ret, bool warn_absent,
+                         struct carma_err *e)
+{
+    *ret = NULL;
+    if (!file_exists(rr->dir, name)) {
+        if (warn_absent)
+            warn(rr->run_warn, "%s is missing (a run that was killed?)", name);
+        return 0;
+    }
+    return load_json(rr->dir, name, ret, e);
+}
+
+int runreport_build(const char *dir, const struct runreport_opts *o, json_t **ret,
+                    struct carma_err *e)
+{
+    struct rr rr;
+    memset(&rr, 0, sizeof rr);
+    rr.dir = dir;
+    rr.edges = o ? o->edges : REPORT_EDGES_INTERPOLATE;
+    series_init(&rr.node_w);
+    series_init(&rr.node_cum);
+    rr.run_warn = json_array();
+    json_t *out = NULL;
+    int r = load_json(dir, "manifest.json", &rr.manifest, e);
+    if (r < 0)
+        goto out;
+    const char *prod = json_string_value(json_object_get(rr.manifest, "producer"));
+    if (!prod || (strcmp(prod, "carma run") != 0 && strcmp(prod, "carma stat") != 0)) {
+        r = carma_err_set(e, -EINVAL,
+                          "%s/manifest.json: producer is %s%s%s, not \"carma run\" or \"carma "
+                          "stat\": not a run directory of carma run or carma stat",
+                          dir, prod ? "\"" : "", prod ? prod : "missing", prod ? "\"" : "");
+        goto out;
+    }
+    rr.is_run = strcmp(prod, "carma run") == 0;
+    rr.interval_s = jget_num(json_object_get(rr.manifest, "options"), "interval_s");
+    if (!(rr.interval_s > 0))
+        rr.interval_s = 0.1;
+    /* the gap limit: srt-slurm's 3 s, or 2.5 sampling intervals when they are longer */
+    rr.sopts = series_opts_default();
+    if (2.5 * rr.interval_s > rr.sopts.max_gap_s) {
+        rr.sopts.max_gap_s = 2.5 * rr.interval_s;
+        rr.sopts.edge_tol_s = rr.sopts.max_gap_s / 2;
+    }
+    json_t *carbon = NULL;
+    if (rr.is_run) {
+        if ((r = load_optional(&rr, "report.json", &rr.report, true, e)) < 0)
+            goto out;
+        rr.node_names = json_object_get(rr.report, "node_channels");
+        carbon = json_object_get(rr.report, "carbon");
+    } else {
+        if ((r = load_optional(&rr, "summary.json", &rr.summary, true, e)) < 0)
+            goto out;
+        rr.node_names = json_object_get(json_object_get(rr.summary, "node"), "channels");
+        carbon = json_object_get(rr.summary, "carbon");
+    }
+    if (!json_is_array(rr.node_names))
+        rr.node_names = NULL; /* then: the channels of domain "total" */
+    rr.nnode_listed = json_array_size(rr.node_names);
+    rr.g_per_kwh = jget_num(carbon, "g_per_kwh");
+    rr.pue = jget_num(carbon, "pue");
+    rr.ci_source = json_string_value(json_object_get(carbon, "intensity_source"));
+    if ((r = load_samples(&rr, e)) < 0)
+        goto out;
+    if (rr.is_run) {
+        if (file_exists(dir, "workloads.json")) {
+            if ((r = load_workloads(&rr, e)) < 0)
+                goto out;
+        } else {
+            warn(rr.run_warn, "workloads.json is missing (a run that was killed?): no "
+                              "workload windows");
+        }
+    }
+    find_run_window(&rr);
+    if (rr.is_run) {
+        if (file_exists(dir, "attribution.csv")) {
+            if ((r = load_attribution(&rr, e)) < 0)
+                goto out;
+            rr.have_attr = true;
+        } else {
+            warn(rr.run_warn, "attribution.csv is missing: no per-job energies");
+        }
+        if (file_exists(dir, "utilization.csv") && (r = load_utilization(&rr, e)) < 0)
+            goto out;
+        const json_t *ws = json_object_get(rr.report, "workloads");
+        size_t k;
+        const json_t *w;
+        json_array_foreach(ws, k, w)
+        {
+            const char *name = json_string_value(json_object_get(w, "name"));
+            long f = name ? find_job(&rr, name) : -1;
+            if (f >= 0)
+                rr.jobs[f].embodied_g = jget_num(w, "embodied_g_co2e");
+        }
+    }
+    out = json_array();
+    if ((r = build_window(&rr, NULL, out)) < 0)
+        goto oom;
+    for (size_t k = 0; k < rr.njobs; k++)
+        if (rr.jobs[k].workload && (r = build_window(&rr, &rr.jobs[k], out)) < 0)
+            goto oom;
+    *ret = out;
+    out = NULL;
+    r = 0;
+    goto out;
+oom:
+    r = carma_err_set(e, -ENOMEM, "out of memory");
+out:
+    json_decref(out);
+    rr_free(&rr);
+    return r;
+}
+
+/* ---- the text form ---- */
+
+/* x as Python's format(x, ",.<dec>f") (commas) or format(x, ".<dec>f"), "n/a" for NAN (null).
+ * buf holds PYJSON_NUM_MAX bytes. */
+static const char *fnum(char *buf, double x, int dec, bool commas)
+{
+    if (isnan(x)) {
+        memcpy(buf, "n/a", 4);
+        return buf;
+    }
+    pyjson_format(x, dec, commas, false, buf);
+    return buf;
+}
+
+/* A member's number (NAN for null or absent). */
+static double tnum(const json_t *o, const char *key)
+{
+    return jget_num(o, key);
+}
+
+#define F2(b, x) fnum(b, x, 2, true)
+
+static void text_brow(FILE *f, const json_t *row)
+{
+    char j[PYJSON_NUM_MAX], avg[PYJSON_NUM_MAX], p50[PYJSON_NUM_MAX], p95[PYJSON_NUM_MAX],
+        p99[PYJSON_NUM_MAX], mx[PYJSON_NUM_MAX];
+    fprintf(f, "    %s: %s J (%s W avg; p50=%s p95=%s p99=%s max=%s W)\n",
+            json_string_value(json_object_get(row, "label")), F2(j, tnum(row, "joules")),
+            F2(avg, tnum(row, "avg_power_w")), F2(p50, tnum(row, "p50_w")),
+            F2(p95, tnum(row, "p95_w")), F2(p99, tnum(row, "p99_w")), F2(mx, tnum(row, "max_w")));
+}
+
+static void text_window(FILE *f, const json_t *w)
+{
+    char a[PYJSON_NUM_MAX], b[PYJSON_NUM_MAX], c[PYJSON_NUM_MAX], d[PYJSON_NUM_MAX],
+        g[PYJSON_NUM_MAX], h[PYJSON_NUM_MAX];
+    const char *name = json_string_value(json_object_get(w, "name"));
+    fprintf(f, "[%s%s%s] window=%ss start=%s end=%s edges=%s\n",
+            json_string_value(json_object_get(w, "window")), name ? " " : "", name ? name : "",
+            fnum(a, tnum(w, "duration_seconds"), 2, false),
+            fnum(b, tnum(w, "start_unix"), 3, false), fnum(c, tnum(w, "end_unix"), 3, false),
+            json_string_value(json_object_get(w, "edges")));
+    size_t k;
+    const json_t *v;
+    json_array_foreach(json_object_get(w, "warnings"), k, v)
+        fprintf(f, "  warning: %s\n", json_string_value(v));
+    const json_t *node = json_array_get(json_object_get(w, "per_node"), 0);
+    fprintf(f, "  node total: %s J", F2(h, tnum(w, "node_total_joules")));
+    if (node)
+        fprintf(f, " (%s W avg; p50=%s p95=%s p99=%s max=%s W)", F2(b, tnum(node, "avg_power_w")),
+                F2(c, tnum(node, "p50_w")), F2(d, tnum(node, "p95_w")), F2(g, tnum(node, "p99_w")),
+                F2(h, tnum(node, "max_w")));
+    fprintf(f, "\n");
+    json_array_foreach(json_object_get(w, "per_channel"), k, v) text_brow(f, v);
+    json_array_foreach(json_object_get(w, "jobs"), k, v)
+    {
+        double share = tnum(v, "share");
+        fprintf(f, "  job %s: %s J (%s%%)\n", json_string_value(json_object_get(v, "name")),
+                F2(a, tnum(v, "joules")), F2(b, share * 100.0));
+    }
+    if (json_array_size(json_object_get(w, "jobs")))
+        fprintf(f, "  idle: %s J, other: %s J, unattributed: %s J\n", F2(a, tnum(w, "idle_joules")),
+                F2(b, tnum(w, "other_joules")), F2(c, tnum(w, "unattributed_joules")));
+    const json_t *cb = json_object_get(w, "carbon");
+    const char *src = json_string_value(json_object_get(cb, "intensity_source"));
+    fprintf(f,
+            "  carbon: operational %s g CO2e (%s g/kWh x PUE %s), embodied %s g CO2e; "
+            "intensity: %s\n",
+            fnum(a, tnum(cb, "operational_g_co2e"), 4, true), F2(b, tnum(cb, "g_per_kwh")),
+            F2(c, tnum(cb, "pue")), fnum(d, tnum(cb, "embodied_g_co2e"), 4, true),
+            src ? src : "n/a");
+    /* utilization: one line per label, its columns in order */
+    const json_t *ua = json_object_get(w, "gpu_utilization");
+    for (size_t i = 0; i < json_array_size(ua); i++) {
+        const json_t *u = json_array_get(ua, i);
+        const char *label = json_string_value(json_object_get(u, "label"));
+        if (i > 0 && strcmp(label, json_string_value(
+                                       json_object_get(json_array_get(ua, i - 1), "label"))) == 0)
+            continue;
+        fprintf(f, "    %s utilization:", label);
+        for (size_t m = i; m < json_array_size(ua); m++) {
+            const json_t *um = json_array_get(ua, m);
+            if (strcmp(json_string_value(json_object_get(um, "label")), label) != 0)
+                break;
+            fprintf(f, "%s %s mean=%s max=%s", m > i ? ";" : "",
+                    json_string_value(json_object_get(um, "column")), F2(a, tnum(um, "mean")),
+                    F2(b, tnum(um, "max")));
+        }
+        fprintf(f, "\n");
+    }
+}
+
+char *runreport_text(const json_t *report)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    size_t k;
+    const json_t *w;
+    json_array_foreach(report, k, w) text_window(f, w);
+    if (json_array_size(report) == 0)
+        fprintf(f, "no windows\n");
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
