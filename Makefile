@@ -24,6 +24,7 @@ build: deps $(BUILD)/build.ninja
 run: build
 	$(BUILD)/carma sensors
 	$(BUILD)/carma run -o runs examples/quickstart/experiment.json
+	$(BUILD)/carma report "$$(ls -td runs/quickstart_*/ | head -n 1)"
 
 unit: build
 	meson test -C $(BUILD) --suite unit --print-errorlogs

@@ -1328,10 +1328,12 @@ static void text_brow(FILE *f, const json_t *row)
 {
     char j[PYJSON_NUM_MAX], avg[PYJSON_NUM_MAX], p50[PYJSON_NUM_MAX], p95[PYJSON_NUM_MAX],
         p99[PYJSON_NUM_MAX], mx[PYJSON_NUM_MAX];
-    fprintf(f, "    %s: %s J (%s W avg; p50=%s p95=%s p99=%s max=%s W)\n",
+    const char *method = json_string_value(json_object_get(row, "method"));
+    fprintf(f, "    %s: %s J (%s W avg; p50=%s p95=%s p99=%s max=%s W)%s%s%s\n",
             json_string_value(json_object_get(row, "label")), F2(j, tnum(row, "joules")),
             F2(avg, tnum(row, "avg_power_w")), F2(p50, tnum(row, "p50_w")),
-            F2(p95, tnum(row, "p95_w")), F2(p99, tnum(row, "p99_w")), F2(mx, tnum(row, "max_w")));
+            F2(p95, tnum(row, "p95_w")), F2(p99, tnum(row, "p99_w")), F2(mx, tnum(row, "max_w")),
+            method ? " [" : "", method ? method : "", method ? "]" : "");
 }
 
 static void text_window(FILE *f, const json_t *w)
@@ -1349,11 +1351,14 @@ static void text_window(FILE *f, const json_t *w)
     json_array_foreach(json_object_get(w, "warnings"), k, v)
         fprintf(f, "  warning: %s\n", json_string_value(v));
     const json_t *node = json_array_get(json_object_get(w, "per_node"), 0);
+    const char *nmethod = node ? json_string_value(json_object_get(node, "method")) : NULL;
     fprintf(f, "  node total: %s J", F2(h, tnum(w, "node_total_joules")));
     if (node)
         fprintf(f, " (%s W avg; p50=%s p95=%s p99=%s max=%s W)", F2(b, tnum(node, "avg_power_w")),
                 F2(c, tnum(node, "p50_w")), F2(d, tnum(node, "p95_w")), F2(g, tnum(node, "p99_w")),
                 F2(h, tnum(node, "max_w")));
+    if (nmethod)
+        fprintf(f, " [%s]", nmethod);
     fprintf(f, "\n");
     json_array_foreach(json_object_get(w, "per_channel"), k, v) text_brow(f, v);
     json_array_foreach(json_object_get(w, "jobs"), k, v)

@@ -174,6 +174,41 @@ assert c["benchmark_type"] == "aiperf" and c["concurrency"] == 8, c
 assert abs(c["gpu_total_joules"] - 450.0) < 1e-9, c["gpu_total_joules"]
 ' "$ai/conc_8/aiperf_artifacts/power_energy_c8.json"
 
+# --- 5. carma run and stat directories: a real run made now, and the fixtures
+rc=$(run_logged "$here/qrun" "$CARMA" run -q -o "$here/runs" "$CARMA_SRC/examples/quickstart/experiment.json")
+check_rc "$here/qrun" 0 "$rc"
+rd=$(head -n 1 "$here/qrun.out")
+need_file "$rd/report.json"
+rc=$(run_logged "$here/rrep" "$CARMA" report "$rd" --json-out "$here/rrep.json")
+check_rc "$here/rrep" 0 "$rc"
+check_clean_stderr "$here/rrep"
+check_grep "$here/rrep.out" "[run] window=" "run report text"
+check_grep "$here/rrep.out" "[workload heavy] window=" "workload window text"
+check_grep "$here/rrep.out" "[estimated]" "the model's numbers are labelled"
+check_py "run report vs report.json" '
+rep = load(sys.argv[1]); w = load(sys.argv[2])
+run = w[0]
+assert run["window"] == "run" and [x["name"] for x in w[1:]] == [x["name"] for x in rep["workloads"]], w
+assert abs(run["node_total_joules"] - rep["total_energy_j"]) <= 1e-6 * rep["total_energy_j"], (run["node_total_joules"], rep["total_energy_j"])
+jobs = {j["name"]: j["joules"] for j in run["jobs"]}
+for x in rep["workloads"]:
+    assert abs(jobs[x["name"]] - x["energy_j"]) <= 1e-6 * max(1.0, x["energy_j"]), (x["name"], jobs[x["name"]], x["energy_j"])
+rest = run["idle_joules"] + run["other_joules"] + run["unattributed_joules"]
+assert abs(sum(jobs.values()) + rest - run["node_total_joules"]) <= 1e-6 * run["node_total_joules"]
+assert abs(run["carbon"]["operational_g_co2e"] - rep["carbon"]["operational_g_co2e"]) <= 1e-6 * rep["carbon"]["operational_g_co2e"] + 1e-12
+for x in w[1:]:
+    me = [j for j in x["jobs"] if j["name"] == x["name"]][0]
+    assert abs(me["joules"] - jobs[x["name"]]) <= 1e-6 * max(1.0, jobs[x["name"]]), x["name"]
+' "$rd/report.json" "$here/rrep.json"
+rc=$(run_logged "$here/rrep-follow" "$CARMA" report "$rd" --follow)
+check_rc "$here/rrep-follow" 2 "$rc"
+for d in "$CARMA_FIXTURES"/rundir/*/; do
+    n=$(basename "$d")
+    rc=$(run_logged "$here/fix-$n" "$CARMA" report "$d" --format json)
+    check_rc "$here/fix-$n" 0 "$rc"
+    check_clean_stderr "$here/fix-$n"
+done
+
 # carma collect --report-follow: the reports of a log directory written beside a collection
 # (here of one dead target: the collection goes on, and so does the report thread)
 cf=$here/collect-follow
