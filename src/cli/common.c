@@ -1,5 +1,6 @@
 /* common: shared options and output helpers of the subcommands (see common.h). */
 #include "cli/common.h"
+#include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,39 +125,13 @@ void json_set_num(json_t *obj, const char *key, double v)
 
 int json_write_file(const json_t *j, const char *path)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
     char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
-    int r = 0;
-    if (!text) {
-        r = -ENOMEM;
-    } else {
-        size_t n = strlen(text), off = 0;
-        while (off < n) {
-            ssize_t w = write(fd, text + off, n - off);
-            if (w < 0) {
-                if (errno == EINTR)
-                    continue;
-                r = -errno;
-                break;
-            }
-            off += (size_t)w;
-        }
-        if (r == 0 && write(fd, "\n", 1) != 1)
-            r = -errno;
-        free(text);
-    }
-    if (r == 0 && fsync(fd) < 0)
-        r = -errno;
-    if (close(fd) < 0 && r == 0)
-        r = -errno;
-    if (r == 0 && rename(tmp, path) < 0)
-        r = -errno;
-    if (r < 0)
-        unlink(tmp);
+    if (!text)
+        return -ENOMEM;
+    size_t n = strlen(text);
+    text[n] = '\n'; /* the NUL becomes the final newline */
+    int r = file_replace(path, text, n + 1);
+    free(text);
     return r;
 }
 

@@ -23,7 +23,7 @@
 #include "core/file.h"
 #include "core/parse.h"
 #include "report/follow.h"
-#include "report/pyjson.h"
+#include "core/pyjson.h"
 #include "report/runreport.h"
 #include "report/srtlog.h"
 #include "report/srtreport.h"

@@ -8,32 +8,16 @@
 #include <unistd.h>
 
 #include "core/file.h"
-
-/* Lowercases the hex digits of jansson's \uXXXX escapes, as Python's json.dumps writes them,
- * so that the text is byte for byte what srt-slurm would write. */
-static void lowercase_escapes(char *s)
-{
-    while (*s) {
-        if (*s++ != '\\')
-            continue;
-        if (*s == 'u')
-            for (int i = 1; i <= 4 && s[i]; i++)
-                if (s[i] >= 'A' && s[i] <= 'F')
-                    s[i] = (char)(s[i] - 'A' + 'a');
-        if (*s)
-            s++; /* the escaped character: never the start of an escape */
-    }
-}
+#include "core/pyjson.h"
 
 int srt_json_replace(json_t *m, const char *dir, const char *tmp_path, const char *path,
                      struct carma_err *e)
 {
-    char *text =
-        m ? json_dumps(m, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(16)) : NULL;
+    /* Python's json.dumps(indent=2): repr floats, lowercase \\uXXXX escapes */
+    char *text = m ? pyjson_dumps(m, 2) : NULL;
     json_decref(m);
     if (!text)
         return carma_err_set(e, -ENOMEM, "cannot write %s: out of memory", path);
-    lowercase_escapes(text);
     int r = 0;
     int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -42,7 +26,7 @@ int srt_json_replace(json_t *m, const char *dir, const char *tmp_path, const cha
         return carma_err_set(e, r, "cannot create %s: %s", tmp_path, strerror(-r));
     }
     size_t n = strlen(text);
-    text[n] = '\n'; /* json_dumps' NUL becomes the final newline: the text is not a string now */
+    text[n] = '\n'; /* the NUL becomes the final newline: the text is not a string now */
     r = file_write_all(fd, text, n + 1);
     free(text);
     if (r == 0 && fsync(fd) < 0)

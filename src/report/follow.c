@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
-#include "report/pyjson.h"
+#include "core/pyjson.h"
 #include "report/srtreport.h"
 
 int follow_init(struct follow *f, const char *log_dir, const char *cpu_samples, unsigned flags,

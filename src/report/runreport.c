@@ -26,7 +26,7 @@
 #include "analysis/carbon.h"
 #include "core/file.h"
 #include "core/parse.h"
-#include "report/pyjson.h"
+#include "core/pyjson.h"
 #include "report/series.h"
 
 /* Limits on what the files may hold (a run directory comes from a user). */

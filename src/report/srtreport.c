@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "core/csv.h"
-#include "report/pyjson.h"
+#include "core/pyjson.h"
 
 /* ---- Python-style numbers as JSON values ---- */
 

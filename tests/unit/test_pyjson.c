@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report/pyjson.h"
+#include "core/pyjson.h"
 #include "testutil.h"
 
 #define PYTHON "/usr/bin/python3"

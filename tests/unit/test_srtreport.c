@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/pyjson.h"
+#include "core/pyjson.h"
 #include "report/srtlog.h"
 #include "report/srtreport.h"
 

@@ -16,7 +16,7 @@
  * The text never depends on the locale: digits are taken from printf's output and the decimal
  * point is always written as '.'.
  */
-#include "report/pyjson.h"
+#include "core/pyjson.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -12,8 +12,8 @@
  *   pyjson_format     str.format of one double with a spec of the form [+][,].<P>f
  *                     ("{:,.2f}", "{:.3f}", "{:+.2f}", "{:,.0f}", "{:.4f}").
  */
-#ifndef CARMA_REPORT_PYJSON_H
-#define CARMA_REPORT_PYJSON_H
+#ifndef CARMA_CORE_PYJSON_H
+#define CARMA_CORE_PYJSON_H
 
 #include <jansson.h>
 #include <stdbool.h>
