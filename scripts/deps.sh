@@ -18,6 +18,7 @@ test_packages=(
     prometheus                                       # promtool and a real Prometheus server
     curl                                             # HTTP requests in the tests
     slurm-wlm                                        # a single-node Slurm cluster (test_slurm)
+    python3-numpy                                    # the report's references (numpy's sums, percentiles)
 )
 if [ "${1:-}" = "--test" ]; then
     packages+=("${test_packages[@]}")

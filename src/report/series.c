@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -39,19 +40,60 @@ void series_done(struct series *s)
     series_init(s);
 }
 
-/* Resizes both arrays to exactly cap samples (cap >= s->n). Returns 0 or -ENOMEM. */
-static int set_cap(struct series *s, size_t cap)
+/*
+ * Big arrays are grown into a new block that starts on a 2 MiB boundary (posix_memalign, so
+ * free() and realloc() apply as to any malloc'ed array), and the part expected to be filled is
+ * marked for transparent huge pages: its first touch then costs one fault per 2 MiB instead of
+ * 512 (first-touch faults were ~45 % of `carma report`'s loading in a VM). Only whole 2 MiB
+ * pages below the expected fill are marked, so a room estimate that is too high does not make a
+ * mostly empty huge page resident; the rest stays in 4 KiB pages.
+ */
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+#define HUGE_MIN_BYTES  ((size_t)4 << 20)
+
+/*
+ * Resizes *p, holding n doubles in room for old_cap, to room for cap (cap >= n), expecting
+ * about expect of them to be written. *p is unchanged when out of memory. 0 or -ENOMEM.
+ */
+static int array_resize(double **p, size_t n, size_t old_cap, size_t cap, size_t expect)
+{
+    size_t bytes = (cap ? cap : 1) * sizeof(double);
+    if (cap <= old_cap || bytes < HUGE_MIN_BYTES) {
+        double *q = realloc(*p, bytes);
+        if (!q)
+            return -ENOMEM;
+        *p = q;
+        return 0;
+    }
+    void *q;
+    if (posix_memalign(&q, HUGE_PAGE_BYTES, bytes) != 0)
+        return -ENOMEM;
+#ifdef MADV_HUGEPAGE
+    size_t huge = (expect < cap ? expect : cap) * sizeof(double) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    if (huge > 0)
+        (void)madvise(q, huge, MADV_HUGEPAGE); /* a hint: without it, small pages */
+#else
+    (void)expect;
+#endif
+    if (n > 0)
+        memcpy(q, *p, n * sizeof(double));
+    free(*p);
+    *p = q;
+    return 0;
+}
+
+/*
+ * Resizes both arrays to exactly cap samples (cap >= s->n), expecting about expect of them to
+ * be filled. Returns 0 or -ENOMEM.
+ */
+static int set_cap(struct series *s, size_t cap, size_t expect)
 {
     if (cap > SIZE_MAX / sizeof(double))
         return -ENOMEM;
-    double *t = realloc(s->t, (cap ? cap : 1) * sizeof(double));
-    if (!t)
+    /* t may end up larger than cap says; w decides */
+    if (array_resize(&s->t, s->n, s->cap, cap, expect) < 0 ||
+        array_resize(&s->w, s->n, s->cap, cap, expect) < 0)
         return -ENOMEM;
-    s->t = t; /* t may now be larger than cap says; w decides */
-    double *w = realloc(s->w, (cap ? cap : 1) * sizeof(double));
-    if (!w)
-        return -ENOMEM;
-    s->w = w;
     s->cap = cap;
     return 0;
 }
@@ -60,13 +102,14 @@ int series_reserve(struct series *s, size_t n)
 {
     if (n <= s->cap)
         return 0;
-    return set_cap(s, n);
+    /* an estimate: huge pages for its first 15/16 only */
+    return set_cap(s, n, n - n / 16);
 }
 
 void series_shrink(struct series *s)
 {
     if (s->cap > s->n && s->n > 0)
-        (void)set_cap(s, s->n);
+        (void)set_cap(s, s->n, s->n);
 }
 
 int series_append(struct series *s, double t_s, double w)
@@ -75,7 +118,8 @@ int series_append(struct series *s, double t_s, double w)
         return -EINVAL;
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : GROW_FIRST;
-        if (cap < s->cap || set_cap(s, cap) < 0)
+        /* huge pages only for the samples held so far: the new half may stay empty */
+        if (cap < s->cap || set_cap(s, cap, s->n) < 0)
             return -ENOMEM;
     }
     if (s->n > 0 && t_s < s->t[s->n - 1])
