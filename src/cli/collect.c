@@ -47,7 +47,7 @@
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "export/srt_cpu.h"
-#include "report/follow.h"
+#include "cli/follow_opt.h"
 
 #define DEFAULT_INTERVAL_NS NS_PER_S
 #define MAX_TIMEOUT_NS      (5 * NS_PER_S)
@@ -64,10 +64,7 @@ struct collect_opts {
     int64_t duration_ns; /* 0: until a signal */
     bool required;
     bool srt_cpu;
-    const char *report_dir; /* --report-follow: an srt-slurm log directory, or NULL */
-    const char *report_cpu; /* --report-cpu-samples */
-    int64_t report_poll_ns; /* --report-poll */
-    enum report_edges report_edges;
+    struct follow_opts follow; /* --report-follow */
     int verbose;
 };
 
@@ -120,10 +117,9 @@ struct collector {
     bool write_failed;  /* ever */
     bool cpu_write_failing, cpu_write_failed;
     bool interrupted;
-    bool ran;             /* the clock started (else the run failed before its first cycle) */
-    uint64_t rows;        /* samples.csv rows, kept when it is closed */
-    struct follow follow; /* --report-follow */
-    struct follow_thread *follow_thread;
+    bool ran;                 /* the clock started (else the run failed before its first cycle) */
+    uint64_t rows;            /* samples.csv rows, kept when it is closed */
+    struct follower follower; /* --report-follow */
     bool report_failed;
 };
 
@@ -153,14 +149,8 @@ static void help(void)
         "  --required          a target down in the first cycle is fatal (exit 1)\n"
         "  --srt-cpu           also write srt-slurm's CPU power leg, power/cpu/samples.csv\n"
         "                      and power/cpu/cpu_manifest.json, from cpu_power_acpi_watts /\n"
-        "                      cpu_power_dcgm_watts\n"
-        "  --report-follow DIR incremental `carma report --follow DIR` beside the collection:\n"
-        "                      each finished benchmark window of the srt-slurm log directory\n"
-        "                      DIR gets its power_energy_c<N>.json and a JSONL line; with\n"
-        "                      --srt-cpu the CPU leg is this run's power/cpu/samples.csv\n"
-        "  --report-cpu-samples CSV  the CPU leg for --report-follow instead\n"
-        "  --report-poll T     --report-follow's period (default 30s)\n"
-        "  --report-edges E    interpolate (default) or snap, as carma report --edges\n"
+        "                      cpu_power_dcgm_watts\n" FOLLOW_OPTIONS_HELP
+        "                      (with --srt-cpu, the CPU leg is this run's power/cpu/samples.csv)\n"
         "  -q, --quiet         no warnings about targets, no summary at the end\n");
 }
 
@@ -193,10 +183,6 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
         OPT_DURATION,
         OPT_REQUIRED,
         OPT_SRT_CPU,
-        OPT_REPORT_FOLLOW,
-        OPT_REPORT_CPU,
-        OPT_REPORT_POLL,
-        OPT_REPORT_EDGES,
     };
     static const struct option longopts[] = {
         {"target", required_argument, NULL, OPT_TARGET},
@@ -209,10 +195,7 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
         {"duration", required_argument, NULL, OPT_DURATION},
         {"required", no_argument, NULL, OPT_REQUIRED},
         {"srt-cpu", no_argument, NULL, OPT_SRT_CPU},
-        {"report-follow", required_argument, NULL, OPT_REPORT_FOLLOW},
-        {"report-cpu-samples", required_argument, NULL, OPT_REPORT_CPU},
-        {"report-poll", required_argument, NULL, OPT_REPORT_POLL},
-        {"report-edges", required_argument, NULL, OPT_REPORT_EDGES},
+        FOLLOW_LONG_OPTIONS,
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -228,6 +211,11 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+qvho:", longopts, NULL)) != -1) {
+        int fh = follow_opt_handle(&o->follow, "collect", c, optarg);
+        if (fh < 0)
+            return -1;
+        if (fh > 0)
+            continue;
         switch (c) {
         case OPT_TARGET:
             if (nspecs == COLLECT_TARGETS_MAX) {
@@ -278,28 +266,6 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
             break;
         case OPT_SRT_CPU:
             o->srt_cpu = true;
-            break;
-        case OPT_REPORT_FOLLOW:
-            o->report_dir = optarg;
-            break;
-        case OPT_REPORT_CPU:
-            o->report_cpu = optarg;
-            break;
-        case OPT_REPORT_POLL:
-            if (parse_duration_ns(optarg, &o->report_poll_ns) < 0 || o->report_poll_ns <= 0) {
-                cli_error("collect: --report-poll: '%s' is not a duration above 0", optarg);
-                return -1;
-            }
-            break;
-        case OPT_REPORT_EDGES:
-            if (strcmp(optarg, "interpolate") == 0) {
-                o->report_edges = REPORT_EDGES_INTERPOLATE;
-            } else if (strcmp(optarg, "snap") == 0) {
-                o->report_edges = REPORT_EDGES_SNAP;
-            } else {
-                cli_error("collect: --report-edges: '%s' is not interpolate or snap", optarg);
-                return -1;
-            }
             break;
         case 'q':
             o->verbose = -1;
@@ -947,16 +913,10 @@ int cmd_collect(int argc, char **argv)
     if (http_init(&c) < 0)
         goto out;
 
-    if (o.report_dir) {
-        char own_cpu[PATH_MAX + 32];
-        snprintf(own_cpu, sizeof own_cpu, "%s/power/cpu/samples.csv", c.dir);
-        const char *cpu = o.report_cpu ? o.report_cpu : o.srt_cpu ? own_cpu : NULL;
-        if (follow_init(&c.follow, o.report_dir, cpu, 0, o.report_edges) < 0 ||
-            !(c.follow_thread = follow_thread_start(&c.follow, o.report_poll_ns, &e))) {
-            cli_error("collect: --report-follow: %s", e.msg[0] ? e.msg : "out of memory");
-            goto out;
-        }
-    }
+    char own_cpu[PATH_MAX + 32];
+    snprintf(own_cpu, sizeof own_cpu, "%s/power/cpu/samples.csv", c.dir);
+    if (follower_start(&c.follower, &o.follow, o.srt_cpu ? own_cpu : NULL, "collect") < 0)
+        goto out;
     c.ran = true;
     c.start_mono = time_mono_ns();
     uint64_t seq = 0;
@@ -1012,21 +972,9 @@ out:
             c.cpu_write_failed = true;
         }
     }
-    if (c.follow_thread) {
-        /* after the samples are flushed: the final poll sees every row */
-        struct carma_err fe = {0};
-        if (follow_thread_stop(c.follow_thread, &fe) < 0) {
-            cli_error("collect: --report-follow: %s", fe.msg);
-            c.report_failed = true;
-        }
-        c.follow_thread = NULL;
-        if (o.verbose >= 0)
-            fprintf(stderr, "carma: collect: %zu benchmark window%s reported in %s%s%s\n",
-                    c.follow.emitted, c.follow.emitted == 1 ? "" : "s", o.report_dir,
-                    c.follow.last_error[0] && !c.follow.emitted ? "; last: " : "",
-                    c.follow.last_error[0] && !c.follow.emitted ? c.follow.last_error : "");
-    }
-    follow_done(&c.follow);
+    /* after the samples are flushed: the final poll sees every row */
+    if (follower_stop(&c.follower, "collect", o.verbose < 0) < 0)
+        c.report_failed = true;
     if (c.start_real) {
         if (!c.stop_real)
             c.stop_real = time_real_ns();

@@ -41,6 +41,7 @@
 #include "workload/perfcount.h"
 #include "workload/proctree.h"
 #include "cli/run.h"
+#include "cli/follow_opt.h"
 
 static void help(void)
 {
@@ -53,7 +54,8 @@ static void help(void)
            "  -o, --output DIR    where run directories go (default: runs)\n"
            "  --baseline T        idle measurement before the workloads (default: the file's\n"
            "                      monitoring.baseline_s, else 3s; 0 skips it)\n"
-           "  --grace T           after SIGTERM, wait T before SIGKILL (default 5s)\n");
+           "  --grace T           after SIGTERM, wait T before SIGKILL (default "
+           "5s)\n" FOLLOW_OPTIONS_HELP);
 }
 
 static const char *kind_key(enum channel_kind k)
@@ -808,12 +810,15 @@ int cmd_run(int argc, char **argv)
     const char *runs = "runs";
     int64_t baseline_ns = -1, grace_ns = 5 * NS_PER_S;
     bool interval_given = false;
+    struct follow_opts fo = {0};
+    struct follower follower = {0};
     enum { OPT_BASELINE = OPT_COMMON_LAST + 1, OPT_GRACE };
     static const struct option longopts[] = {
         COMMON_LONG_OPTIONS,
         {"output", required_argument, NULL, 'o'},
         {"baseline", required_argument, NULL, OPT_BASELINE},
         {"grace", required_argument, NULL, OPT_GRACE},
+        FOLLOW_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -827,6 +832,11 @@ int cmd_run(int argc, char **argv)
             interval_given = interval_given || c == OPT_INTERVAL;
             continue;
         }
+        h = follow_opt_handle(&fo, "run", c, optarg);
+        if (h < 0)
+            return 2;
+        if (h > 0)
+            continue;
         switch (c) {
         case 'o':
             runs = optarg;
@@ -921,6 +931,8 @@ int cmd_run(int argc, char **argv)
         goto out;
     printf("%s\n", r->dir);
     fflush(stdout);
+    if (follower_start(&follower, &fo, NULL, "run") < 0)
+        goto out;
     write_json(r, "experiment.json", json_deep_copy(r->x.resolved));
     write_json(r, "manifest.json", manifest(r, "running"));
     char path[4200];
@@ -1023,6 +1035,8 @@ int cmd_run(int argc, char **argv)
     pstree_snapshot(r);
     if (r->tty)
         fprintf(stderr, "\n");
+    /* the workloads have ended: the follower's final poll sees their whole log directory */
+    bool report_failed = follower_stop(&follower, "run", co.verbose < 0) < 0;
     /* workloads.json, CARMA's workload_pids.json, the report */
     json_t *wl = json_object(), *arr = json_array(), *pids = json_object();
     status = 0;
@@ -1050,6 +1064,8 @@ int cmd_run(int argc, char **argv)
         if (j->exit_status != 0)
             status = 1;
     }
+    if (report_failed)
+        status = 1; /* reports that could not be written (said above) */
     json_object_set_new(wl, "workloads", arr);
     write_json(r, "workloads.json", wl);
     write_json(r, "workload_pids.json", pids);
@@ -1074,6 +1090,7 @@ int cmd_run(int argc, char **argv)
     write_json(r, "manifest.json", manifest(r, "complete"));
     gpu_status = r->signals ? "incomplete" : "complete";
 out:
+    follower_stop(&follower, "run", co.verbose < 0);
     run_gpu_done(r, gpu_status);
     if (r->csv)
         samples_csv_close(r->csv);

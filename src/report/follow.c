@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 #include <stdio.h>
@@ -346,7 +347,13 @@ struct follow_thread *follow_thread_start(struct follow *f, long long period_ns,
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->wake, &ca);
     pthread_condattr_destroy(&ca);
+    /* The thread takes no signal: the command waits for its signals (signalfd, sigtimedwait)
+     * with them blocked, and one delivered to a thread that does not block it is lost. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int r = pthread_create(&t->thread, NULL, follow_main, t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r != 0) {
         pthread_cond_destroy(&t->wake);
         pthread_mutex_destroy(&t->lock);

@@ -69,7 +69,8 @@ static int array_resize(double **p, size_t n, size_t old_cap, size_t cap, size_t
     if (posix_memalign(&q, HUGE_PAGE_BYTES, bytes) != 0)
         return -ENOMEM;
 #ifdef MADV_HUGEPAGE
-    size_t huge = (expect < cap ? expect : cap) * sizeof(double) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    size_t huge =
+        (expect < cap ? expect : cap) * sizeof(double) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
     if (huge > 0)
         (void)madvise(q, huge, MADV_HUGEPAGE); /* a hint: without it, small pages */
 #else

@@ -3,9 +3,11 @@
  * energy and power statistics of a window [start, end] over them.
  *
  * A series holds (t, w) pairs as two parallel arrays of doubles: 16 bytes per sample held, no
- * more (series_reserve / series_shrink keep the slack at zero; glibc grows large arrays with
- * mremap, so slack that was never written is not resident either). t is in seconds (unix time
- * in the report), w in watts, or cumulative joules for an energy counter.
+ * more (series_reserve / series_shrink keep the slack at zero, and slack that was never written
+ * is not resident either). Arrays of 4 MiB and more start on a 2 MiB boundary and the part
+ * expected to be filled is marked for transparent huge pages, so that their first touch faults
+ * once per 2 MiB; they are malloc'ed all the same (free() and realloc() apply). t is in seconds
+ * (unix time in the report), w in watts, or cumulative joules for an energy counter.
  *
  * Three ways to take a window, one per `--edges` choice and channel kind:
  *   series_window_snap         srt-slurm's windowed_energy (docs: srt-slurm.md §6.5), number
@@ -61,9 +63,11 @@ void series_done(struct series *s);
 
 /*
  * Makes room for at least n samples in all. Returns 0 or -ENOMEM (s unchanged). Room never
- * written is not resident, so a generous estimate (file size / row size) costs nothing, and it
- * spares the growth by doubling, which moves the arrays (mremap): cheap on bare metal, but a
- * page-table refill for every page moved on some VMs (measured: ~0.25 s per 160 MB here).
+ * written is not resident, so a generous estimate (file size / row size) costs next to nothing
+ * (huge pages are asked for only up to 15/16 of n: an estimate more than ~6 % too high can
+ * leave one mostly empty 2 MiB page resident per array), and it spares the growth by doubling,
+ * which moves the arrays (a copy, or an mremap that some VMs charge a page-table refill for
+ * every page moved: ~0.25 s per 160 MB here).
  */
 int series_reserve(struct series *s, size_t n);
 

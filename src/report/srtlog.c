@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1774,20 +1775,65 @@ struct vec {
     bool unsorted;
 };
 
+/*
+ * Big arrays are grown into a new block that starts on a 2 MiB boundary (posix_memalign, so
+ * free() and realloc() apply: the arrays handed out stay malloc'ed), and the part expected to
+ * be filled is marked for transparent huge pages: its first touch then costs one fault per
+ * 2 MiB instead of 512 (first-touch faults were ~45 % of loading a 10 M-row file in a VM).
+ * Only whole 2 MiB pages below the expected fill are marked, so that a room estimate a little
+ * too high does not make a mostly empty huge page resident. (series.c does the same.)
+ */
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+#define HUGE_MIN_BYTES  ((size_t)4 << 20)
+
+/*
+ * Grows *p, holding n doubles, to room for cap (cap >= n), expecting about expect of them to
+ * be written. *p is unchanged when out of memory. 0 or -ENOMEM.
+ */
+static int array_grow(double **p, size_t n, size_t cap, size_t expect)
+{
+    if (cap > SIZE_MAX / sizeof(double))
+        return -ENOMEM;
+    size_t bytes = cap * sizeof(double);
+    if (bytes < HUGE_MIN_BYTES) {
+        double *q = realloc(*p, bytes);
+        if (!q)
+            return -ENOMEM;
+        *p = q;
+        return 0;
+    }
+    void *q;
+    if (posix_memalign(&q, HUGE_PAGE_BYTES, bytes) != 0)
+        return -ENOMEM;
+#ifdef MADV_HUGEPAGE
+    size_t huge =
+        (expect < cap ? expect : cap) * sizeof(double) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    if (huge > 0)
+        (void)madvise(q, huge, MADV_HUGEPAGE); /* a hint: without it, small pages */
+#else
+    (void)expect;
+#endif
+    if (n > 0)
+        memcpy(q, *p, n * sizeof(double));
+    free(*p);
+    *p = q;
+    return 0;
+}
+
+/* Grows v to room for cap samples (cap > v->cap), about expect of them to be filled. */
+static int vec_grow(struct vec *v, size_t cap, size_t expect)
+{
+    if (array_grow(&v->t, v->n, cap, expect) < 0 || array_grow(&v->w, v->n, cap, expect) < 0)
+        return -ENOMEM;
+    v->cap = cap;
+    return 0;
+}
+
 static int vec_push(struct vec *v, double t, double w)
 {
-    if (v->n == v->cap) {
-        size_t nc = v->cap ? v->cap * 2 : 64;
-        double *nt = realloc(v->t, nc * sizeof *nt);
-        if (!nt)
-            return -ENOMEM;
-        v->t = nt;
-        double *nw = realloc(v->w, nc * sizeof *nw);
-        if (!nw)
-            return -ENOMEM;
-        v->w = nw;
-        v->cap = nc;
-    }
+    /* doubling: huge pages only for the samples held so far, the new half may stay empty */
+    if (v->n == v->cap && vec_grow(v, v->cap ? v->cap * 2 : 64, v->n) < 0)
+        return -ENOMEM;
     if (v->n > 0 && t < v->t[v->n - 1])
         v->unsorted = true;
     v->t[v->n] = t;
@@ -1796,21 +1842,15 @@ static int vec_push(struct vec *v, double t, double w)
     return 0;
 }
 
-/* Makes room for n samples (room only: pages not written stay out of memory). 0 or -ENOMEM. */
+/*
+ * Makes room for n samples (room only: pages not written stay out of memory), an estimate of
+ * which the first 15/16 are expected to be filled. 0 or -ENOMEM.
+ */
 static int vec_reserve(struct vec *v, size_t n)
 {
     if (n <= v->cap)
         return 0;
-    double *nt = realloc(v->t, n * sizeof *nt);
-    if (!nt)
-        return -ENOMEM;
-    v->t = nt;
-    double *nw = realloc(v->w, n * sizeof *nw);
-    if (!nw)
-        return -ENOMEM;
-    v->w = nw;
-    v->cap = n;
-    return 0;
+    return vec_grow(v, n, n - n / 16);
 }
 
 static void vec_free(struct vec *v)
@@ -3121,7 +3161,7 @@ static void gchk_row(struct gload *G, struct gdev *d, uint64_t seq, double t, ui
 }
 
 /* Data rows read before the series are sized for the whole file. */
-#define RESERVE_AFTER 65536
+#define RESERVE_AFTER 8192
 
 /* A vec that holds n of rows rows so far, made room for the rows expected in all (room only). */
 static int vec_expect(struct vec *v, double scale)

@@ -46,8 +46,9 @@
  * known header and its schema_version on every row.
  *
  * Memory: 16 bytes per sample kept (power and each populated utilization cell); the series are
- * sized from the share of the file read after the first 65536 rows, so they are not moved while
- * they grow. The GPU checks above keep a few numbers per device while each device's rows come in
+ * sized from the share of the file read after the first 8192 rows, so they are not moved while
+ * they grow; big ones are 2 MiB-aligned and ask for transparent huge pages (still malloc'ed).
+ * The GPU checks above keep a few numbers per device while each device's rows come in
  * non-decreasing scrape_seq order (the usual file); a device whose scrape_seq goes back is
  * checked again after the load from a second pass over the file, keeping 12 bytes per row of
  * that device only. No global state.

@@ -230,4 +230,35 @@ check_eq "$(wc -l <"$cf/power_energy_report.jsonl")" 1 "collect --report-follow 
 rc=$(run_logged "$here/collect-bad" "$CARMA" collect --target 127.0.0.1:1 --report-poll 0s -o "$here/coll2")
 check_rc "$here/collect-bad" 2 "$rc"
 
+# carma run --report-follow: a workload that writes an srt-slurm sweep of two concurrencies;
+# the first is reported while the sweep runs, the second at the final poll after it ends
+rf=$here/run-follow
+cat >"$here/sweep.sh" <<SWEEP
+d=$rf
+mkdir -p \$d/power \$d/sa-bench_x
+printf 'Serving Benchmark Result\\n' >\$d/benchmark.out
+printf '%s\\r\\n' '$hdr' >\$d/power/samples.csv
+for t in 1000 1001 1002 1003 1004 1005; do printf '2,%d.0,%d,n,0,G,20.0,,\\r\\n' \$t \$t >>\$d/power/samples.csv; done
+printf '{"benchmark_start_time_unix": 1000, "benchmark_end_time_unix": 1004, "total_input_tokens": 3, "total_output_tokens": 1}' >\$d/sa-bench_x/results_concurrency_1_a.json
+sleep 1
+test -e \$d/sa-bench_x/power_energy_c1.json && echo early-report-seen
+for t in 1006 1007 1008 1009; do printf '2,%d.0,%d,n,0,G,30.0,,\\r\\n' \$t \$t >>\$d/power/samples.csv; done
+printf '{"benchmark_start_time_unix": 1005, "benchmark_end_time_unix": 1009, "total_input_tokens": 3, "total_output_tokens": 1}' >\$d/sa-bench_x/results_concurrency_2_a.json
+SWEEP
+printf '{"experiment_name": "sweep", "workloads": [{"name": "sweep", "type": "shell", "script": "%s"}], "monitoring": {"interval": "100ms", "baseline_s": 0}}\n' \
+    "$here/sweep.sh" >"$here/sweep.json"
+rc=$(run_logged "$here/run-follow" "$CARMA" run -o "$here/runs2" --report-follow "$rf" \
+    --report-poll 200ms "$here/sweep.json")
+check_rc "$here/run-follow" 0 "$rc"
+check_clean_stderr "$here/run-follow"
+check_grep "$here/run-follow.err" "2 benchmark windows reported in $rf" "run's summary"
+rd2=$(head -n 1 "$here/run-follow.out")
+check_grep "$rd2/logs/sweep.out" "early-report-seen" "the first window reported while the sweep ran"
+check_eq "$(wc -l <"$rf/power_energy_report.jsonl")" 2 "run --report-follow JSONL lines"
+check_py "run --report-follow" '
+a = load(sys.argv[1]); b = load(sys.argv[2])
+assert abs(a["gpu_total_joules"] - 80.0) < 1e-9, a["gpu_total_joules"]
+assert abs(b["gpu_total_joules"] - 115.0) < 1e-9  # 20 W at 1005, 30 W from 1006, b["gpu_total_joules"]
+' "$rf/sa-bench_x/power_energy_c1.json" "$rf/sa-bench_x/power_energy_c2.json"
+
 cli_done

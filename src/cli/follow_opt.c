@@ -1,0 +1,82 @@
+/* follow_opt: --report-follow for carma collect and carma run (see follow_opt.h). */
+#include "cli/follow_opt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/common.h"
+#include "core/parse.h"
+
+int follow_opt_handle(struct follow_opts *o, const char *cmd, int c, const char *arg)
+{
+    switch (c) {
+    case OPT_REPORT_FOLLOW:
+        o->dir = arg;
+        return 1;
+    case OPT_REPORT_CPU:
+        o->cpu_samples = arg;
+        return 1;
+    case OPT_REPORT_POLL:
+        if (parse_duration_ns(arg, &o->poll_ns) < 0 || o->poll_ns <= 0) {
+            cli_error("%s: --report-poll: '%s' is not a duration above 0", cmd, arg);
+            return -1;
+        }
+        return 1;
+    case OPT_REPORT_EDGES:
+        if (strcmp(arg, "interpolate") == 0) {
+            o->edges = REPORT_EDGES_INTERPOLATE;
+        } else if (strcmp(arg, "snap") == 0) {
+            o->edges = REPORT_EDGES_SNAP;
+        } else {
+            cli_error("%s: --report-edges: '%s' is not interpolate or snap", cmd, arg);
+            return -1;
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int follower_start(struct follower *fw, const struct follow_opts *o, const char *cpu_samples,
+                   const char *cmd)
+{
+    if (!o->dir)
+        return 0;
+    struct carma_err e = {0};
+    const char *cpu = o->cpu_samples ? o->cpu_samples : cpu_samples;
+    if (follow_init(&fw->f, o->dir, cpu, 0, o->edges) < 0) {
+        cli_error("%s: --report-follow: out of memory", cmd);
+        return -1;
+    }
+    fw->started = true;
+    fw->t = follow_thread_start(&fw->f, o->poll_ns, &e);
+    if (!fw->t) {
+        cli_error("%s: --report-follow: %s", cmd, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+int follower_stop(struct follower *fw, const char *cmd, bool quiet)
+{
+    if (!fw->started)
+        return 0;
+    int ret = 0;
+    if (fw->t) {
+        struct carma_err e = {0};
+        if (follow_thread_stop(fw->t, &e) < 0) {
+            cli_error("%s: --report-follow: %s", cmd, e.msg);
+            ret = -1;
+        }
+        fw->t = NULL;
+        const struct follow *f = &fw->f;
+        if (!quiet)
+            fprintf(stderr, "carma: %s: %zu benchmark window%s reported in %s%s%s\n", cmd,
+                    f->emitted, f->emitted == 1 ? "" : "s", f->log_dir,
+                    f->last_error[0] && !f->emitted ? "; last: " : "",
+                    f->last_error[0] && !f->emitted ? f->last_error : "");
+    }
+    follow_done(&fw->f);
+    fw->started = false;
+    return ret;
+}
