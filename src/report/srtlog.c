@@ -1773,6 +1773,9 @@ struct vec {
     double *t, *w;
     size_t n, cap;
     bool unsorted;
+    /* no t of its own (t is NULL): its times are another vec's t[0, n) (a GPU utilization
+     * column that has had a value on every row of its device so far) */
+    bool shared_t;
 };
 
 /*
@@ -1823,7 +1826,8 @@ static int array_grow(double **p, size_t n, size_t cap, size_t expect)
 /* Grows v to room for cap samples (cap > v->cap), about expect of them to be filled. */
 static int vec_grow(struct vec *v, size_t cap, size_t expect)
 {
-    if (array_grow(&v->t, v->n, cap, expect) < 0 || array_grow(&v->w, v->n, cap, expect) < 0)
+    if ((!v->shared_t && array_grow(&v->t, v->n, cap, expect) < 0) ||
+        array_grow(&v->w, v->n, cap, expect) < 0)
         return -ENOMEM;
     v->cap = cap;
     return 0;
@@ -1839,6 +1843,32 @@ static int vec_push(struct vec *v, double t, double w)
     v->t[v->n] = t;
     v->w[v->n] = w;
     v->n++;
+    return 0;
+}
+
+/* Appends a value to a vec whose times are shared (its owner's next t). 0 or -ENOMEM. */
+static int vec_push_w(struct vec *v, double w)
+{
+    if (v->n == v->cap && vec_grow(v, v->cap ? v->cap * 2 : 64, v->n) < 0)
+        return -ENOMEM;
+    v->w[v->n++] = w;
+    return 0;
+}
+
+/*
+ * Gives a shared-time vec its own copy of its times, t[0, v->n) of its owner (whose unsorted
+ * flag, over that prefix, it takes too). 0 or -ENOMEM.
+ */
+static int vec_unshare(struct vec *v, const double *t, bool unsorted)
+{
+    if (!v->shared_t)
+        return 0;
+    if (v->cap > 0 && array_grow(&v->t, 0, v->cap, v->n) < 0)
+        return -ENOMEM;
+    if (v->n > 0)
+        memcpy(v->t, t, v->n * sizeof *v->t);
+    v->shared_t = false;
+    v->unsorted = unsorted;
     return 0;
 }
 
@@ -2189,7 +2219,8 @@ static void util_set_free(struct srtlog_util_set *set)
 {
     for (size_t i = 0; i < set->n; i++) {
         free(set->v[i].label);
-        free(set->v[i].t);
+        if (!set->v[i].t_shared)
+            free(set->v[i].t);
         free(set->v[i].v);
     }
     free(set->v);
@@ -2239,8 +2270,9 @@ static struct srtlog_series *series_add(struct srtlog_series_set *set, size_t *c
     return s;
 }
 
+/* Moves v into a new utilization entry; shared_t: the device's t array that v's times are. */
 static int util_add(struct srtlog_util_set *set, size_t *cap, const char *label, const char *column,
-                    size_t series, struct vec *v)
+                    size_t series, struct vec *v, double *shared_t)
 {
     if (grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0)
         return -ENOMEM;
@@ -2251,7 +2283,20 @@ static int util_add(struct srtlog_util_set *set, size_t *cap, const char *label,
     u->column = column;
     u->series = series;
     set->n++;
-    return vec_give(v, &u->n, &u->t, &u->v);
+    if (!v->shared_t)
+        return vec_give(v, &u->n, &u->t, &u->v);
+    if (v->cap > v->n && v->n > 0) { /* the growth slack back, as vec_give does */
+        double *nw = realloc(v->w, v->n * sizeof *nw);
+        if (nw)
+            v->w = nw;
+    }
+    u->n = v->n;
+    u->t = shared_t;
+    u->t_shared = true;
+    u->v = v->w;
+    v->w = NULL;
+    v->n = v->cap = 0;
+    return 0;
 }
 
 /* ---- CPU leg (§6.4 CPU, #453) ---- */
@@ -2687,7 +2732,7 @@ static int cpu_finish(struct cload *L, struct srtlog *log)
             int c = cpu_util_sorted[j];
             if (s->util[c].n > 0)
                 r = util_add(&log->cpu_util, &ucap, out->label, cpu_util_cols[c],
-                             log->cpu_sockets.n - 1, &s->util[c]);
+                             log->cpu_sockets.n - 1, &s->util[c], NULL);
         }
     }
     size_t nh = 0;
@@ -3056,6 +3101,8 @@ static int gpu_device(struct gload *G, size_t host, long long index, struct gdev
         memset(d, 0, sizeof *d);
         d->host = host;
         d->index = index;
+        for (size_t j = 0; j < N_GPU_UTIL; j++)
+            d->util[j].shared_t = true; /* until a row of the device lacks the column */
         const struct mdev *m = manifest_roles(G, G->hosts.names[host], index);
         if (m && m->nroles > 0) {
             if (!(d->roles = malloc(m->nroles * sizeof *d->roles)) ||
@@ -3214,12 +3261,19 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
         return oom(e);
     for (size_t i = 0; i < N_GPU_UTIL; i++) {
         int col = G->col_util[i];
-        if (col < 0 || row->fields[col][0] == '\0')
+        if (col < 0)
             continue;
+        struct vec *u = &d->util[i];
+        if (row->fields[col][0] == '\0') {
+            /* the first row without the column: from now on its own times */
+            if (u->shared_t && vec_unshare(u, d->p.t, d->p.unsorted) < 0)
+                return oom(e);
+            continue;
+        }
         double v;
         if ((r = cell_double(&G->c, row, col, gpu_util_cols[i], &v, e)) < 0)
             return r;
-        if (vec_push(&d->util[i], ts, v) < 0)
+        if ((u->shared_t ? vec_push_w(u, v) : vec_push(u, ts, v)) < 0)
             return oom(e);
     }
     if (tsser_add(&G->nodes[host], ts, w) < 0)
@@ -3464,12 +3518,17 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
                 if (!(out->roles[out->n_roles++] = strdup(G->roles.names[d->roles[i]])))
                     r = -ENOMEM;
         }
+        /* a device sorted on its own moves its samples: columns sharing its times copy them
+         * first and are sorted on their own (the same stable order) */
+        for (size_t j = 0; j < N_GPU_UTIL && r == 0; j++)
+            if (d->p.unsorted && vec_unshare(&d->util[j], d->p.t, true) < 0)
+                r = -ENOMEM;
         if (r == 0)
             r = vec_give(&d->p, &out->n, &out->t, &out->w);
         for (size_t j = 0; j < N_GPU_UTIL && r == 0; j++)
             if (d->util[j].n > 0)
                 r = util_add(&log->gpu_util, &ucap, out->label, gpu_util_cols[j],
-                             log->gpu_devices.n - 1, &d->util[j]);
+                             log->gpu_devices.n - 1, &d->util[j], out->t);
     }
     for (size_t h = 0; h < G->hosts.n; h++)
         order[h] = h;

@@ -163,6 +163,13 @@ struct srtlog_util {
     size_t series;      /* index of the device in gpu_devices / cpu_sockets */
     size_t n;
     double *t, *v;
+    /*
+     * t is the device series' own t array (same n, same times), not a copy: a GPU column with
+     * a value on every row of its device holds 8 bytes a sample, not 16. Never free such a t;
+     * it lives as long as the device series' t (a caller that takes over that one must copy
+     * t first).
+     */
+    bool t_shared;
 };
 
 struct srtlog_series_set {

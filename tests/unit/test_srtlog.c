@@ -1609,6 +1609,56 @@ static void test_long_line(void **state)
     reset();
 }
 
+/*
+ * A GPU column with a value on every row of its device shares the device's times (8 bytes a
+ * sample); one with a blank cell has its own; an unsorted device sorts both the same way.
+ */
+static void test_util_shared_times(void **state)
+{
+    (void)state;
+    assert_int_equal(load_gpu(GPU_HDR_V2 "2,10.0,0,a,0,u,100.0,50.0,0.5\r\n"
+                                         "2,10.0,0,a,1,u,10.0,1.0,\r\n"
+                                         "2,11.0,1,a,0,u,110.0,60.0,\r\n"
+                                         "2,11.0,1,a,1,u,11.0,2.0,\r\n"
+                                         "2,12.0,2,a,0,u,120.0,70.0,0.7\r\n"
+                                         "2,12.0,2,a,1,u,12.0,3.0,\r\n",
+                              NULL, 0),
+                     0);
+    /* a/gpu0: gpu_util_pct on every row (shared), sm_active with blanks (own times) */
+    assert_int_equal(L.gpu_util.n, 3);
+    const double t3[] = {10, 11, 12};
+    assert_util(&L.gpu_util.v[0], "gpu/a/gpu0", "gpu_util_pct", 3, t3,
+                (const double[]){50, 60, 70});
+    assert_true(L.gpu_util.v[0].t_shared);
+    assert_ptr_equal(L.gpu_util.v[0].t, L.gpu_devices.v[0].t);
+    assert_util(&L.gpu_util.v[1], "gpu/a/gpu0", "sm_active", 2, (const double[]){10, 12},
+                (const double[]){0.5, 0.7});
+    assert_false(L.gpu_util.v[1].t_shared);
+    assert_util(&L.gpu_util.v[2], "gpu/a/gpu1", "gpu_util_pct", 3, t3, (const double[]){1, 2, 3});
+    assert_true(L.gpu_util.v[2].t_shared);
+
+    /* out of order: the device is sorted, its column (shared until then) is sorted alike */
+    assert_int_equal(load_gpu(GPU_HDR_V2 "2,12.0,0,a,0,u,120.0,70.0,\r\n"
+                                         "2,10.0,1,a,0,u,100.0,50.0,\r\n"
+                                         "2,11.0,2,a,0,u,110.0,60.0,\r\n",
+                              NULL, 0),
+                     0);
+    assert_series(&L.gpu_devices.v[0], "gpu/a/gpu0", 3, t3, (const double[]){100, 110, 120});
+    assert_util(&L.gpu_util.v[0], "gpu/a/gpu0", "gpu_util_pct", 3, t3,
+                (const double[]){50, 60, 70});
+    assert_false(L.gpu_util.v[0].t_shared);
+
+    /* a blank only in the first row, then values: own times from the start */
+    assert_int_equal(load_gpu(GPU_HDR_V2 "2,10.0,0,a,0,u,100.0,,\r\n"
+                                         "2,11.0,1,a,0,u,110.0,60.0,\r\n"
+                                         "2,12.0,2,a,0,u,120.0,70.0,\r\n",
+                              NULL, 0),
+                     0);
+    assert_util(&L.gpu_util.v[0], "gpu/a/gpu0", "gpu_util_pct", 2, (const double[]){11, 12},
+                (const double[]){60, 70});
+    assert_false(L.gpu_util.v[0].t_shared);
+}
+
 static int group_teardown(void **state)
 {
     (void)state;
@@ -1639,6 +1689,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fixture_sabench, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_fixture_aiperf, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_roles_and_sums, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_util_shared_times, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_cpu_series, tu_setup, teardown),
         cmocka_unit_test(test_sensor_rank),
         cmocka_unit_test_setup_teardown(test_malformed, tu_setup, teardown),
