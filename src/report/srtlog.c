@@ -110,9 +110,15 @@ static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-int srtlog_parse_double(const char *s, double *ret)
+/*
+ * Clinger's exact fast path over the number at p, which ends at the first byte that cannot
+ * continue it (*ret_end): true and *ret when the text up to there is a plain decimal of at most
+ * 15 significant digits and an exponent within 10^±22 (then *ret is strtod's double, bit for
+ * bit), false when it needs strtod (or is no number). The caller decides whether *ret_end is
+ * where the cell ends.
+ */
+static inline bool parse_fast(const char *p, const char **ret_end, double *ret)
 {
-    const char *p = s;
     bool neg = *p == '-';
     if (*p == '-' || *p == '+')
         p++;
@@ -133,11 +139,11 @@ int srtlog_parse_double(const char *s, double *ret)
         for (; is_digit((unsigned char)*p); p++, nd++, exp10--)
             m = m * 10 + (uint64_t)(*p - '0');
         if (p == f0)
-            goto slow; /* "1." */
+            return false; /* "1." */
         any = true;
     }
     if (!any)
-        goto slow;
+        return false;
     if (*p == 'e' || *p == 'E') {
         p++;
         bool eneg = *p == '-';
@@ -147,22 +153,32 @@ int srtlog_parse_double(const char *s, double *ret)
         for (; is_digit((unsigned char)*p) && xd < 4; p++, xd++)
             x = x * 10 + (*p - '0');
         if (xd == 0)
-            goto slow;
+            return false;
         exp10 += eneg ? -x : x;
     }
-    if (*p != '\0' || nd > 15)
-        goto slow;
+    if (nd > 15)
+        return false;
     /* Clinger: m < 2^53 and 10^|exp10| are exact, so one multiplication or division rounds
      * once, correctly (as strtod's result). */
     double v = (double)m;
     if (m != 0 && exp10 != 0) {
         if (exp10 < -22 || exp10 > 22)
-            goto slow;
+            return false;
         v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
     }
     *ret = neg ? -v : v;
-    return 0;
-slow:
+    *ret_end = p;
+    return true;
+}
+
+int srtlog_parse_double(const char *s, double *ret)
+{
+    const char *end;
+    double v;
+    if (parse_fast(s, &end, &v) && *end == '\0') {
+        *ret = v;
+        return 0;
+    }
     return parse_double(s, ret);
 }
 
@@ -1468,6 +1484,8 @@ static void window_free(struct srtlog_window *w)
  * before it are split in place (csv_split: no allocation per field) and handed out one at a
  * time. The partial record after cut moves to the front before the next read. At the end of
  * the file what is left (one record without a line end, or nothing) is split last (final).
+ * A reader may instead take the plain lines of a chunk without quotes as they are (csvr_line:
+ * the GPU leg's fused one-pass reader, gpu_line); whatever it does not take is split as above.
  */
 struct csvr {
     int fd;
@@ -1485,6 +1503,10 @@ struct csvr {
     struct csv_fields f;
     bool torn_unparsed; /* the file ends in an unterminated quoted field on one line */
     size_t torn_line;
+    /* what csvr_line may hand out of the records in [pos, cut): unknown (not looked at since
+     * cut last moved), none (they hold a quote), lines (the lines before lines_end) */
+    enum { LINES_UNKNOWN, LINES_NONE, LINES } lines;
+    size_t lines_end; /* just after the last \n in [pos, cut) */
 };
 
 static int csvr_open(struct csvr *r, const char *path, struct carma_err *e)
@@ -1507,10 +1529,11 @@ static int csvr_open(struct csvr *r, const char *path, struct carma_err *e)
     return 0;
 }
 
-/* How much of the file the rows handed out so far cover, 0 to 1 (0 when unknown). */
-static double csvr_progress(const struct csvr *r)
+/* How much of the file the rows handed out so far cover, and ahead bytes more, 0 to 1 (0 when
+ * unknown). */
+static double csvr_progress(const struct csvr *r, size_t ahead)
 {
-    return r->size > 0 ? (double)(r->off + r->pos) / (double)r->size : 0.0;
+    return r->size > 0 ? (double)(r->off + r->pos + ahead) / (double)r->size : 0.0;
 }
 
 static void csvr_close(struct csvr *r)
@@ -1526,6 +1549,7 @@ static void csvr_close(struct csvr *r)
 static void csvr_scan(struct csvr *r)
 {
     size_t i = r->scan;
+    r->lines = LINES_UNKNOWN;
     if (!r->inq && i < r->len && !memchr(r->buf + i, '"', r->len - i)) {
         /* no quote: the last \n ends a record; only the bytes after it need a closer look */
         const char *nl = memrchr(r->buf + i, '\n', r->len - i);
@@ -1589,10 +1613,12 @@ static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struc
             r->scan -= r->cut;
             r->pos = 0;
             r->cut = 0;
+            r->lines = LINES_UNKNOWN;
         }
         if (r->eof) {
             r->final = true;
             r->cut = r->len;
+            r->lines = LINES_UNKNOWN;
             r->one_line = !memchr(r->buf, '\n', r->len) && !memchr(r->buf, '\r', r->len);
             continue;
         }
@@ -1622,6 +1648,33 @@ static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struc
     }
 }
 
+/*
+ * The records at pos as plain lines, for a reader that splits them itself: when the records
+ * left in [pos, cut) hold no quote and the next one is not blank, *ret is its first byte and
+ * [*ret, *ret + *ret_avail) whole records, the last byte a \n: a reader that stops at \n (and
+ * at \r, to take CRLF whole and leave a lone CR) never reads past it, and a record it reads as
+ * a line of fields split at commas has exactly csv_split's fields (but for a NUL byte: csv_split's
+ * cell, a C string, ends there). Else false: csvr_next reads the record. Nothing moves.
+ */
+static bool csvr_line(struct csvr *r, const char **ret, size_t *ret_avail)
+{
+    if (r->pos >= r->cut)
+        return false;
+    const char *s = r->buf + r->pos;
+    if (r->lines == LINES_UNKNOWN) {
+        const char *nl = NULL;
+        if (!memchr(s, '"', r->cut - r->pos))
+            nl = memrchr(s, '\n', r->cut - r->pos);
+        r->lines = nl ? LINES : LINES_NONE;
+        r->lines_end = nl ? (size_t)(nl - r->buf) + 1 : 0;
+    }
+    if (r->lines == LINES_NONE || r->pos >= r->lines_end || s[0] == '\n' || s[0] == '\r')
+        return false;
+    *ret = s;
+    *ret_avail = r->lines_end - r->pos;
+    return true;
+}
+
 /* The index of column name in the header (the last one when repeated, as DictReader), or -1. */
 static int col_find(const struct csv_row *h, const char *name)
 {
@@ -1640,6 +1693,14 @@ struct csvctx {
     bool have_header;
     struct issue torn;
     const struct csvr *r; /* the stream, while csv_each runs */
+    /*
+     * Optional: the data records that csvr_line hands out (s, avail bytes; the first at line
+     * number line), offered before the first is split: the bytes of the first record when it
+     * was taken (line end included; read as fn would read its split row, with the same
+     * effects), 0 when fn is to have it split, or a negative errno with e set.
+     */
+    long (*line_fn)(void *ud, const char *s, size_t avail, size_t line, struct carma_err *e);
+    void *line_ud;
 };
 
 static int need_col(const struct csvctx *c, int col, const char *name, size_t line,
@@ -1684,9 +1745,10 @@ static int cell_int(const struct csvctx *c, const struct csv_row *row, int col, 
 }
 
 /*
- * Reads the header and then hands each data row to fn. A row whose field count differs from
- * the header's is an error, except a last line without a line end that is short (skipped with
- * a warning). Returns 0 or a negative errno with e set.
+ * Reads the header and then hands each data row to fn (or first, as a plain line, to
+ * c->line_fn when there is one). A row whose field count differs from the header's is an error,
+ * except a last line without a line end that is short (skipped with a warning). Returns 0 or a
+ * negative errno with e set.
  */
 static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, struct carma_err *),
                     void *ud, struct carma_err *e)
@@ -1698,7 +1760,23 @@ static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, 
     c->r = &r;
     struct csv_row *row = NULL;
     bool torn = false;
-    while ((ret = csvr_next(&r, &row, &torn, e)) > 0) {
+    for (;;) {
+        const char *ls;
+        size_t avail;
+        if (c->line_fn && c->have_header && csvr_line(&r, &ls, &avail)) {
+            long k = c->line_fn(c->line_ud, ls, avail, r.line, e);
+            if (k < 0) {
+                ret = (int)k;
+                break;
+            }
+            if (k > 0) {
+                r.pos += (size_t)k;
+                r.line++;
+                continue;
+            }
+        }
+        if ((ret = csvr_next(&r, &row, &torn, e)) <= 0)
+            break;
         if (!c->have_header) {
             if (!(c->header.fields = calloc(row->n, sizeof *c->header.fields))) {
                 ret = oom(e);
@@ -1823,8 +1901,9 @@ static int array_grow(double **p, size_t n, size_t cap, size_t expect)
     return 0;
 }
 
-/* Grows v to room for cap samples (cap > v->cap), about expect of them to be filled. */
-static int vec_grow(struct vec *v, size_t cap, size_t expect)
+/* Grows v to room for cap samples (cap > v->cap), about expect of them to be filled. Out of
+ * line, so that the appends below inline into the per-row code. */
+__attribute__((noinline)) static int vec_grow(struct vec *v, size_t cap, size_t expect)
 {
     if ((!v->shared_t && array_grow(&v->t, v->n, cap, expect) < 0) ||
         array_grow(&v->w, v->n, cap, expect) < 0)
@@ -1833,7 +1912,7 @@ static int vec_grow(struct vec *v, size_t cap, size_t expect)
     return 0;
 }
 
-static int vec_push(struct vec *v, double t, double w)
+static inline int vec_push(struct vec *v, double t, double w)
 {
     /* doubling: huge pages only for the samples held so far, the new half may stay empty */
     if (v->n == v->cap && vec_grow(v, v->cap ? v->cap * 2 : 64, v->n) < 0)
@@ -1847,7 +1926,7 @@ static int vec_push(struct vec *v, double t, double w)
 }
 
 /* Appends a value to a vec whose times are shared (its owner's next t). 0 or -ENOMEM. */
-static int vec_push_w(struct vec *v, double w)
+static inline int vec_push_w(struct vec *v, double w)
 {
     if (v->n == v->cap && vec_grow(v, v->cap ? v->cap * 2 : 64, v->n) < 0)
         return -ENOMEM;
@@ -2907,6 +2986,9 @@ struct rser {
 /* gpu_index values below this are looked up in a table per host rather than hashed. */
 #define DTAB_INDEX 64
 
+/* What gpu_line does with a column (gload.colop). */
+enum { GC_SKIP, GC_TS, GC_HOST, GC_INDEX, GC_POWER, GC_SEQ, GC_SCHEMA, GC_UTIL };
+
 struct gload {
     struct csvctx c;
     bool strict, checks;
@@ -2915,6 +2997,18 @@ struct gload {
     int col_util[N_GPU_UTIL];
     struct strtab hosts;
     size_t last_host; /* the previous row's host (rows of one host come together) */
+    size_t last_host_len;
+    size_t prev_host; /* the host before it (two hosts taking turns) */
+    size_t prev_host_len;
+    bool have_prev_host;
+    /* gpu_line reads the plain lines (not strict, the columns it needs present; see gpu_header):
+     * what to do with each column of the header */
+    bool lines, no_lines; /* no_lines: CARMA_SRTLOG_NO_FAST is set (tests: every row split) */
+    unsigned char *colop;
+    /* the last timestamp_unix cell gpu_line parsed (rows of one scrape share it) and its value */
+    char last_ts[32];
+    size_t last_ts_len;
+    double last_ts_v;
     struct gdev *devs;
     size_t ndevs, cap;
     struct idmap devmap;
@@ -3054,6 +3148,23 @@ static int gpu_header(void *ud, struct carma_err *e)
                              "header",
                              G->c.path);
     G->checks = G->col_seq >= 0;
+    G->lines = !G->strict && !G->no_lines && G->col_ts >= 0 && G->col_host >= 0 &&
+               G->col_index >= 0 && G->col_power >= 0;
+    if (G->lines) {
+        if (!(G->colop = calloc(h->n, 1)))
+            return oom(e);
+        G->colop[G->col_ts] = GC_TS;
+        G->colop[G->col_host] = GC_HOST;
+        G->colop[G->col_index] = GC_INDEX;
+        G->colop[G->col_power] = GC_POWER;
+        if (G->col_seq >= 0)
+            G->colop[G->col_seq] = GC_SEQ;
+        if (G->gen > 0 && G->col_schema >= 0)
+            G->colop[G->col_schema] = GC_SCHEMA;
+        for (size_t i = 0; i < N_GPU_UTIL; i++)
+            if (G->col_util[i] >= 0)
+                G->colop[G->col_util[i]] = (unsigned char)(GC_UTIL + i);
+    }
     return 0;
 }
 
@@ -3123,16 +3234,52 @@ static int gpu_device(struct gload *G, size_t host, long long index, struct gdev
     return 0;
 }
 
-/* The host id of name, made when new (with its node series and device table). 0 or -ENOMEM. */
-static int gpu_host(struct gload *G, const char *name, size_t *ret)
+/* Whether a[0, n) and b[0, n) are the same bytes: for the short cells of a row, where memcmp's
+ * call costs more than the loop. */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
 {
-    if (G->hosts.n > 0 && strcmp(name, G->hosts.names[G->last_host]) == 0) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/*
+ * The host id of name (len bytes, no NUL among them; NUL-terminated or not), made when new
+ * (with its node series and device table). 0 or -ENOMEM.
+ */
+static int gpu_host(struct gload *G, const char *name, size_t len, size_t *ret)
+{
+    if (G->hosts.n > 0 && len == G->last_host_len &&
+        same_bytes(name, G->hosts.names[G->last_host], len)) {
         *ret = G->last_host;
         return 0;
     }
+    if (G->have_prev_host && len == G->prev_host_len &&
+        same_bytes(name, G->hosts.names[G->prev_host], len)) {
+        size_t h = G->prev_host;
+        G->prev_host = G->last_host;
+        G->prev_host_len = G->last_host_len;
+        G->last_host = h;
+        G->last_host_len = len;
+        *ret = h;
+        return 0;
+    }
+    char buf[256], *copy = NULL;
+    if (name[len] != '\0') {
+        copy = len < sizeof buf ? buf : malloc(len + 1);
+        if (!copy)
+            return -ENOMEM;
+        memcpy(copy, name, len);
+        copy[len] = '\0';
+        name = copy;
+    }
     size_t host;
     bool new_host;
-    if (strtab_id(&G->hosts, name, &host, &new_host) < 0)
+    int r = strtab_id(&G->hosts, name, &host, &new_host);
+    if (copy != buf)
+        free(copy);
+    if (r < 0)
         return -ENOMEM;
     if (new_host && host >= G->nodes_cap) {
         size_t old = G->nodes_cap;
@@ -3147,7 +3294,13 @@ static int gpu_host(struct gload *G, const char *name, size_t *ret)
         G->dtab = dt;
         memset(dt + old * DTAB_INDEX, 0, (G->nodes_cap - old) * DTAB_INDEX * sizeof *dt);
     }
+    if (G->hosts.n > 1) { /* hosts.n > 0 before this one: last_host was set */
+        G->prev_host = G->last_host;
+        G->prev_host_len = G->last_host_len;
+        G->have_prev_host = true;
+    }
     G->last_host = host;
+    G->last_host_len = strlen(G->hosts.names[host]); /* not len: a NUL in name ends it */
     *ret = host;
     return 0;
 }
@@ -3220,9 +3373,9 @@ static int vec_expect(struct vec *v, double scale)
  * Sizes every series for the whole file from the share of it read so far, so that they are
  * not moved while they grow (a realloc that moves copies and, in a VM, refaults every page).
  */
-static int gpu_reserve(struct gload *G)
+static int gpu_reserve(struct gload *G, size_t ahead)
 {
-    double done = csvr_progress(G->c.r);
+    double done = csvr_progress(G->c.r, ahead);
     if (!(done > 0.0) || done >= 0.9)
         return 0;
     double scale = 1.05 / done;
@@ -3239,48 +3392,69 @@ static int gpu_reserve(struct gload *G)
     return r;
 }
 
+/*
+ * The part of a row that does not depend on how it was read: the sample of (host, index) at ts
+ * into its device, node and role series, and each utilization column (col_util[i] present:
+ * has[i] says whether the cell had a value, util[i]). *ret is the device. 0 or -ENOMEM.
+ */
+static int gpu_add(struct gload *G, const char *hs, size_t hlen, long long index, double ts,
+                   double w, const double *util, const bool *has, struct gdev **ret)
+{
+    size_t host;
+    struct gdev *d;
+    if (gpu_host(G, hs, hlen, &host) < 0 || gpu_device(G, host, index, &d) < 0 ||
+        vec_push(&d->p, ts, w) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < N_GPU_UTIL; i++) {
+        if (G->col_util[i] < 0)
+            continue;
+        struct vec *u = &d->util[i];
+        if (!has[i]) {
+            /* the first row without the column: from now on its own times */
+            if (u->shared_t && vec_unshare(u, d->p.t, d->p.unsorted) < 0)
+                return -ENOMEM;
+            continue;
+        }
+        if ((u->shared_t ? vec_push_w(u, util[i]) : vec_push(u, ts, util[i])) < 0)
+            return -ENOMEM;
+    }
+    if (tsser_add(&G->nodes[host], ts, w) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < d->nroles; i++)
+        if (tsser_add(&G->rs[d->rsid[i]].s, ts, w) < 0)
+            return -ENOMEM;
+    *ret = d;
+    return 0;
+}
+
 static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
 {
     struct gload *G = ud;
     int r;
-    if (++G->rows == RESERVE_AFTER && gpu_reserve(G) < 0)
+    if (++G->rows == RESERVE_AFTER && gpu_reserve(G, 0) < 0)
         return oom(e);
     if (G->strict && (r = gpu_strict_row(G, row, e)) < 0)
         return r;
-    double ts, w;
+    double ts, w, util[N_GPU_UTIL] = {0};
+    bool has[N_GPU_UTIL] = {false};
     long long index;
     if ((r = cell_double(&G->c, row, G->col_ts, "timestamp_unix", &ts, e)) < 0 ||
         (r = need_col(&G->c, G->col_host, "hostname", row->line, e)) < 0 ||
         (r = cell_int(&G->c, row, G->col_index, "gpu_index", &index, e)) < 0 ||
         (r = cell_double(&G->c, row, G->col_power, "power_w", &w, e)) < 0)
         return r;
-    size_t host;
-    struct gdev *d;
-    if (gpu_host(G, row->fields[G->col_host], &host) < 0 || gpu_device(G, host, index, &d) < 0 ||
-        vec_push(&d->p, ts, w) < 0)
-        return oom(e);
     for (size_t i = 0; i < N_GPU_UTIL; i++) {
         int col = G->col_util[i];
-        if (col < 0)
+        if (col < 0 || row->fields[col][0] == '\0')
             continue;
-        struct vec *u = &d->util[i];
-        if (row->fields[col][0] == '\0') {
-            /* the first row without the column: from now on its own times */
-            if (u->shared_t && vec_unshare(u, d->p.t, d->p.unsorted) < 0)
-                return oom(e);
-            continue;
-        }
-        double v;
-        if ((r = cell_double(&G->c, row, col, gpu_util_cols[i], &v, e)) < 0)
+        if ((r = cell_double(&G->c, row, col, gpu_util_cols[i], &util[i], e)) < 0)
             return r;
-        if ((u->shared_t ? vec_push_w(u, v) : vec_push(u, ts, v)) < 0)
-            return oom(e);
+        has[i] = true;
     }
-    if (tsser_add(&G->nodes[host], ts, w) < 0)
+    const char *hs = row->fields[G->col_host];
+    struct gdev *d;
+    if (gpu_add(G, hs, strlen(hs), index, ts, w, util, has, &d) < 0)
         return oom(e);
-    for (size_t i = 0; i < d->nroles; i++)
-        if (tsser_add(&G->rs[d->rsid[i]].s, ts, w) < 0)
-            return oom(e);
     /* what only the strict reader checks: remembered for the checks after the load */
     if (!G->strict && G->gen > 0 && G->col_schema >= 0) {
         const char *sv = row->fields[G->col_schema];
@@ -3308,6 +3482,127 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
         gchk_row(G, d, seq, ts, row->line > UINT32_MAX ? UINT32_MAX : (uint32_t)row->line);
     }
     return 0;
+}
+
+/* 1 to max plain digits from p into *ret; the byte after them, or NULL when there are none. */
+static inline const char *line_digits(const char *p, int max, uint64_t *ret)
+{
+    const char *s = p;
+    uint64_t v = 0;
+    for (; is_digit((unsigned char)*p) && p - s < max; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    *ret = v;
+    return p == s ? NULL : p;
+}
+
+/* A byte that ends a cell of a plain line (csvr_line): comma, line end, or a lone CR. */
+static inline bool cell_end(char c)
+{
+    return c == ',' || c == '\n' || c == '\r';
+}
+
+/*
+ * csv_each's line_fn for the GPU CSV: the row at s (see csvr_line) read in one pass, with the
+ * same numbers and effects as gpu_row gives its split row, when every cell is one that gpu_row
+ * reads without a message and by the fast routes (srtlog_parse_double's exact fast path,
+ * fast_i64's and fast_u64's plain digits, schema_version the header's generation as one digit)
+ * and the line ends in \n or \r\n after the header's number of fields. Anything else (another
+ * field count, a lone CR, a blank or unusual number, a new schema_version, ...) is left to
+ * gpu_row: 0, nothing done. A NUL in a cell stops a number there (left to gpu_row); in the
+ * hostname gpu_host reads up to it, as gpu_row's C string does; other cells are not read.
+ * Returns the bytes taken (line end included), or -ENOMEM. Not used when strict (G->lines
+ * false): gpu_row then reads every row.
+ */
+static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct carma_err *e)
+{
+    struct gload *G = ud;
+    if (!G->lines)
+        return 0;
+    (void)avail; /* every scan below stops at the \n that ends s[0, avail) at the latest */
+    const char *p = s, *hs = NULL, *q = s;
+    const unsigned char *op = G->colop;
+    size_t ncol = G->c.header.n, hlen = 0;
+    double ts = 0, w = 0, util[N_GPU_UTIL] = {0};
+    bool has[N_GPU_UTIL] = {false};
+    uint64_t index = 0, seq = 0;
+    size_t i = 0;
+    for (;; p = q + 1) {
+        switch (op[i]) {
+        case GC_TS: {
+            size_t k = G->last_ts_len;
+            /* the cached text holds no line end: the comparison stops at s's \n at the latest */
+            if (k > 0 && same_bytes(p, G->last_ts, k) && cell_end(p[k])) {
+                ts = G->last_ts_v;
+                q = p + k;
+                break;
+            }
+            if (!parse_fast(p, &q, &ts))
+                return 0;
+            if ((size_t)(q - p) < sizeof G->last_ts) {
+                memcpy(G->last_ts, p, (size_t)(q - p));
+                G->last_ts_len = (size_t)(q - p);
+                G->last_ts_v = ts;
+            }
+            break;
+        }
+        case GC_POWER:
+            if (!parse_fast(p, &q, &w))
+                return 0;
+            break;
+        case GC_INDEX:
+            if (!(q = line_digits(p, 18, &index)))
+                return 0;
+            break;
+        case GC_SEQ:
+            if (!(q = line_digits(p, 19, &seq)))
+                return 0;
+            break;
+        case GC_SCHEMA:
+            if (*p != '0' + G->gen)
+                return 0;
+            q = p + 1;
+            break;
+        case GC_HOST:
+            for (q = p; !cell_end(*q); q++)
+                ;
+            hs = p;
+            hlen = (size_t)(q - p);
+            break;
+        case GC_SKIP:
+            for (q = p; !cell_end(*q); q++)
+                ;
+            break;
+        default: /* GC_UTIL + i */
+            if (cell_end(*p)) {
+                q = p;
+                break;
+            }
+            if (!parse_fast(p, &q, &util[op[i] - GC_UTIL]))
+                return 0;
+            has[op[i] - GC_UTIL] = true;
+            break;
+        }
+        if (++i == ncol || *q != ',')
+            break;
+    }
+    if (i != ncol)
+        return 0; /* fewer fields, or more in a cell than its number */
+    /* q: just after the last cell, which must be the line end */
+    const char *next;
+    if (*q == '\n')
+        next = q + 1;
+    else if (*q == '\r' && q[1] == '\n')
+        next = q + 2;
+    else
+        return 0; /* more in the cell, more fields, a lone CR, a NUL */
+    if (++G->rows == RESERVE_AFTER && gpu_reserve(G, (size_t)(next - s)) < 0)
+        return oom(e);
+    struct gdev *d;
+    if (gpu_add(G, hs, hlen, (long long)index, ts, w, util, has, &d) < 0)
+        return oom(e);
+    if (G->checks)
+        gchk_row(G, d, seq, ts, line > UINT32_MAX ? UINT32_MAX : (uint32_t)line);
+    return (long)(next - s);
 }
 
 static char *dup_msg(const struct gload *G, const struct gdev *d, const struct gfirst *f)
@@ -3576,6 +3871,7 @@ static void gload_free(struct gload *G)
             vec_free(&d->util[j]);
     }
     free(G->devs);
+    free(G->colop);
     idmap_free(&G->devmap);
     free(G->dtab);
     for (size_t i = 0; i < G->nodes_cap; i++)
@@ -3623,6 +3919,10 @@ int srtlog_load_gpu(struct srtlog *log, const char *path, const char *manifest, 
             (r = load_manifest(&G, mroot, manifest, e)) < 0)
             goto out;
     }
+    const char *no_fast = getenv("CARMA_SRTLOG_NO_FAST");
+    G.no_lines = no_fast && *no_fast;
+    G.c.line_fn = gpu_line;
+    G.c.line_ud = &G;
     struct rowfn f = {.header = gpu_header, .row = gpu_row, .ud = &G};
     if ((r = csv_each(&G.c, rowfn_call, &f, e)) < 0)
         goto out;

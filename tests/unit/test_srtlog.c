@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1659,6 +1660,361 @@ static void test_util_shared_times(void **state)
     assert_false(L.gpu_util.v[0].t_shared);
 }
 
+/* ---- the GPU line fast path against the split rows (differential) ---- */
+
+/* A growable text, for a snapshot of a load. */
+struct text {
+    char *s;
+    size_t n, cap;
+};
+
+static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void text_add(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    assert_true(k >= 0);
+    if (t->n + (size_t)k + 1 > t->cap) {
+        t->cap = (t->n + (size_t)k + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+        assert_non_null(t->s);
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->n, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    t->n += (size_t)k;
+}
+
+static void text_series(struct text *t, const struct srtlog_series_set *set)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        const struct srtlog_series *s = &set->v[i];
+        text_add(t, "%s %s %lld %s n=%zu roles", s->label, s->host, s->index,
+                 s->role ? s->role : "-", s->n);
+        for (size_t j = 0; j < s->n_roles; j++)
+            text_add(t, " %s", s->roles[j]);
+        text_add(t, "\n");
+        for (size_t j = 0; j < s->n; j++)
+            text_add(t, " %a %a", s->t[j], s->w[j]);
+        text_add(t, "\n");
+    }
+}
+
+/* Everything a GPU load gives, as text (numbers in hex: bit for bit). */
+static char *gpu_snapshot(int r)
+{
+    struct text t = {0};
+    text_add(&t, "r=%d msg=%s schema=%d loaded=%d\n", r, r < 0 ? E.msg : "", L.gpu_schema,
+             L.gpu_loaded);
+    for (size_t i = 0; i < L.nwarnings; i++)
+        text_add(&t, "warning %s\n", L.warnings[i]);
+    text_series(&t, &L.gpu_devices);
+    text_series(&t, &L.gpu_nodes);
+    text_series(&t, &L.gpu_roles);
+    for (size_t i = 0; i < L.gpu_util.n; i++) {
+        const struct srtlog_util *u = &L.gpu_util.v[i];
+        text_add(&t, "util %s %s %zu shared=%d n=%zu\n", u->label, u->column, u->series,
+                 u->t_shared, u->n);
+        for (size_t j = 0; j < u->n; j++)
+            text_add(&t, " %a %a", u->t[j], u->v[j]);
+        text_add(&t, "\n");
+    }
+    return t.s;
+}
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)((rng_state >> 11) % n);
+}
+
+/* Whether the file being made may hold cells that are errors (else only odd, valid ones). */
+static bool rnd_bad;
+
+/* A number cell of one of many forms (mostly plain, sometimes odd, with rnd_bad bad). */
+static void rnd_number(struct text *t, bool big)
+{
+    static const char *const odd[] = {"2e-30", "1e+5",   "1.5E-2",    "5.",
+                                      ".5",    "-0",     "+2.5",      "-12.25",
+                                      "1e22",  "1e23",   "9e-23",     "123e-25",
+                                      "0.000", "1e0005", "00012.500", "0000000000000000000001.5",
+                                      "1E2",   "0e5",    "1.e5",      "4.9e-324"};
+    static const char *const bad[] = {"",      " 1",   "1 ",       "nan", "inf", "-inf",
+                                      "1_000", "0x10", "1e400",    "1e",  "1e+", "abc",
+                                      "1.2.3", "None", "Infinity", "1d5", "-",   "."};
+    switch (rnd(10)) {
+    case 0:
+        if (rnd_bad && rnd(3) == 0)
+            text_add(t, "%s", bad[rnd(sizeof bad / sizeof *bad)]);
+        else
+            text_add(t, "%s", odd[rnd(sizeof odd / sizeof *odd)]);
+        break;
+    case 1: /* long mantissas, past 15 and past 19 digits */
+        text_add(t, "%u%09u.%09u", rnd(1000000), rnd(1000000000), rnd(1000000000));
+        break;
+    case 2:
+        text_add(t, "%u", rnd(big ? 4000000000u : 1000));
+        break;
+    case 3:
+        text_add(t, "%ue%s%u", rnd(100000), rnd(2) ? "-" : "", rnd(30));
+        break;
+    case 4:
+        text_add(t, "0%u.%03u", rnd(100), rnd(1000));
+        break;
+    default:
+        if (big)
+            text_add(t, "17851%05u.%0*u", rnd(100000), (int)(1 + rnd(6)), rnd(100000));
+        else
+            text_add(t, "%u.%0*u", rnd(1000), (int)(1 + rnd(3)), rnd(100));
+        break;
+    }
+}
+
+/* An integer cell: mostly small plain digits, sometimes leading zeros, signs, 19 digits, and
+ * with bad_ok (or rnd_bad) bad ones. */
+static void rnd_int(struct text *t, unsigned v, bool bad_ok)
+{
+    static const char *const odd[] = {"01",
+                                      "00",
+                                      "-0",
+                                      "-1",
+                                      "123456789012345678",
+                                      "1234567890123456789",
+                                      "0000000000000000000003"};
+    static const char *const bad[] = {
+        "", "+1", "x", "1.0", " 2", "1e2", "18446744073709551616", "99999999999999999999"};
+    if (rnd(25) != 0)
+        text_add(t, "%u", v);
+    else if ((bad_ok || rnd_bad) && rnd(2) == 0)
+        text_add(t, "%s", bad[rnd(sizeof bad / sizeof *bad)]);
+    else
+        text_add(t, "%s", odd[rnd(sizeof odd / sizeof *odd)]);
+}
+
+static const char *const diff_cols[] = {"schema_version", "timestamp_unix", "scrape_seq",
+                                        "hostname",       "gpu_index",      "gpu_uuid",
+                                        "power_w",        "gpu_util_pct",   "sm_active"};
+#define N_DIFF_COLS 9
+
+/* One random GPU CSV into t (nrows data rows). */
+static void rnd_gpu_csv(struct text *t, size_t nrows)
+{
+    /* columns: srt-slurm's v1/v2 header as is, or shuffled, some left out, extras added */
+    int cols[N_DIFF_COLS + 3], ncols = 0;
+    uint32_t layout = rnd(6);
+    int nbase = layout == 1 ? 7 : N_DIFF_COLS;
+    for (int i = 0; i < nbase; i++)
+        if (layout <= 2 || rnd(12) != 0)
+            cols[ncols++] = i;
+    if (layout > 2) {
+        for (int i = ncols - 1; i > 0; i--) {
+            int j = (int)rnd((uint32_t)i + 1), x = cols[i];
+            cols[i] = cols[j];
+            cols[j] = x;
+        }
+        for (int k = (int)rnd(4); k > 0; k--) {
+            int at = (int)rnd((uint32_t)ncols + 1);
+            memmove(cols + at + 1, cols + at, (size_t)(ncols - at) * sizeof *cols);
+            cols[at] = -1; /* an extra column */
+            ncols++;
+        }
+    }
+    bool crlf_file = rnd(2), quotes = rnd(4) == 0, odd_ends = rnd(4) == 0;
+    rnd_bad = rnd(3) == 0;
+    for (int i = 0; i < ncols; i++)
+        text_add(t, "%s%s", i ? "," : "", cols[i] < 0 ? "extra" : diff_cols[cols[i]]);
+    text_add(t, crlf_file ? "\r\n" : "\n");
+    static const char *const hosts[] = {"node-a", "node-b", "nb", "", "node-a ", "x"};
+    unsigned seq = 0, scrape_len = 1 + rnd(8);
+    char ts[64] = "1785168098.009";
+    for (size_t row = 0; row < nrows; row++) {
+        if (row % scrape_len == 0) {
+            seq += rnd(20) == 0 ? 0 : 1;
+            if (rnd(30) == 0 && seq > 2)
+                seq -= 2;
+            struct text tt = {0};
+            rnd_number(&tt, true);
+            snprintf(ts, sizeof ts, "%s", tt.s);
+            free(tt.s);
+        }
+        int nf = ncols;
+        if (rnd_bad && rnd(100) == 0)
+            nf += rnd(2) ? 1 : -1; /* a field too many or too few */
+        for (int i = 0; i < nf; i++) {
+            if (i)
+                text_add(t, ",");
+            bool q = quotes && rnd(10) == 0;
+            if (q)
+                text_add(t, "\"");
+            int c = i < ncols ? cols[i] : -1;
+            switch (c) {
+            case 0:
+                if (rnd(40) == 0)
+                    rnd_int(t, rnd(4), true); /* only warned about */
+                else
+                    text_add(t, "%d", layout == 1 ? 1 : 2);
+                break;
+            case 1:
+                text_add(t, "%s", rnd_bad && rnd(50) == 0 ? "" : ts);
+                break;
+            case 2:
+                rnd_int(t, seq, true); /* only warned about */
+                break;
+            case 3:
+                text_add(t, "%s", hosts[rnd(4) == 0 ? rnd(6) : (row / 3) % 2]);
+                break;
+            case 4:
+                rnd_int(t, (unsigned)(row % scrape_len + (rnd(50) == 0 ? 70 : 0)), false);
+                break;
+            case 5:
+                text_add(t, "GPU-%zu", row % scrape_len);
+                break;
+            case 6:
+                rnd_number(t, false);
+                break;
+            case 7:
+            case 8:
+                if (rnd(3) == 0)
+                    break; /* blank */
+                rnd_number(t, false);
+                break;
+            default:
+                text_add(t, "%s", rnd(2) ? "e" : "");
+                break;
+            }
+            if (q)
+                text_add(t, (c == 3 || c == 5 || c < 0) && rnd(5) == 0 ? "a\"\",\nb\"" : "\"");
+        }
+        bool last = row + 1 == nrows;
+        if (last && rnd(3) == 0)
+            break; /* no line end */
+        uint32_t end = odd_ends ? rnd(8) : 7;
+        text_add(t, "%s",
+                 end == 0    ? "\r"
+                 : end == 1  ? "\n\n"
+                 : end == 2  ? "\r\n\r\n"
+                 : end == 3  ? (crlf_file ? "\n" : "\r\n")
+                 : crlf_file ? "\r\n"
+                             : "\n");
+    }
+}
+
+/* Loads the GPU CSV of len bytes (NULs allowed) written into g/samples.csv. */
+static int load_gpu_n(const char *csv, size_t len, const char *m, unsigned flags)
+{
+    reset();
+    tu_mkdirs("g/samples.csv");
+    FILE *f = fopen(tp("g/samples.csv"), "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(csv, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+    L.flags = flags;
+    return srtlog_load_gpu(&L, tp("g/samples.csv"), m ? tp(m) : NULL, &E);
+}
+
+/*
+ * Loads csv (len bytes) with the GPU line fast path on, then off (CARMA_SRTLOG_NO_FAST: every
+ * row split by csv_split and read by gpu_row); both must give the same, bit for bit.
+ */
+static void gpu_same_both_ways_n(const char *csv, size_t len, const char *m, unsigned flags)
+{
+    unsetenv("CARMA_SRTLOG_NO_FAST");
+    char *fast = gpu_snapshot(load_gpu_n(csv, len, m, flags));
+    setenv("CARMA_SRTLOG_NO_FAST", "1", 1);
+    char *slow = gpu_snapshot(load_gpu_n(csv, len, m, flags));
+    unsetenv("CARMA_SRTLOG_NO_FAST");
+    if (strcmp(fast, slow) != 0) {
+        FILE *f = fopen(tp("diff.csv"), "wb");
+        if (f) {
+            fwrite(csv, 1, len, f);
+            fclose(f);
+        }
+        print_message("fast:\n%.4000s\nsplit:\n%.4000s\n", fast, slow);
+        fail_msg("the fast path differs (input kept in %s)", tp("diff.csv"));
+    }
+    free(fast);
+    free(slow);
+}
+
+static void gpu_same_both_ways(const char *csv, const char *m, unsigned flags)
+{
+    gpu_same_both_ways_n(csv, strlen(csv), m, flags);
+}
+
+static void test_gpu_lines_differential(void **state)
+{
+    (void)state;
+    tu_put("m.json", "{\"expected_devices\": ["
+                     "{\"hostname\": \"node-a\", \"gpu_index\": 0, \"assignments\": "
+                     "[{\"worker_role\": \"prefill\"}]},"
+                     "{\"hostname\": \"node-b\", \"gpu_index\": 1, \"assignments\": "
+                     "[{\"worker_role\": \"decode\"}, {\"worker_role\": \"agg\"}]}]}\n");
+    /* what a line must not hide: a lone CR or a NUL in a cell that is not a number, a quote
+     * (after a first data row: that one is always split, it reads the header's columns) */
+#define ROW0 "2,9.0,0,a,0,u,100.0,50.0,\n"
+    static const char *const cases[] = {
+        GPU_HDR_V2 ROW0 "2,10.0,0,a,0,u\r,100.0,50.0,\n2,11.0,1,a,0,u,100.0,50.0,\n",
+        GPU_HDR_V2 ROW0 "2,10.0,0,a\rb,0,u,100.0,50.0,\n2,11.0,1,a,0,u,100.0,50.0,\n",
+        GPU_HDR_V2 ROW0 "2,10.0,0,a,0,u,100.0,50.0,\r\r\n2,11.0,1,a,0,u,100.0,50.0,\r\n",
+        GPU_HDR_V2 ROW0 "2,10.0,0,a,0,u,100.0,50.0,\n\r\n\n2,11.0,1,a,0,u,100.0,50.0,\n",
+        GPU_HDR_V2 ROW0 "2,10.0,0,a,0,\"u\",100.0,50.0,\n2,11.0,1,a,0,u,100.0,50.0,\n",
+        GPU_HDR_V2 ROW0 "2,10.0,0,a,0,u,100.0,50.0,\n2,10.05,1,a,0,u,100.0,50.0,\n"
+                        "2,10.0,2,a,0,u,100.0,50.0,\n2,10.0e0,3,a,0,u,1,2,\n2,10.0,4,a,0,u,1,2,3\n",
+        GPU_HDR_V2 ROW0
+        "2,10.0,0,a,0,u,100.0,50.0,\n2,10.0,1,a,0,u,100.0,50.0,\n2,10.0,1,a,0,u,1,,",
+        GPU_HDR_V2 ROW0 "2,10.0,1,b,0,u,100.0,50.0,\n2,10.0,1,bb,0,u,1,2,\n2,10.0,1,b,0,u,1,2,\n"
+                        "2,10.0,1,,0,u,1,2,\n2,10.0,1,b,0,u,1,2,\n2,10.0,1,a,0,u,1,2,\n",
+        GPU_HDR_V1 "1,9.0,0,a,0,u,100.0\n1,10.0,0,a,0,u,100.0\n1,10.0,1,a,0,u,100.0\n"
+                   "2,10.0,2,a,0,u,100.0\n1,10.0,3,a,0,u,100.0\n01,10.0,4,a,0,u,100.0\n"
+                   "1,10.0,x,a,0,u,100.0\n1,9.0,6,a,0,u,100.0\n",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        gpu_same_both_ways(cases[i], NULL, 0);
+    static const char nul[] = GPU_HDR_V2 ROW0 "2,10.0,0,a,0,u,100.0,50.0,\n"
+                                              "2,10.0,0,a\0b,1,u,100.0,50.0,\n"
+                                              "2,11.0,1,a,0,u\0v,100.0,50.0,\n"
+                                              "2,11.0,1,a\0,1,u,100.0,50.0\0x,\n"
+                                              "2,12.0,2,a\0b,0,u,100.0,50.0,\n"
+                                              "2,12.0,2,a\0b,1,u,100.0,50.0,\n"
+                                              "2,12.0,2,b,0,u,100.0,50.0,\n"
+                                              "2,12.0,2,a\0b,2,u,100.0,50.0,\n"
+                                              "2,12.0,2,b\0,1,u,100.0,50.0,\n"
+                                              "2,12.0,2,b\0,2,u,100.0,50.0,\n";
+    gpu_same_both_ways_n(nul, sizeof nul - 1, NULL, 0);
+#undef ROW0
+
+    rng_state = 0x9e3779b97f4a7c15u;
+    for (int k = 0; k < 600; k++) {
+        struct text t = {0};
+        rnd_gpu_csv(&t, 1 + rnd(80));
+        gpu_same_both_ways(t.s, k % 3 == 0 ? "m.json" : NULL, k % 17 == 0 ? SRTLOG_STRICT : 0);
+        free(t.s);
+    }
+    /* files past one read chunk (1 MiB) and past the row count that sizes the series */
+    for (int k = 0; k < 3; k++) {
+        struct text t = {0};
+        rnd_gpu_csv(&t, 60000);
+        gpu_same_both_ways(t.s, k == 0 ? "m.json" : NULL, 0);
+        free(t.s);
+    }
+    /* the usual file: every line taken by the fast path, nothing else differs */
+    struct text t = {0};
+    text_add(&t, GPU_HDR_V2);
+    for (unsigned i = 0; i < 40000; i++)
+        text_add(&t, "2,%u.%03u,%u,node-%c,%u,GPU-%u,%u.%03u,%u.0,\r\n", 1785168098 + i / 16,
+                 (i / 16) % 1000, i / 16, 'a' + (int)(i / 8) % 2, i % 8, i % 8, 100 + i % 500,
+                 i % 1000, i % 100);
+    gpu_same_both_ways(t.s, "m.json", 0);
+    free(t.s);
+}
+
 static int group_teardown(void **state)
 {
     (void)state;
@@ -1690,6 +2046,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fixture_aiperf, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_roles_and_sums, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_util_shared_times, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_lines_differential, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_cpu_series, tu_setup, teardown),
         cmocka_unit_test(test_sensor_rank),
         cmocka_unit_test_setup_teardown(test_malformed, tu_setup, teardown),
