@@ -19,8 +19,8 @@
  *       and prints the time of each phase, the samples held (device, node, role and
  *       utilization series) and the peak memory per sample held as one JSON object.
  *
- * Until `carma report DIR --edges snap --json-out OUT` exists this is what run.sh times; it
- * does the same loading and the same snapped windows, without the JSON output.
+ * run.sh times it beside `carma report DIR --edges snap --json-out OUT` (the same loading and
+ * windows, plus the JSON and text): its phases show where the time goes.
  */
 #include "report/series.h"
 #include "report/srtlog.h"

@@ -1,29 +1,31 @@
 #!/usr/bin/env bash
-# run.sh: carma report's numeric core (src/report/series.c) against a numpy script doing the
-# same per-device windowed energy and percentiles, on a generated srt-slurm GPU samples.csv.
+# run.sh: `carma report DIR` end to end (srtlog's loading + series' snapped windows) against
+# numpy_srtlog.py doing the same work, on a generated srt-slurm log directory.
 #
 # usage: bench/report/run.sh BUILD_DIR [ROWS]      (ROWS: default 10000000)
 #
-# Builds nothing: it expects BUILD_DIR/bench/bench_series (ninja -C BUILD_DIR
-# bench/bench_series) and /usr/bin/python3 with numpy. It writes a ROWS-row samples.csv
-# (2 hosts x 8 GPUs, one scrape a second), ten windows that together cover the run, then
-#   1. bench_series run: read, sort, srt-slurm's snapped window and carma's interpolated one
-#      per (window, device); best of BENCH_REPS (3) runs;
-#   2. numpy_report.py: np.loadtxt, a stable sort per device, windowed_energy in numpy
-#      (searchsorted, np.trapz, np.mean/min/max, np.percentile); one run;
-#   3. compares the snap figures of both, number for number.
-# Prints each phase, the ratios, peak memory per sample held, and the agreement; writes
-# BUILD_DIR/bench/series_results.json. Environment: BENCH_REPS, TMPDIR.
+# Builds nothing: it expects BUILD_DIR/bench/bench_report (ninja -C BUILD_DIR
+# bench/bench_report) and /usr/bin/python3 with numpy. It writes a log directory
+# (bench_report gen: benchmark.out, ten sa-bench result JSONs covering the run, power/samples.csv
+# v2 with ROWS rows of 2 hosts x 8 GPUs, power/manifest.json with prefill/decode/agg roles), then
+#   1. bench_report run DIR: srtlog_discover + windows + srtlog_load_gpu, then series_window_snap
+#      of every device, node and role series for every window; best of BENCH_REPS (3) runs;
+#   2. when BUILD_DIR/carma has a working `report` command: `carma report DIR --edges snap
+#      --json-out OUT`, timed the same way (wall clock, peak RSS);
+#   3. numpy_srtlog.py DIR: the same in numpy; one run;
+#   4. compares the snap figures of bench_report and numpy, number for number.
+# Prints each phase, the ratio, peak memory per sample held, and the agreement; writes
+# BUILD_DIR/bench/report_results.json. Environment: BENCH_REPS, TMPDIR.
 set -euo pipefail
 
 build=${1:?usage: bench/report/run.sh BUILD_DIR [ROWS]}
 rows=${2:-10000000}
 reps=${BENCH_REPS:-3}
-bench=$build/bench/bench_series
+bench=$build/bench/bench_report
 py=/usr/bin/python3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [[ ! -x $bench ]]; then
-    echo "run.sh: $bench is missing: ninja -C $build bench/bench_series" >&2
+    echo "run.sh: $bench is missing: ninja -C $build bench/bench_report" >&2
     exit 2
 fi
 if ! $py -c 'import numpy' 2>/dev/null; then
@@ -31,41 +33,55 @@ if ! $py -c 'import numpy' 2>/dev/null; then
     exit 2
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/carma-bench-series.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/carma-bench-report.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-"$bench" gen "$work/samples.csv" "$rows"
-$py - "$rows" >"$work/windows.txt" <<'EOF'
-import sys
-rows = int(sys.argv[1])
-base, span = 1785168098.0, rows / 16  # the generator: 16 devices, one scrape a second
-for k in range(10):
-    print(repr(base + k * span / 10 + 0.5), repr(base + (k + 1) * span / 10 - 0.5))
-EOF
+"$bench" gen "$work/log" "$rows"
 
-echo "carma report numeric core vs numpy, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "carma report end to end vs numpy, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) CPUs, $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- |
     sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "input: $rows rows, $(du -m "$work/samples.csv" | cut -f1) MiB, 16 devices, 10 windows"
+echo "input: $rows rows, $(du -m "$work/log/power/samples.csv" | cut -f1) MiB, 16 devices," \
+    "10 windows"
 echo
 
 for ((i = 0; i < reps; i++)); do
-    "$bench" run "$work/samples.csv" "$work/windows.txt" "$work/c.out" >"$work/c.$i.json"
+    /usr/bin/time -f '%e %M' -o "$work/c.$i.time" \
+        "$bench" run "$work/log" "$work/c.out" >"$work/c.$i.json"
 done
-/usr/bin/time -f '%M' -o "$work/py.rss" \
-    $py "$here/numpy_report.py" "$work/samples.csv" "$work/windows.txt" "$work/py.out" \
-    >"$work/py.json"
+carma_ok=0
+if [[ -x $build/carma ]] &&
+    "$build/carma" report "$work/log" --edges snap --json-out "$work/carma.json" \
+        >/dev/null 2>&1; then
+    carma_ok=1
+    for ((i = 0; i < reps; i++)); do
+        /usr/bin/time -f '%e %M' -o "$work/k.$i.time" \
+            "$build/carma" report "$work/log" --edges snap --json-out "$work/carma.json" \
+            >/dev/null
+    done
+fi
+/usr/bin/time -f '%e %M' -o "$work/py.time" \
+    $py "$here/numpy_srtlog.py" "$work/log" "$work/py.out" >"$work/py.json"
 
-$py - "$work" "$reps" "$build/bench/series_results.json" <<'EOF'
+$py - "$work" "$reps" "$carma_ok" "$build/bench/report_results.json" <<'EOF2'
 import json, sys
-work, reps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+work, reps, carma_ok, out = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+def tm(path):
+    wall, rss = open(path).read().split()[-2:]
+    return float(wall), int(rss) * 1024
 runs = [json.load(open(f"{work}/c.{i}.json")) for i in range(reps)]
-best = lambda k: min(r[k] for r in runs)
-c = {k: best(k) for k in ("load_s", "sort_s", "snap_s", "interp_s")}
-c["total_s"] = min(r["load_s"] + r["sort_s"] + r["snap_s"] for r in runs)
+for i, r in enumerate(runs):
+    r["wall_s"], r["peak_rss_bytes_time"] = tm(f"{work}/c.{i}.time")
+    r["total_s"] = r["discover_s"] + r["load_s"] + r["snap_s"]
+best = min(runs, key=lambda r: r["total_s"])
+c = dict(best)
 c["bytes_per_sample"] = max(r["bytes_per_sample"] for r in runs)
 p = json.load(open(f"{work}/py.json"))
-p["total_s"] = p["load_s"] + p["sort_s"] + p["snap_s"]
-p["peak_rss_bytes"] = int(open(f"{work}/py.rss").read().split()[-1]) * 1024
+p["total_s"] = p["discover_s"] + p["load_s"] + p["series_s"] + p["snap_s"]
+p["wall_s"], p["peak_rss_bytes"] = tm(f"{work}/py.time")
+k = None
+if carma_ok:
+    ks = [tm(f"{work}/k.{i}.time") for i in range(reps)]
+    k = {"wall_s": min(x[0] for x in ks), "peak_rss_bytes": max(x[1] for x in ks)}
 
 def rows(path):
     return [l.split() for l in open(path) if l.startswith("snap ")]
@@ -81,19 +97,42 @@ for a, b in zip(cr, pr):
         if x != y:
             worst = max(worst, abs(x - y) / max(abs(x), abs(y)))
 
-print(f"{'phase':<28}{'carma (best of %d)' % reps:>20}{'numpy':>12}{'ratio':>10}")
-for name, ck, pk in (("read CSV", "load_s", "load_s"), ("group + sort", "sort_s", "sort_s"),
-                     ("snap windows (srt-slurm)", "snap_s", "snap_s"),
-                     ("total", "total_s", "total_s")):
-    print(f"{name:<28}{c[ck]:>19.3f}s{p[pk]:>11.3f}s{p[pk] / c[ck]:>9.1f}x")
-print(f"{'interpolated windows':<28}{c['interp_s']:>19.3f}s{'-':>12}")
-print(f"memory: carma {c['bytes_per_sample']:.2f} bytes per sample held (peak RSS / samples;"
-      f" target <= 16 + process overhead), numpy peak RSS {p['peak_rss_bytes'] / 2**20:.0f} MiB")
+print(f"{'phase':<40}{'carma (best of %d)' % reps:>20}{'numpy':>12}")
+print(f"{'discovery + windows':<40}{c['discover_s']:>19.3f}s{p['discover_s']:>11.3f}s")
+print(f"{'read CSV + build series':<40}{c['load_s']:>19.3f}s"
+      f"{p['load_s'] + p['series_s']:>11.3f}s")
+print(f"{'  of which numpy read / numpy series':<40}{'':>20}{p['load_s']:>7.3f}s /"
+      f" {p['series_s']:.3f}s")
+print(f"{'snap windows (%d)' % len(cr):<40}{c['snap_s']:>19.3f}s{p['snap_s']:>11.3f}s")
+print(f"{'total (in-process)':<40}{c['total_s']:>19.3f}s{p['total_s']:>11.3f}s")
+print(f"{'wall clock, whole process':<40}{c['wall_s']:>19.3f}s{p['wall_s']:>11.3f}s")
+if k:
+    print(f"{'carma report --edges snap (wall)':<40}{k['wall_s']:>19.3f}s"
+          f"{p['wall_s']:>11.3f}s")
+else:
+    print("carma report DIR: not available in this build yet; bench_report timed instead")
+held = c["held"]
+print(f"samples held: {held} (device {c['held_device']}, node {c['held_node']}, role "
+      f"{c['held_role']}, utilization {c['held_util']})")
+print(f"memory: carma {c['bytes_per_sample']:.2f} bytes per sample held (peak RSS "
+      f"{c['peak_rss_bytes'] / 2**20:.0f} MiB; target <= 16), numpy peak RSS "
+      f"{p['peak_rss_bytes'] / 2**20:.0f} MiB")
 print(f"agreement: {len(cr)} snapped windows, {same} of {total} numbers bit-identical, "
       f"max relative difference {worst:.3g} (target 1e-9)")
-ratio = p["total_s"] / c["total_s"]
-print(f"target >= 20x end to end: {'met' if ratio >= 20 else 'NOT met'} ({ratio:.1f}x)")
-json.dump({"carma": c, "numpy": p, "ratio_total": ratio, "snap_windows": len(cr),
+if k:
+    k["bytes_per_sample"] = k["peak_rss_bytes"] / held
+    print(f"memory: carma report {k['bytes_per_sample']:.2f} bytes per sample held (peak RSS "
+          f"{k['peak_rss_bytes'] / 2**20:.0f} MiB)")
+ratio = p["wall_s"] / c["wall_s"]
+print(f"target >= 20x end to end (wall clock): {'met' if ratio >= 20 else 'NOT met'} "
+      f"({ratio:.1f}x; in-process {p['total_s'] / c['total_s']:.1f}x)")
+if k:
+    kr = p["wall_s"] / k["wall_s"]
+    k["ratio_wall"] = kr
+    print(f"target >= 20x, carma report itself (wall clock): {'met' if kr >= 20 else 'NOT met'} "
+          f"({kr:.1f}x)")
+json.dump({"carma": c, "carma_report": k, "numpy": p, "ratio_wall": ratio,
+           "ratio_total": p["total_s"] / c["total_s"], "snap_windows": len(cr),
            "bit_identical": same, "numbers": total, "max_rel_diff": worst},
           open(out, "w"), indent=2)
-EOF
+EOF2

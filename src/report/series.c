@@ -51,12 +51,10 @@ void series_done(struct series *s)
 #define HUGE_PAGE_BYTES ((size_t)2 << 20)
 #define HUGE_MIN_BYTES  ((size_t)4 << 20)
 
-/*
- * Resizes *p, holding n doubles in room for old_cap, to room for cap (cap >= n), expecting
- * about expect of them to be written. *p is unchanged when out of memory. 0 or -ENOMEM.
- */
-static int array_resize(double **p, size_t n, size_t old_cap, size_t cap, size_t expect)
+int series_array_resize(double **p, size_t n, size_t old_cap, size_t cap, size_t expect)
 {
+    if (cap > SIZE_MAX / sizeof(double))
+        return -ENOMEM;
     size_t bytes = (cap ? cap : 1) * sizeof(double);
     if (cap <= old_cap || bytes < HUGE_MIN_BYTES) {
         double *q = realloc(*p, bytes);
@@ -92,8 +90,8 @@ static int set_cap(struct series *s, size_t cap, size_t expect)
     if (cap > SIZE_MAX / sizeof(double))
         return -ENOMEM;
     /* t may end up larger than cap says; w decides */
-    if (array_resize(&s->t, s->n, s->cap, cap, expect) < 0 ||
-        array_resize(&s->w, s->n, s->cap, cap, expect) < 0)
+    if (series_array_resize(&s->t, s->n, s->cap, cap, expect) < 0 ||
+        series_array_resize(&s->w, s->n, s->cap, cap, expect) < 0)
         return -ENOMEM;
     s->cap = cap;
     return 0;

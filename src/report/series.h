@@ -195,6 +195,16 @@ int series_window_counter(const struct series *s, double start, double end,
                           struct series_scratch *sc, struct series_window *ret,
                           struct carma_err *err);
 
+/*
+ * Resizes the malloc'ed array *p, holding n doubles in room for old_cap, to room for cap
+ * (cap >= n), about expect of them to be written (the series loaders use it for their own
+ * arrays). A grown array of 4 MiB or more starts on a 2 MiB boundary (posix_memalign: still
+ * free()d and realloc()ed as any malloc'ed array) and its whole 2 MiB pages below expect are
+ * asked for transparent huge pages, so that its first touch faults once per 2 MiB instead of
+ * 512 times. *p is unchanged when out of memory. Returns 0 or -ENOMEM.
+ */
+int series_array_resize(double **p, size_t n, size_t old_cap, size_t cap, size_t expect);
+
 /* ---- the numeric pieces, for other callers (utilization means, tests) ---- */
 
 /* numpy's pairwise sum of v[0..n) (np.add.reduce on a contiguous float64 array), bit for bit. */

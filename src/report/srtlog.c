@@ -23,13 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/csv.h"
 #include "core/parse.h"
+#include "report/series.h"
 
 /* Bytes read from a file at a time. */
 #define CHUNK (1u << 20)
@@ -1856,57 +1856,12 @@ struct vec {
     bool shared_t;
 };
 
-/*
- * Big arrays are grown into a new block that starts on a 2 MiB boundary (posix_memalign, so
- * free() and realloc() apply: the arrays handed out stay malloc'ed), and the part expected to
- * be filled is marked for transparent huge pages: its first touch then costs one fault per
- * 2 MiB instead of 512 (first-touch faults were ~45 % of loading a 10 M-row file in a VM).
- * Only whole 2 MiB pages below the expected fill are marked, so that a room estimate a little
- * too high does not make a mostly empty huge page resident. (series.c does the same.)
- */
-#define HUGE_PAGE_BYTES ((size_t)2 << 20)
-#define HUGE_MIN_BYTES  ((size_t)4 << 20)
-
-/*
- * Grows *p, holding n doubles, to room for cap (cap >= n), expecting about expect of them to
- * be written. *p is unchanged when out of memory. 0 or -ENOMEM.
- */
-static int array_grow(double **p, size_t n, size_t cap, size_t expect)
-{
-    if (cap > SIZE_MAX / sizeof(double))
-        return -ENOMEM;
-    size_t bytes = cap * sizeof(double);
-    if (bytes < HUGE_MIN_BYTES) {
-        double *q = realloc(*p, bytes);
-        if (!q)
-            return -ENOMEM;
-        *p = q;
-        return 0;
-    }
-    void *q;
-    if (posix_memalign(&q, HUGE_PAGE_BYTES, bytes) != 0)
-        return -ENOMEM;
-#ifdef MADV_HUGEPAGE
-    size_t huge =
-        (expect < cap ? expect : cap) * sizeof(double) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
-    if (huge > 0)
-        (void)madvise(q, huge, MADV_HUGEPAGE); /* a hint: without it, small pages */
-#else
-    (void)expect;
-#endif
-    if (n > 0)
-        memcpy(q, *p, n * sizeof(double));
-    free(*p);
-    *p = q;
-    return 0;
-}
-
 /* Grows v to room for cap samples (cap > v->cap), about expect of them to be filled. Out of
  * line, so that the appends below inline into the per-row code. */
 __attribute__((noinline)) static int vec_grow(struct vec *v, size_t cap, size_t expect)
 {
-    if ((!v->shared_t && array_grow(&v->t, v->n, cap, expect) < 0) ||
-        array_grow(&v->w, v->n, cap, expect) < 0)
+    if ((!v->shared_t && series_array_resize(&v->t, v->n, v->cap, cap, expect) < 0) ||
+        series_array_resize(&v->w, v->n, v->cap, cap, expect) < 0)
         return -ENOMEM;
     v->cap = cap;
     return 0;
@@ -1942,7 +1897,7 @@ static int vec_unshare(struct vec *v, const double *t, bool unsorted)
 {
     if (!v->shared_t)
         return 0;
-    if (v->cap > 0 && array_grow(&v->t, 0, v->cap, v->n) < 0)
+    if (v->cap > 0 && series_array_resize(&v->t, 0, 0, v->cap, v->n) < 0)
         return -ENOMEM;
     if (v->n > 0)
         memcpy(v->t, t, v->n * sizeof *v->t);
