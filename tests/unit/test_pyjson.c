@@ -285,21 +285,6 @@ static void test_dumps_cycle(void **state)
 
 /* ---- randomized, against python3 ---- */
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_u(void)
-{
-    return (double)(rng_next() >> 11) * 0x1p-53;
-}
-
 static double bits_to_double(uint64_t u)
 {
     double x;
@@ -308,39 +293,39 @@ static double bits_to_double(uint64_t u)
 }
 
 /*
- * A random finite double of one of several kinds; never NaN or an infinity. One rng_next() per
+ * A random finite double of one of several kinds; never NaN or an infinity. One tu_rng_next() per
  * statement: the order of evaluation of operands is unspecified.
  */
 static double rng_double(void)
 {
     static const double pow10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
-    double sign = rng_next() & 1 ? -1 : 1, x;
-    switch (rng_next() % 8) {
+    double sign = tu_rng_next() & 1 ? -1 : 1, x;
+    switch (tu_rng_next() % 8) {
     case 0:
     case 1: /* any bit pattern */
         do
-            x = bits_to_double(rng_next());
+            x = bits_to_double(tu_rng_next());
         while (!isfinite(x));
         return x;
     case 2: /* subnormal */
-        return sign * bits_to_double(rng_next() & 0x000fffffffffffffull);
+        return sign * bits_to_double(tu_rng_next() & 0x000fffffffffffffull);
     case 3: /* decimal-looking: k / 10^d */
-        x = (double)(rng_next() % 100000000);
-        return sign * x / pow10[rng_next() % 10];
+        x = (double)(tu_rng_next() % 100000000);
+        return sign * x / pow10[tu_rng_next() % 10];
     case 4: /* exact binary ties for the formats: k / 2^j */
-        x = (double)(rng_next() % 1000000);
-        return sign * ldexp(x, -(int)(rng_next() % 12));
+        x = (double)(tu_rng_next() % 1000000);
+        return sign * ldexp(x, -(int)(tu_rng_next() % 12));
     case 5: /* near 10^e, where the layout switches and digits carry */
-        x = pow(10, (double)(int)(rng_next() % 50) - 25);
-        for (int k = (int)(rng_next() % 5) - 2; k != 0; k += k > 0 ? -1 : 1)
+        x = pow(10, (double)(int)(tu_rng_next() % 50) - 25);
+        for (int k = (int)(tu_rng_next() % 5) - 2; k != 0; k += k > 0 ? -1 : 1)
             x = nextafter(x, k > 0 ? INFINITY : 0);
         return sign * x;
     case 6: /* a power of two or its neighbour */
-        x = ldexp(1, (int)(rng_next() % 2098) - 1074);
-        return sign * (rng_next() & 1 ? x : nextafter(x, rng_next() & 1 ? INFINITY : 0));
+        x = ldexp(1, (int)(tu_rng_next() % 2098) - 1074);
+        return sign * (tu_rng_next() & 1 ? x : nextafter(x, tu_rng_next() & 1 ? INFINITY : 0));
     default: /* uniform over a few magnitudes */
-        x = rng_u();
-        return sign * x * pow10[rng_next() % 10];
+        x = tu_rng_u();
+        return sign * x * pow10[tu_rng_next() % 10];
     }
 }
 
@@ -382,7 +367,7 @@ static void test_numbers_vs_python(void **state)
     ref_script(script, sizeof script);
 
     static const int decs[] = {0, 0, 1, 2, 2, 2, 3, 4, 6, 10, 17, 20};
-    rng_state = 20240612;
+    tu_rng_seed(20240612);
     size_t n = 0;
     /* fixed: zeros, the non-finite values, every power of two and both of its neighbours */
     static const double fixed[] = {0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, DBL_MAX, DBL_MIN};
@@ -397,9 +382,9 @@ static void test_numbers_vs_python(void **state)
     while (n < NRANDOM)
         num_cases[n++].x = rng_double();
     for (size_t i = 0; i < n; i++) {
-        num_cases[i].decimals = decs[rng_next() % (sizeof decs / sizeof decs[0])];
-        num_cases[i].commas = rng_next() & 1;
-        num_cases[i].plus = rng_next() % 4 == 0;
+        num_cases[i].decimals = decs[tu_rng_next() % (sizeof decs / sizeof decs[0])];
+        num_cases[i].commas = tu_rng_next() & 1;
+        num_cases[i].plus = tu_rng_next() % 4 == 0;
     }
 
     char path[TU_DIR_MAX + 32];
@@ -463,35 +448,35 @@ static const char *const strs[] = {
 
 static json_t *rng_tree(int depth)
 {
-    unsigned k = depth >= 6 ? (unsigned)(rng_next() % 5) : (unsigned)(rng_next() % 8);
+    unsigned k = depth >= 6 ? (unsigned)(tu_rng_next() % 5) : (unsigned)(tu_rng_next() % 8);
     switch (k) {
     case 0:
         return json_real(rng_double());
     case 1: {
-        json_int_t i = (json_int_t)rng_next();
-        return json_integer(i >> (rng_next() % 64));
+        json_int_t i = (json_int_t)tu_rng_next();
+        return json_integer(i >> (tu_rng_next() % 64));
     }
     case 2:
-        return json_string(strs[rng_next() % (sizeof strs / sizeof strs[0])]);
+        return json_string(strs[tu_rng_next() % (sizeof strs / sizeof strs[0])]);
     case 3:
-        return rng_next() & 1 ? json_boolean(rng_next() & 1) : json_null();
+        return tu_rng_next() & 1 ? json_boolean(tu_rng_next() & 1) : json_null();
     case 4:
-        return json_real((double)(rng_next() % 2000) / 8 - 100);
+        return json_real((double)(tu_rng_next() % 2000) / 8 - 100);
     case 5:
     case 6: {
         json_t *o = json_object();
-        unsigned n = (unsigned)(rng_next() % 6);
+        unsigned n = (unsigned)(tu_rng_next() % 6);
         for (unsigned i = 0; i < n; i++) {
             char key[64];
-            const char *stem = strs[rng_next() % (sizeof strs / sizeof strs[0])];
-            snprintf(key, sizeof key, "%s%u", stem, (unsigned)(rng_next() % 1000));
+            const char *stem = strs[tu_rng_next() % (sizeof strs / sizeof strs[0])];
+            snprintf(key, sizeof key, "%s%u", stem, (unsigned)(tu_rng_next() % 1000));
             json_object_set_new(o, key, rng_tree(depth + 1));
         }
         return o;
     }
     default: {
         json_t *a = json_array();
-        unsigned n = (unsigned)(rng_next() % 6);
+        unsigned n = (unsigned)(tu_rng_next() % 6);
         for (unsigned i = 0; i < n; i++)
             json_array_append_new(a, rng_tree(depth + 1));
         return a;
@@ -507,7 +492,7 @@ static void test_dumps_vs_python(void **state)
     char script[512];
     ref_script(script, sizeof script);
 
-    rng_state = 7;
+    tu_rng_seed(7);
     json_t *root = json_array();
     for (int i = 0; i < 400; i++)
         json_array_append_new(root, rng_tree(1));

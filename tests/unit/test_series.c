@@ -349,27 +349,11 @@ static void test_unsorted_stable(void **state)
     series_done(&s);
 }
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* uniform in [0, 1) */
-static double rng_u(void)
-{
-    return (double)(rng_next() >> 11) * 0x1p-53;
-}
-
 /* a big shuffle with many equal timestamps: sorted, and equal times keep append order */
 static void test_sort_large(void **state)
 {
     (void)state;
-    rng_state = 42;
+    tu_rng_seed(42);
     size_t sizes[] = {1000, 300000}; /* the second merges runs longer than the 1 MiB buffer */
     unsigned keys[] = {50, 1000000};
     for (size_t si = 0; si < 2; si++) {
@@ -378,7 +362,8 @@ static void test_sort_large(void **state)
             series_init(&s);
             assert_int_equal(series_reserve(&s, sizes[si]), 0);
             for (size_t i = 0; i < sizes[si]; i++)
-                assert_int_equal(series_append(&s, (double)(rng_next() % keys[ki]), (double)i), 0);
+                assert_int_equal(series_append(&s, (double)(tu_rng_next() % keys[ki]), (double)i),
+                                 0);
             series_sort(&s);
             for (size_t i = 1; i < s.n; i++) {
                 assert_true(s.t[i - 1] <= s.t[i]);
@@ -547,7 +532,7 @@ static int cmp_d(const void *a, const void *b)
 static void test_stats_vs_sort(void **state)
 {
     (void)state;
-    rng_state = 99;
+    tu_rng_seed(99);
     size_t sizes[] = {1, 2, 3, 16, 17, 100, 4095, 4096, 4097, 50000, 300001};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         size_t n = sizes[si];
@@ -556,7 +541,7 @@ static void test_stats_vs_sort(void **state)
         assert_non_null(c);
         for (int kind = 0; kind < 8; kind++) {
             for (size_t i = 0; i < n; i++) {
-                double u = rng_u();
+                double u = tu_rng_u();
                 switch (kind) {
                 case 0:
                     v[i] = 100 + 600 * u;
@@ -571,7 +556,7 @@ static void test_stats_vs_sort(void **state)
                     v[i] = i == n / 3 ? 1e9 : 300 + u;
                     break; /* far outlier */
                 case 4:
-                    v[i] = 400 + (double)(rng_next() % 4) * 0x1p-44;
+                    v[i] = 400 + (double)(tu_rng_next() % 4) * 0x1p-44;
                     break; /* last bits */
                 case 5:
                     v[i] = -50 + 100 * u * u * u;
@@ -634,22 +619,22 @@ static void gen_series(struct series *s, size_t n, enum mode m, int flavour)
 {
     series_init(s);
     assert_int_equal(series_reserve(s, n), 0);
-    double t = 1.7e9 + rng_u() * 1e6, c = rng_u() * 1e6;
+    double t = 1.7e9 + tu_rng_u() * 1e6, c = tu_rng_u() * 1e6;
     for (size_t i = 0; i < n; i++) {
-        double w = 50 + 650 * rng_u();
+        double w = 50 + 650 * tu_rng_u();
         if (flavour == 1)
             w = floor(w / 25) * 25; /* a coarse grid: many equal values */
         if (m == COUNTER) {
-            if (i > 0 && rng_u() < 0.01)
-                c = rng_u() * 100; /* a reset */
+            if (i > 0 && tu_rng_u() < 0.01)
+                c = tu_rng_u() * 100; /* a reset */
             assert_int_equal(series_append(s, t, c), 0);
         } else {
             assert_int_equal(series_append(s, t, w), 0);
         }
-        double dt = m == SNAP ? 0.05 + 1.9 * rng_u() : 0.05 + 2.8 * rng_u();
-        if (flavour == 2 && rng_u() < 0.1)
+        double dt = m == SNAP ? 0.05 + 1.9 * tu_rng_u() : 0.05 + 2.8 * tu_rng_u();
+        if (flavour == 2 && tu_rng_u() < 0.1)
             dt = 0; /* duplicated timestamps */
-        if (flavour == 3 && rng_u() < 0.001)
+        if (flavour == 3 && tu_rng_u() < 0.001)
             dt = 3.5; /* a gap over the limit */
         t += dt;
         if (m == COUNTER)
@@ -664,15 +649,15 @@ static void add_case(enum mode m, size_t n, int flavour)
     rc->mode = m;
     gen_series(&rc->s, n, m, flavour);
     double t0 = rc->s.t[0], t1 = rc->s.t[rc->s.n - 1], span = t1 - t0;
-    double a = rng_u(), b = rng_u();
+    double a = tu_rng_u(), b = tu_rng_u();
     if (a > b) {
         double x = a;
         a = b;
         b = x;
     }
     /* mostly inside; sometimes a few seconds past either end (coverage errors) */
-    rc->start = t0 + a * span - (rng_u() < 0.15 ? 4 * rng_u() : 0);
-    rc->end = t0 + b * span + (rng_u() < 0.15 ? 4 * rng_u() : 0);
+    rc->start = t0 + a * span - (tu_rng_u() < 0.15 ? 4 * tu_rng_u() : 0);
+    rc->end = t0 + b * span + (tu_rng_u() < 0.15 ? 4 * tu_rng_u() : 0);
     if (!(rc->end > rc->start))
         rc->end = rc->start + 1;
 }
@@ -698,7 +683,7 @@ static void test_random_vs_numpy(void **state)
     char script[512];
     ref_script(script, sizeof script);
 
-    rng_state = 20240611;
+    tu_rng_seed(20240611);
     ncases = 0;
     size_t sizes[] = {10, 37, 128, 129, 1000, 8193, 10000, 65537, 100000};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -809,14 +794,14 @@ static void test_sum_vs_numpy(void **state)
     (void)state;
     if (!have_numpy())
         skip();
-    rng_state = 7;
+    tu_rng_seed(7);
     size_t n = 1000002;
     double *v = malloc(n * sizeof(double));
     assert_non_null(v);
     char path[TU_DIR_MAX + 32];
     snprintf(path, sizeof path, "%s/v.bin", tu_dir);
     for (size_t i = 0; i < n; i++)
-        v[i] = 1000 * rng_u() + rng_u() * 1e-9;
+        v[i] = 1000 * tu_rng_u() + tu_rng_u() * 1e-9;
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(v, sizeof(double), n, f), n);

@@ -189,3 +189,25 @@ struct sampler *tu_sampler_new(const struct sampler_opts *o)
         fail_msg("sampler_new: %s", e.msg);
     return s;
 }
+
+/* ---- random numbers ---- */
+
+static uint64_t tu_rng_state;
+
+void tu_rng_seed(uint64_t seed)
+{
+    tu_rng_state = seed;
+}
+
+uint64_t tu_rng_next(void)
+{
+    uint64_t z = (tu_rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double tu_rng_u(void)
+{
+    return (double)(tu_rng_next() >> 11) * 0x1p-53;
+}

@@ -37,6 +37,17 @@ struct source_ops;
             fail_msg("%.17g != %.17g", a_, b_);                                                    \
     } while (0)
 
+/* ---- random numbers (deterministic: splitmix64) ---- */
+
+/* Restarts the sequence from seed. */
+void tu_rng_seed(uint64_t seed);
+
+/* The next 64 random bits. */
+uint64_t tu_rng_next(void);
+
+/* Uniform in [0, 1), 53 bits. */
+double tu_rng_u(void);
+
 /* ---- fixtures ---- */
 
 /*
