@@ -7,6 +7,17 @@
 #include "cli/common.h"
 #include "core/parse.h"
 
+int report_edges_parse(const char *s, enum report_edges *ret)
+{
+    if (strcmp(s, "interpolate") == 0)
+        *ret = REPORT_EDGES_INTERPOLATE;
+    else if (strcmp(s, "snap") == 0)
+        *ret = REPORT_EDGES_SNAP;
+    else
+        return -1;
+    return 0;
+}
+
 int follow_opt_handle(struct follow_opts *o, const char *cmd, int c, const char *arg)
 {
     switch (c) {
@@ -23,11 +34,7 @@ int follow_opt_handle(struct follow_opts *o, const char *cmd, int c, const char 
         }
         return 1;
     case OPT_REPORT_EDGES:
-        if (strcmp(arg, "interpolate") == 0) {
-            o->edges = REPORT_EDGES_INTERPOLATE;
-        } else if (strcmp(arg, "snap") == 0) {
-            o->edges = REPORT_EDGES_SNAP;
-        } else {
+        if (report_edges_parse(arg, &o->edges) < 0) {
             cli_error("%s: --report-edges: '%s' is not interpolate or snap", cmd, arg);
             return -1;
         }

@@ -39,6 +39,9 @@ enum { OPT_REPORT_FOLLOW = 480, OPT_REPORT_CPU, OPT_REPORT_POLL, OPT_REPORT_EDGE
     "  --report-poll T     --report-follow's period (default 30s)\n"                               \
     "  --report-edges E    interpolate (default) or snap, as carma report --edges\n"
 
+/* The --edges / --report-edges word: "interpolate" or "snap". Returns 0, or -1 for another. */
+int report_edges_parse(const char *s, enum report_edges *ret);
+
 /*
  * Handles one of the options above (c, arg) for command cmd. Returns 1 if handled, 0 if c is
  * not one of them, -1 after printing an error about a bad value.

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cli/common.h"
+#include "cli/follow_opt.h"
 #include "core/file.h"
 #include "core/parse.h"
 #include "report/follow.h"
@@ -166,11 +167,7 @@ int cmd_report(int argc, char **argv)
             cpu_samples = optarg;
             break;
         case OPT_EDGES:
-            if (strcmp(optarg, "interpolate") == 0) {
-                edges = REPORT_EDGES_INTERPOLATE;
-            } else if (strcmp(optarg, "snap") == 0) {
-                edges = REPORT_EDGES_SNAP;
-            } else {
+            if (report_edges_parse(optarg, &edges) < 0) {
                 cli_error("--edges: '%s' is not interpolate or snap", optarg);
                 return 2;
             }

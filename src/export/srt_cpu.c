@@ -289,7 +289,6 @@ struct srt_cpu *srt_cpu_open(const char *dir, const char *const *nodes, size_t n
         return NULL;
     }
     w->fd = -1;
-    int r;
     if (strlen(dir) + sizeof "/.cpu_manifest.json.tmp" > sizeof w->dir) {
         carma_err_set(e, -ENAMETOOLONG, "cannot create %s: %s", dir, strerror(ENAMETOOLONG));
         goto fail;
@@ -332,22 +331,10 @@ struct srt_cpu *srt_cpu_open(const char *dir, const char *const *nodes, size_t n
         goto fail;
     }
 
-    r = file_mkdirs(w->dir);
-    if (r < 0) {
-        carma_err_set(e, r, "cannot create %s: %s", w->dir, strerror(-r));
+    w->fd = srt_csv_create(w->dir, w->csv_path, SAMPLES_HEADER EOL,
+                           strlen(SAMPLES_HEADER) + EOL_LEN, e);
+    if (w->fd < 0)
         goto fail;
-    }
-    w->fd = open(w->csv_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0) {
-        r = -errno;
-        carma_err_set(e, r, "cannot create %s: %s", w->csv_path, strerror(-r));
-        goto fail;
-    }
-    r = file_write_all(w->fd, SAMPLES_HEADER EOL, strlen(SAMPLES_HEADER) + EOL_LEN);
-    if (r < 0) {
-        carma_err_set(e, r, "cannot write %s: %s", w->csv_path, strerror(-r));
-        goto fail;
-    }
     w->good = (off_t)(strlen(SAMPLES_HEADER) + EOL_LEN);
     if (manifest_write(w, false, 0, e) < 0)
         goto fail;

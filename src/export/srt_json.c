@@ -49,3 +49,22 @@ int srt_json_replace(json_t *m, const char *dir, const char *tmp_path, const cha
     }
     return 0;
 }
+
+int srt_csv_create(const char *dir, const char *csv_path, const char *header, size_t n,
+                   struct carma_err *e)
+{
+    int r = file_mkdirs(dir);
+    if (r < 0)
+        return carma_err_set(e, r, "cannot create %s: %s", dir, strerror(-r));
+    int fd = open(csv_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        r = -errno;
+        return carma_err_set(e, r, "cannot create %s: %s", csv_path, strerror(-r));
+    }
+    r = file_write_all(fd, header, n);
+    if (r < 0) {
+        close(fd);
+        return carma_err_set(e, r, "cannot write %s: %s", csv_path, strerror(-r));
+    }
+    return fd;
+}

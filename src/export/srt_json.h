@@ -1,7 +1,8 @@
 /*
- * srt_json: srt-slurm's JSON files as its Python writes them (json.dumps(indent=2) and a final
- * newline, \uXXXX escapes in lowercase), replaced atomically: a temporary file, fsync, rename,
- * then a best-effort fsync of the directory. Shared by the GPU and CPU leg writers.
+ * srt_json: the files both srt-slurm legs write: JSON files as its Python writes them
+ * (json.dumps(indent=2) and a final newline, \uXXXX escapes in lowercase), replaced atomically: a
+ * temporary file, fsync, rename, then a best-effort fsync of the directory. Shared by the GPU and
+ * CPU leg writers.
  */
 #ifndef CARMA_EXPORT_SRT_JSON_H
 #define CARMA_EXPORT_SRT_JSON_H
@@ -15,5 +16,13 @@
  * the old file at path is left as it was on failure. */
 int srt_json_replace(json_t *m, const char *dir, const char *tmp_path, const char *path,
                      struct carma_err *e);
+
+/*
+ * Makes dir (with its parents) and creates (or truncates) the CSV file csv_path in it, holding
+ * the n bytes of header. Returns the open file descriptor (O_WRONLY, close-on-exec), or a
+ * negative errno with e set (naming the directory or the file).
+ */
+int srt_csv_create(const char *dir, const char *csv_path, const char *header, size_t n,
+                   struct carma_err *e);
 
 #endif

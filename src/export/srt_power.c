@@ -611,7 +611,6 @@ struct srt_power *srt_power_open(const struct srt_power_opts *o, struct carma_er
         return NULL;
     }
     p->fd = -1;
-    int r;
     if (strlen(o->dir) + sizeof "/.manifest.json.tmp" > sizeof p->dir) {
         carma_err_set(e, -ENAMETOOLONG, "cannot create %s: %s", o->dir, strerror(ENAMETOOLONG));
         goto fail;
@@ -643,22 +642,10 @@ struct srt_power *srt_power_open(const struct srt_power_opts *o, struct carma_er
         goto fail;
     }
 
-    r = file_mkdirs(p->dir);
-    if (r < 0) {
-        carma_err_set(e, r, "cannot create %s: %s", p->dir, strerror(-r));
+    p->fd = srt_csv_create(p->dir, p->csv_path, SAMPLES_HEADER EOL,
+                           strlen(SAMPLES_HEADER) + EOL_LEN, e);
+    if (p->fd < 0)
         goto fail;
-    }
-    p->fd = open(p->csv_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (p->fd < 0) {
-        r = -errno;
-        carma_err_set(e, r, "cannot create %s: %s", p->csv_path, strerror(-r));
-        goto fail;
-    }
-    r = file_write_all(p->fd, SAMPLES_HEADER EOL, strlen(SAMPLES_HEADER) + EOL_LEN);
-    if (r < 0) {
-        carma_err_set(e, r, "cannot write %s: %s", p->csv_path, strerror(-r));
-        goto fail;
-    }
     p->good = (off_t)(strlen(SAMPLES_HEADER) + EOL_LEN);
     if (manifest_write(p, "running", false, 0, NULL, e) < 0)
         goto fail;

@@ -11,6 +11,8 @@
  */
 #include "testutil.h"
 
+#include "alloccount.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -24,52 +26,6 @@
 
 #include "export/srt_cpu.h"
 #include "sources/hwmon.h"
-
-/* ---- counting allocations (not under AddressSanitizer, which owns malloc) ---- */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_MALLOC_COUNT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_MALLOC_COUNT 1
-#endif
-#endif
-
-#ifndef NO_MALLOC_COUNT
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
-
-static bool counting;
-static int allocations;
-
-void *malloc(size_t n)
-{
-    if (counting)
-        allocations++;
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t size)
-{
-    if (counting)
-        allocations++;
-    return __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t n)
-{
-    if (counting)
-        allocations++;
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    __libc_free(p);
-}
-#endif
 
 /* ---- documents built by hand ---- */
 
@@ -720,7 +676,7 @@ static void test_write_error(void **state)
 static void test_no_allocation(void **state)
 {
     (void)state;
-#ifdef NO_MALLOC_COUNT
+#if !ALLOC_COUNT_AVAILABLE
     skip();
 #else
     static const char *const nodes[] = {"node-a", "node-b"};
@@ -732,11 +688,9 @@ static void test_no_allocation(void **state)
     acpi("hwmon0/power3", "total", "0", "Grace Power Socket 0", 93.4);
     acpi("hwmon1/power3", "total", "1", "Grace Power Socket 1", 100);
 
-    counting = true;
-    allocations = 0;
+    alloc_count_start();
     free(strdup("x"));
-    counting = false;
-    assert_int_equal(allocations, 1);
+    assert_int_equal(alloc_count_stop(), 1);
 
     /* the first cycle may size the buffer */
     srt_cpu_cycle_begin(w);
@@ -746,8 +700,7 @@ static void test_no_allocation(void **state)
     end_ok(w);
 
     int failures = 0;
-    counting = true;
-    allocations = 0;
+    alloc_count_start();
     for (int i = 0; i < 2000; i++) {
         srt_cpu_cycle_begin(w);
         parse();
@@ -755,7 +708,7 @@ static void test_no_allocation(void **state)
         srt_cpu_node(w, 1, sec(2 + i), i % 3 ? &sc : NULL);
         failures += srt_cpu_cycle_end(w, &e) != 0;
     }
-    counting = false;
+    int allocations = alloc_count_stop();
     assert_int_equal(failures, 0);
     assert_int_equal(allocations, 0);
     finish_ok(w);

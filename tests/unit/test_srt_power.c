@@ -7,6 +7,8 @@
  */
 #include "testutil.h"
 
+#include "alloccount.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -21,52 +23,6 @@
 
 #include "core/csv.h"
 #include "export/srt_power.h"
-
-/* ---- counting allocations (not under AddressSanitizer, which owns malloc) ---- */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_MALLOC_COUNT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_MALLOC_COUNT 1
-#endif
-#endif
-
-#ifndef NO_MALLOC_COUNT
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
-
-static bool counting;
-static int allocations;
-
-void *malloc(size_t n)
-{
-    if (counting)
-        allocations++;
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t size)
-{
-    if (counting)
-        allocations++;
-    return __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t n)
-{
-    if (counting)
-        allocations++;
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    __libc_free(p);
-}
-#endif
 
 /* ---- helpers ---- */
 
@@ -908,7 +864,7 @@ static void test_misuse(void **state)
 static void test_no_allocation(void **state)
 {
     (void)state;
-#ifdef NO_MALLOC_COUNT
+#if !ALLOC_COUNT_AVAILABLE
     skip();
 #else
     char dir[512];
@@ -916,15 +872,12 @@ static void test_no_allocation(void **state)
     struct srt_power *p = open_ok(&o);
     struct carma_err e = {0};
 
-    counting = true; /* the hook counts: */
-    allocations = 0;
+    alloc_count_start(); /* the hook counts: */
     free(strdup("x"));
-    counting = false;
-    assert_int_equal(allocations, 1);
+    assert_int_equal(alloc_count_stop(), 1);
 
     int failures = 0;
-    counting = true;
-    allocations = 0;
+    alloc_count_start();
     for (int i = 0; i < 2000; i++) {
         srt_power_scrape_begin(p, 1785168098.0 + i * 0.1);
         srt_power_row(p, 0, "GPU-aaaa", 300 + i % 7, i % 101, NAN);
@@ -934,7 +887,7 @@ static void test_no_allocation(void **state)
         srt_power_scrape_begin(p, 1785168098.05 + i * 0.1);
         failures += srt_power_scrape_end(p, &e) != 0;
     }
-    counting = false;
+    int allocations = alloc_count_stop();
     assert_int_equal(failures, 0);
     assert_int_equal(allocations, 0);
     finish_ok(p, "complete");
