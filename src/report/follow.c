@@ -157,55 +157,53 @@ static bool report_exists(const struct srtlog_source *s)
 }
 
 /*
- * The windows of the pending sources, one at a time (a half-written result file holds back only
- * its own window): on return log->windows holds the ones that loaded and idx[k] is the source
- * of window k. log->sources is left as it was.
+ * Source i of log, if it is still to be reported: its window is read alone (a result file
+ * still being written holds back only its own window), reported when the samples reach its end
+ * (or final), and written. Returns 1 when it was written, 0 when not (why: f->last_error), or
+ * a negative errno with e set when a built report could not be written.
  */
-static int load_pending_windows(struct follow *f, struct srtlog *log, size_t *idx,
-                                struct carma_err *e)
+static int poll_source(struct follow *f, const struct srtlog *log, size_t i, double newest,
+                       bool final, double now, struct series_scratch *sc, struct carma_err *e)
 {
-    struct srtlog_source *all = log->sources;
-    size_t nall = log->nsources;
-    struct srtlog_window *wins = calloc(nall ? nall : 1, sizeof *wins);
-    if (!wins)
+    struct follow_source *fs = source_of(f, &log->sources[i]);
+    if (!fs)
         return carma_err_set(e, -ENOMEM, "out of memory");
-    size_t k = 0;
-    for (size_t i = 0; i < nall; i++) {
-        struct follow_source *fs = source_of(f, &all[i]);
-        if (!fs) {
-            log->sources = all;
-            log->nsources = nall;
-            log->windows = wins;
-            log->nwindows = k;
-            return carma_err_set(e, -ENOMEM, "out of memory");
-        }
-        if (fs->emitted || fs->dead)
-            continue;
-        if (report_exists(&all[i])) {
-            /* written by an earlier follower of this run (a restart): not again */
-            fs->emitted = true;
-            continue;
-        }
-        struct carma_err we = {0};
-        log->sources = &all[i];
-        log->nsources = 1;
-        if (srtlog_load_windows(log, &we) == 0) {
-            wins[k] = log->windows[0];
-            idx[k++] = i;
-            free(log->windows); /* the array only: the window now lives in wins */
-            log->windows = NULL;
-            log->nwindows = 0;
-        } else {
-            snprintf(f->last_error, sizeof f->last_error, "%s", we.msg);
-            log->nsources = 0;
-            srtlog_load_windows(log, &we); /* frees the half-loaded window */
-        }
+    if (fs->emitted || fs->dead)
+        return 0;
+    if (report_exists(&log->sources[i])) {
+        /* written by an earlier follower of this run (a restart): not again */
+        fs->emitted = true;
+        return 0;
     }
-    log->sources = all;
-    log->nsources = nall;
-    log->windows = wins;
-    log->nwindows = k;
-    return 0;
+    struct srtlog_window w;
+    struct carma_err we = {0};
+    if (srtlog_load_window(log, i, &w, &we) < 0) {
+        snprintf(f->last_error, sizeof f->last_error, "%s", we.msg);
+        return 0;
+    }
+    int r = 0;
+    json_t *rep = NULL;
+    if (!final && !(newest >= w.end_unix)) {
+        /* no sample at or past the window's end yet: a later one may still change it */
+        snprintf(f->last_error, sizeof f->last_error,
+                 "%s: samples reach %.3f, the window ends at %.3f", fs->path, newest, w.end_unix);
+    } else if (srtreport_window(log, &w, f->edges, sc, &rep, &we) < 0) {
+        snprintf(f->last_error, sizeof f->last_error, "%s", we.msg);
+        if (newest > w.end_unix + FOLLOW_DEAD_AFTER_S) {
+            fs->dead = true;
+            f->dead++;
+        }
+    } else if (json_object_set_new(rep, "schema_version", json_integer(1)) != 0 ||
+               json_object_set_new(rep, "emitted_at_unix", json_real(now)) != 0) {
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+    } else if ((r = emit(f, fs->path, fs->concurrency, rep, e)) == 0) {
+        fs->emitted = true;
+        f->emitted++;
+        r = 1;
+    }
+    json_decref(rep);
+    srtlog_window_done(&w);
+    return r;
 }
 
 int follow_poll(struct follow *f, double now, bool final, struct carma_err *e)
@@ -215,7 +213,6 @@ int follow_poll(struct follow *f, double now, bool final, struct carma_err *e)
     struct srtlog_opts o = {.cpu_samples = f->cpu_samples, .flags = f->flags};
     f->last_error[0] = '\0';
     int r = srtlog_discover(&log, f->log_dir, &o, &le);
-    size_t *idx = NULL;
     if (r == 0 && log.cpu_csv)
         r = srtlog_load_cpu(&log, log.cpu_csv, &le);
     if (r == 0 && log.gpu_csv)
@@ -233,53 +230,15 @@ int follow_poll(struct follow *f, double now, bool final, struct carma_err *e)
         srtlog_done(&log);
         return 0;
     }
-    if (!(idx = calloc(log.nsources ? log.nsources : 1, sizeof *idx))) {
-        srtlog_done(&log);
-        return carma_err_set(e, -ENOMEM, "out of memory");
-    }
-    r = load_pending_windows(f, &log, idx, e);
     const double newest = newest_sample(&log);
     struct series_scratch sc = {0};
     int emitted = 0;
-    for (size_t k = 0; r == 0 && k < log.nwindows; k++) {
-        struct follow_source *fs = source_of(f, &log.sources[idx[k]]);
-        if (!fs) {
-            r = carma_err_set(e, -ENOMEM, "out of memory");
-            break;
-        }
-        if (!final && !(newest >= log.windows[k].end_unix)) {
-            /* no sample at or past the window's end yet: a later one may still change it */
-            snprintf(f->last_error, sizeof f->last_error,
-                     "%s: samples reach %.3f, the window ends at %.3f", fs->path, newest,
-                     log.windows[k].end_unix);
-            continue;
-        }
-        json_t *rep = NULL;
-        struct carma_err we = {0};
-        if (srtreport_window(&log, k, f->edges, &sc, &rep, &we) < 0) {
-            snprintf(f->last_error, sizeof f->last_error, "%s", we.msg);
-            if (newest > log.windows[k].end_unix + FOLLOW_DEAD_AFTER_S) {
-                fs->dead = true;
-                f->dead++;
-            }
-            continue;
-        }
-        if (json_object_set_new(rep, "schema_version", json_integer(1)) != 0 ||
-            json_object_set_new(rep, "emitted_at_unix", json_real(now)) != 0) {
-            json_decref(rep);
-            r = carma_err_set(e, -ENOMEM, "out of memory");
-            break;
-        }
-        r = emit(f, fs->path, fs->concurrency, rep, e);
-        json_decref(rep);
-        if (r == 0) {
-            fs->emitted = true;
-            f->emitted++;
-            emitted++;
-        }
+    r = 0;
+    for (size_t i = 0; i < log.nsources && r >= 0; i++) {
+        r = poll_source(f, &log, i, newest, final, now, &sc, e);
+        emitted += r > 0;
     }
     series_scratch_done(&sc);
-    free(idx);
     srtlog_done(&log);
     return r < 0 ? r : emitted;
 }

@@ -4043,6 +4043,31 @@ out:
     return r;
 }
 
+int srtlog_load_window(const struct srtlog *log, size_t i, struct srtlog_window *w,
+                       struct carma_err *e)
+{
+    memset(w, 0, sizeof *w);
+    if (i >= log->nsources)
+        return carma_err_set(e, -EINVAL, "no source %zu", i);
+    const struct srtlog_source *s = &log->sources[i];
+    w->concurrency = s->concurrency;
+    w->path = s->path;
+    w->reported.source = "unavailable";
+    bool aiperf = strcmp(base_name(s->path), "profile_export.jsonl") == 0;
+    w->type = aiperf ? SRTLOG_BENCH_AIPERF : SRTLOG_BENCH_SA_BENCH;
+    int r =
+        aiperf ? aiperf_window(w, s->path, log->benchmark_out, e) : sa_bench_window(w, s->path, e);
+    if (r < 0)
+        window_free(w);
+    return r;
+}
+
+void srtlog_window_done(struct srtlog_window *w)
+{
+    if (w)
+        window_free(w);
+}
+
 int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
 {
     for (size_t i = 0; i < log->nwindows; i++)
@@ -4055,18 +4080,10 @@ int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
     if (!(log->windows = calloc(log->nsources, sizeof *log->windows)))
         return oom(e);
     for (size_t i = 0; i < log->nsources; i++) {
-        const struct srtlog_source *s = &log->sources[i];
-        struct srtlog_window *w = &log->windows[i];
-        w->concurrency = s->concurrency;
-        w->path = s->path;
-        w->reported.source = "unavailable";
-        log->nwindows = i + 1;
-        bool aiperf = strcmp(base_name(s->path), "profile_export.jsonl") == 0;
-        w->type = aiperf ? SRTLOG_BENCH_AIPERF : SRTLOG_BENCH_SA_BENCH;
-        int r = aiperf ? aiperf_window(w, s->path, log->benchmark_out, e)
-                       : sa_bench_window(w, s->path, e);
+        int r = srtlog_load_window(log, i, &log->windows[i], e);
         if (r < 0)
             return r;
+        log->nwindows = i + 1;
     }
     return 0;
 }

@@ -233,6 +233,18 @@ int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog
 int srtlog_load_windows(struct srtlog *log, struct carma_err *e);
 
 /*
+ * Reads the window of source i alone into *w (zeroed first; free with srtlog_window_done), for
+ * a caller that goes on when one source fails (an incremental report: a result file still
+ * being written holds back only its own window). w->path points into log->sources. Returns 0,
+ * or a negative errno with e set (*w then holds nothing to free).
+ */
+int srtlog_load_window(const struct srtlog *log, size_t i, struct srtlog_window *w,
+                       struct carma_err *e);
+
+/* Frees what a window read by srtlog_load_window holds (NULL-safe). */
+void srtlog_window_done(struct srtlog_window *w);
+
+/*
  * Loads the CPU CSV at path into log's CPU leg (§6.4 CPU, #453 socket selection). Usually
  * path = log->cpu_csv; usable alone on a zeroed log. Returns 0 or a negative errno with e set
  * (the leg is left empty on failure).

@@ -364,12 +364,10 @@ static json_t *timing_json(const struct srtlog_window *w, const json_t *duration
     return t;
 }
 
-int srtreport_window(const struct srtlog *log, size_t wi, enum report_edges edges,
-                     struct series_scratch *sc, json_t **ret, struct carma_err *e)
+int srtreport_window(const struct srtlog *log, const struct srtlog_window *w,
+                     enum report_edges edges, struct series_scratch *sc, json_t **ret,
+                     struct carma_err *e)
 {
-    if (wi >= log->nwindows)
-        return carma_err_set(e, -EINVAL, "no window %zu", wi);
-    const struct srtlog_window *w = &log->windows[wi];
     const double start = w->start_unix, end = w->end_unix;
     const bool cpu_leg = log->cpu_csv != NULL, gpu_leg = log->gpu_csv != NULL;
 
@@ -512,7 +510,7 @@ int srtreport_build(const struct srtlog *log, enum report_edges edges, json_t **
     int r = 0;
     for (size_t i = 0; i < log->nwindows && r == 0; i++) {
         json_t *one;
-        r = srtreport_window(log, i, edges, &sc, &one, e);
+        r = srtreport_window(log, &log->windows[i], edges, &sc, &one, e);
         if (r == 0 && json_array_append_new(list, one) != 0)
             r = carma_err_set(e, -ENOMEM, "out of memory");
     }

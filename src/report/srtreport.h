@@ -31,12 +31,14 @@
     "combined perf/W unavailable: no CPU power leg in this run (GPU-only figures reported)"
 
 /*
- * The report of window wi of log (loaded: srtlog_open) into *ret (a new JSON object, srt-slurm
- * §6.7). sc: percentile scratch reused across calls (NULL: one per call). Returns 0, or a
- * negative errno with e set (*ret untouched).
+ * The report of window w over the series of log (loaded: srtlog_open, or srtlog_load_cpu/gpu
+ * with w from srtlog_load_window) into *ret (a new JSON object, srt-slurm §6.7). sc:
+ * percentile scratch reused across calls (NULL: one per call). Returns 0, or a negative errno
+ * with e set (*ret untouched).
  */
-int srtreport_window(const struct srtlog *log, size_t wi, enum report_edges edges,
-                     struct series_scratch *sc, json_t **ret, struct carma_err *e);
+int srtreport_window(const struct srtlog *log, const struct srtlog_window *w,
+                     enum report_edges edges, struct series_scratch *sc, json_t **ret,
+                     struct carma_err *e);
 
 /* Every window's report, in source order, as a JSON array. Stops at the first error. */
 int srtreport_build(const struct srtlog *log, enum report_edges edges, json_t **ret,
