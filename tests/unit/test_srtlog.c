@@ -478,6 +478,32 @@ static void test_window_sabench(void **state)
     reset();
 }
 
+/* One source's window alone: the same window as srtlog_load_windows gives, and a broken
+ * source fails alone. */
+static void test_load_window_alone(void **state)
+{
+    (void)state;
+    put_sabench_run();
+    tu_put("sa-bench_a/results_concurrency_8_x.json", "{\"benchmark_start_time_unix\": 1");
+    tu_put("power/samples.csv", GPU_HDR_V2);
+    assert_int_equal(srtlog_discover(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(L.nsources, 2);
+    struct srtlog_window w;
+    assert_int_equal(srtlog_load_window(&L, 0, &w, &E), 0);
+    assert_int_equal(w.concurrency, 4);
+    assert_ptr_equal(w.path, L.sources[0].path);
+    assert_true(w.start_unix == 100.0 && w.end_unix == 110.0);
+    assert_int_equal(json_integer_value(w.start), 100);
+    srtlog_window_done(&w);
+    assert_true(srtlog_load_window(&L, 1, &w, &E) < 0);
+    assert_non_null(strstr(E.msg, "results_concurrency_8_x.json"));
+    srtlog_window_done(&w); /* nothing held: safe */
+    carma_err_clear(&E);
+    assert_int_equal(srtlog_load_window(&L, 2, &w, &E), -EINVAL);
+    /* all of them: the broken one stops the list */
+    assert_true(srtlog_load_windows(&L, &E) < 0);
+}
+
 static const char *const AIPERF_REC =
     "{\"metadata\": {\"benchmark_phase\": \"%s\", \"request_start_ns\": %s, "
     "\"request_end_ns\": %s}%s}\n";
@@ -2039,6 +2065,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_discover_sources, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_discover_paths, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_sabench, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_window_alone, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_aiperf, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_aiperf_reported, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_phase_log, tu_setup, teardown),
