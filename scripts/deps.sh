@@ -9,6 +9,8 @@ packages=(
     libssl-dev                                       # libcrypto: SHA-256 of exported files
     libmicrohttpd-dev                                # HTTP server (carma exporter)
     libcurl4-openssl-dev                             # HTTP client (carma collect)
+    libgsl-dev                                       # least squares (carma model fit)
+    libsqlite3-dev                                   # Nsight Systems exports (carma import-nsys)
 )
 # what the tests need besides (scripts/deps.sh --test)
 test_packages=(

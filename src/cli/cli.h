@@ -10,5 +10,7 @@ int cmd_run(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_model(int argc, char **argv);
+int cmd_import_nsys(int argc, char **argv);
 
 #endif

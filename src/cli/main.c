@@ -20,6 +20,8 @@ static const struct {
     {"exporter", cmd_exporter, "serve this node's power and energy as Prometheus metrics"},
     {"collect", cmd_collect, "scrape exporters on many nodes into one samples CSV"},
     {"report", cmd_report, "energy, perf-per-watt and carbon per window of a run or srt-slurm log"},
+    {"model", cmd_model, "fit power models (baseline + delta) on runs, predict per-job power"},
+    {"import-nsys", cmd_import_nsys, "per-process GPU kernel busy time from an Nsight Systems export"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,12 @@
+/* placeholder: being written */
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+int cmd_import_nsys(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "carma: not available yet\n");
+    return 2;
+}
