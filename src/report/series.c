@@ -10,10 +10,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -79,6 +82,73 @@ int series_array_resize(double **p, size_t n, size_t old_cap, size_t cap, size_t
     free(*p);
     *p = q;
     return 0;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+struct series_prefault {
+    pthread_t thread;
+    atomic_bool stop;
+    size_t n;
+    struct series_prefault_range r[];
+};
+
+static void *prefault_main(void *arg)
+{
+    struct series_prefault *pf = arg;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (size_t off = 0;; off += HUGE_PAGE_BYTES) {
+        bool more = false;
+        for (size_t i = 0; i < pf->n; i++) {
+            if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
+                return NULL;
+            if (off >= pf->r[i].bytes)
+                continue;
+            /* whole pages from the one holding the range's first byte */
+            uintptr_t a = ((uintptr_t)pf->r[i].p + off) & ~(page - 1);
+            uintptr_t b =
+                (uintptr_t)pf->r[i].p + off +
+                (pf->r[i].bytes - off < HUGE_PAGE_BYTES ? pf->r[i].bytes - off : HUGE_PAGE_BYTES);
+            if (madvise((void *)a, b - a, MADV_POPULATE_WRITE) < 0 && errno == EINVAL)
+                return NULL; /* not known to this kernel */
+            more = true;
+        }
+        if (!more)
+            return NULL;
+    }
+}
+
+struct series_prefault *series_prefault_start(const struct series_prefault_range *ranges, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += ranges[i].p && ranges[i].bytes > 0;
+    if (k == 0)
+        return NULL;
+    struct series_prefault *pf = malloc(sizeof *pf + k * sizeof pf->r[0]);
+    if (!pf)
+        return NULL;
+    atomic_init(&pf->stop, false);
+    pf->n = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ranges[i].p && ranges[i].bytes > 0)
+            pf->r[pf->n++] = ranges[i];
+    if (pthread_create(&pf->thread, NULL, prefault_main, pf) != 0) {
+        free(pf);
+        return NULL;
+    }
+    return pf;
+}
+
+void series_prefault_stop(struct series_prefault *pf)
+{
+    if (!pf)
+        return;
+    atomic_store(&pf->stop, true);
+    pthread_join(pf->thread, NULL);
+    free(pf);
 }
 
 /*

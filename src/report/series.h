@@ -205,6 +205,31 @@ int series_window_counter(const struct series *s, double start, double end,
  */
 int series_array_resize(double **p, size_t n, size_t old_cap, size_t cap, size_t expect);
 
+/*
+ * A helper thread that faults in (MADV_POPULATE_WRITE) the not yet written part of arrays a
+ * loader has reserved, 2 MiB at a time, taking the arrays in turn so that it stays ahead of
+ * the loader in each: the kernel zeroes those pages on the other CPU while the loader parses.
+ * Only page tables are touched, never the arrays' bytes, so nothing the loader writes is
+ * raced; a range that is freed or moved meanwhile costs at most a futile call. Without
+ * MADV_POPULATE_WRITE (a kernel before 5.14) the thread ends at its first call.
+ */
+struct series_prefault;
+
+struct series_prefault_range {
+    void *p;      /* the first byte not written yet */
+    size_t bytes; /* how many of them are expected to be written */
+};
+
+/*
+ * Starts the thread on a copy of ranges[0, n) (empty ranges are skipped). Returns the handle,
+ * or NULL when nothing is to be done or no thread could be had (the loader then faults its own
+ * pages, as without it).
+ */
+struct series_prefault *series_prefault_start(const struct series_prefault_range *ranges, size_t n);
+
+/* Stops the thread (at its next 2 MiB), joins and frees it. NULL is a no-op. */
+void series_prefault_stop(struct series_prefault *pf);
+
 /* ---- the numeric pieces, for other callers (utilization means, tests) ---- */
 
 /* numpy's pairwise sum of v[0..n) (np.add.reduce on a contiguous float64 array), bit for bit. */

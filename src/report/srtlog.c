@@ -2236,7 +2236,8 @@ static void series_free(struct srtlog_series *s)
     for (size_t i = 0; i < s->n_roles; i++)
         free(s->roles[i]);
     free(s->roles);
-    free(s->t);
+    if (!s->t_shared)
+        free(s->t);
     free(s->w);
     memset(s, 0, sizeof *s);
 }
@@ -2980,6 +2981,7 @@ struct gload {
     size_t nrs, rscap;
     struct idmap rsmap;
     struct issue schema_mismatch, dup, nonmono, seq_bad;
+    struct series_prefault *pf; /* faults in the reserved series while the rows are read */
 };
 
 static bool dev_eq(const void *ctx, size_t id, const void *key)
@@ -3169,6 +3171,7 @@ static int gpu_device(struct gload *G, size_t host, long long index, struct gdev
         d->index = index;
         for (size_t j = 0; j < N_GPU_UTIL; j++)
             d->util[j].shared_t = true; /* until a row of the device lacks the column */
+        d->p.shared_t = true;           /* the node's times, until the device misses a scrape */
         const struct mdev *m = manifest_roles(G, G->hosts.names[host], index);
         if (m && m->nroles > 0) {
             if (!(d->roles = malloc(m->nroles * sizeof *d->roles)) ||
@@ -3187,6 +3190,17 @@ static int gpu_device(struct gload *G, size_t host, long long index, struct gdev
     }
     *ret = &G->devs[id];
     return 0;
+}
+
+/*
+ * A device's times: its own, or (d->p.shared_t) the first d->p.n of its host's node series.
+ * A device shares them from its first row for as long as each of its rows has the node's next
+ * time and the node's times are in order: the node series only ever appends times (its sums
+ * change, its times never), so that prefix stays the device's times whatever other devices add.
+ */
+static inline const double *dev_times(const struct gload *G, const struct gdev *d)
+{
+    return d->p.shared_t ? G->nodes[d->host].v.t : d->p.t;
 }
 
 /* Whether a[0, n) and b[0, n) are the same bytes: for the short cells of a row, where memcmp's
@@ -3324,6 +3338,38 @@ static int vec_expect(struct vec *v, double scale)
     return v->n > 0 ? vec_reserve(v, (size_t)((double)v->n * scale) + 1024) : 0;
 }
 
+/* The part of v's arrays that the rows still to come are expected to write (vec_reserve's). */
+static void vec_unwritten(const struct vec *v, struct series_prefault_range *r, size_t *n)
+{
+    size_t expect = v->cap - v->cap / 16;
+    if (expect <= v->n)
+        return;
+    size_t bytes = (expect - v->n) * sizeof(double);
+    if (v->t && !v->shared_t)
+        r[(*n)++] = (struct series_prefault_range){v->t + v->n, bytes};
+    r[(*n)++] = (struct series_prefault_range){v->w + v->n, bytes};
+}
+
+/* Starts the prefault thread on every series gpu_reserve sized (series.h). */
+static void gpu_prefault(struct gload *G)
+{
+    size_t cap = 2 * (G->ndevs * (1 + N_GPU_UTIL) + G->hosts.n + G->nrs), n = 0;
+    struct series_prefault_range *r = malloc(cap * sizeof *r);
+    if (!r)
+        return; /* only a speed-up */
+    for (size_t i = 0; i < G->ndevs; i++) {
+        vec_unwritten(&G->devs[i].p, r, &n);
+        for (size_t j = 0; j < N_GPU_UTIL; j++)
+            vec_unwritten(&G->devs[i].util[j], r, &n);
+    }
+    for (size_t i = 0; i < G->hosts.n; i++)
+        vec_unwritten(&G->nodes[i].v, r, &n);
+    for (size_t i = 0; i < G->nrs; i++)
+        vec_unwritten(&G->rs[i].s.v, r, &n);
+    G->pf = series_prefault_start(r, n);
+    free(r);
+}
+
 /*
  * Sizes every series for the whole file from the share of it read so far, so that they are
  * not moved while they grow (a realloc that moves copies and, in a VM, refaults every page).
@@ -3344,6 +3390,8 @@ static int gpu_reserve(struct gload *G, size_t ahead)
         r |= vec_expect(&G->nodes[i].v, scale);
     for (size_t i = 0; i < G->nrs; i++)
         r |= vec_expect(&G->rs[i].s.v, scale);
+    if (r == 0)
+        gpu_prefault(G);
     return r;
 }
 
@@ -3358,23 +3406,33 @@ static int gpu_add(struct gload *G, const char *hs, size_t hlen, long long index
     size_t host;
     struct gdev *d;
     if (gpu_host(G, hs, hlen, &host) < 0 || gpu_device(G, host, index, &d) < 0 ||
-        vec_push(&d->p, ts, w) < 0)
+        tsser_add(&G->nodes[host], ts, w) < 0)
         return -ENOMEM;
+    const struct vec *node = &G->nodes[host].v;
+    if (d->p.shared_t) {
+        /* still the node's times when they have this one next (node_times_cut) */
+        if (!node->unsorted && node->n == d->p.n + 1 && node->t[d->p.n] == ts) {
+            if (vec_push_w(&d->p, w) < 0)
+                return -ENOMEM;
+        } else if (vec_unshare(&d->p, node->t, false) < 0 || vec_push(&d->p, ts, w) < 0) {
+            return -ENOMEM;
+        }
+    } else if (vec_push(&d->p, ts, w) < 0) {
+        return -ENOMEM;
+    }
     for (size_t i = 0; i < N_GPU_UTIL; i++) {
         if (G->col_util[i] < 0)
             continue;
         struct vec *u = &d->util[i];
         if (!has[i]) {
             /* the first row without the column: from now on its own times */
-            if (u->shared_t && vec_unshare(u, d->p.t, d->p.unsorted) < 0)
+            if (u->shared_t && vec_unshare(u, dev_times(G, d), d->p.unsorted) < 0)
                 return -ENOMEM;
             continue;
         }
         if ((u->shared_t ? vec_push_w(u, util[i]) : vec_push(u, ts, util[i])) < 0)
             return -ENOMEM;
     }
-    if (tsser_add(&G->nodes[host], ts, w) < 0)
-        return -ENOMEM;
     for (size_t i = 0; i < d->nroles; i++)
         if (tsser_add(&G->rs[d->rsid[i]].s, ts, w) < 0)
             return -ENOMEM;
@@ -3618,7 +3676,7 @@ static int gpu_check_device(struct gload *G, struct gdev *d, struct carma_err *e
         if (d->seq[a] == d->seq[b]) {
             is = &G->dup;
             msg = dup_msg(G, d, &f);
-        } else if (d->p.t[b] < d->p.t[a]) {
+        } else if (dev_times(G, d)[b] < dev_times(G, d)[a]) {
             is = &G->nonmono;
             msg = mono_msg(G, d, &f);
         }
@@ -3744,12 +3802,39 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
     if (G->hosts.n > nmax)
         nmax = G->hosts.n;
     size_t *order = malloc((nmax + 1) * sizeof *order);
-    if (!order)
+    double **host_t = calloc(G->hosts.n + 1, sizeof *host_t);
+    if (!order || !host_t) {
+        free(order);
+        free(host_t);
         return -ENOMEM;
+    }
     size_t cap = 0, ucap = 0;
+    int r = 0;
+    /* the node series first: a device that shares its node's times takes the node's final
+     * array; a node that is to be sorted first gives its devices their own copies */
+    for (size_t i = 0; i < G->ndevs && r == 0; i++) {
+        struct gdev *d = &G->devs[i];
+        if (d->p.shared_t && G->nodes[d->host].v.unsorted)
+            r = vec_unshare(&d->p, G->nodes[d->host].v.t, false);
+    }
+    for (size_t h = 0; h < G->hosts.n; h++)
+        order[h] = h;
+    if (r == 0)
+        r = sort_idx(order, G->hosts.n, cmp_name_id, &G->hosts);
+    for (size_t k = 0; k < G->hosts.n && r == 0; k++) {
+        const char *host = G->hosts.names[order[k]];
+        struct srtlog_series *out =
+            series_add(&log->gpu_nodes, &cap, str_printf("gpu/%s", host), host, -1);
+        if (!out)
+            r = -ENOMEM;
+        else if ((r = vec_give(&G->nodes[order[k]].v, &out->n, &out->t, &out->w)) == 0)
+            host_t[order[k]] = out->t;
+    }
+    cap = 0;
     for (size_t i = 0; i < G->ndevs; i++)
         order[i] = i;
-    int r = sort_idx(order, G->ndevs, cmp_dev, G);
+    if (r == 0)
+        r = sort_idx(order, G->ndevs, cmp_dev, G);
     for (size_t k = 0; k < G->ndevs && r == 0; k++) {
         struct gdev *d = &G->devs[order[k]];
         const char *host = G->hosts.names[d->host];
@@ -3773,26 +3858,27 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
         for (size_t j = 0; j < N_GPU_UTIL && r == 0; j++)
             if (d->p.unsorted && vec_unshare(&d->util[j], d->p.t, true) < 0)
                 r = -ENOMEM;
-        if (r == 0)
+        if (r == 0 && d->p.shared_t) {
+            /* the node's times (in order: see above); only the values are the device's */
+            struct vec *v = &d->p;
+            if (v->cap > v->n && v->n > 0) {
+                double *nw = realloc(v->w, v->n * sizeof *nw);
+                if (nw)
+                    v->w = nw;
+            }
+            out->n = v->n;
+            out->t = host_t[d->host];
+            out->t_shared = true;
+            out->w = v->w;
+            v->w = NULL;
+            v->n = v->cap = 0;
+        } else if (r == 0) {
             r = vec_give(&d->p, &out->n, &out->t, &out->w);
+        }
         for (size_t j = 0; j < N_GPU_UTIL && r == 0; j++)
             if (d->util[j].n > 0)
                 r = util_add(&log->gpu_util, &ucap, out->label, gpu_util_cols[j],
                              log->gpu_devices.n - 1, &d->util[j], out->t);
-    }
-    for (size_t h = 0; h < G->hosts.n; h++)
-        order[h] = h;
-    if (r == 0)
-        r = sort_idx(order, G->hosts.n, cmp_name_id, &G->hosts);
-    cap = 0;
-    for (size_t k = 0; k < G->hosts.n && r == 0; k++) {
-        const char *host = G->hosts.names[order[k]];
-        struct srtlog_series *out =
-            series_add(&log->gpu_nodes, &cap, str_printf("gpu/%s", host), host, -1);
-        if (!out)
-            r = -ENOMEM;
-        else
-            r = vec_give(&G->nodes[order[k]].v, &out->n, &out->t, &out->w);
     }
     for (size_t i = 0; i < G->nrs; i++)
         order[i] = i;
@@ -3810,11 +3896,13 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
             r = vec_give(&rs->s.v, &out->n, &out->t, &out->w);
     }
     free(order);
+    free(host_t);
     return r;
 }
 
 static void gload_free(struct gload *G)
 {
+    series_prefault_stop(G->pf);
     for (size_t i = 0; i < G->ndevs; i++) {
         struct gdev *d = &G->devs[i];
         vec_free(&d->p);
@@ -3879,7 +3967,10 @@ int srtlog_load_gpu(struct srtlog *log, const char *path, const char *manifest, 
     G.c.line_fn = gpu_line;
     G.c.line_ud = &G;
     struct rowfn f = {.header = gpu_header, .row = gpu_row, .ud = &G};
-    if ((r = csv_each(&G.c, rowfn_call, &f, e)) < 0)
+    r = csv_each(&G.c, rowfn_call, &f, e);
+    series_prefault_stop(G.pf);
+    G.pf = NULL;
+    if (r < 0)
         goto out;
     if (!f.started && G.c.have_header && (r = gpu_header(&G, e)) < 0)
         goto out;

@@ -153,6 +153,13 @@ struct srtlog_series {
     size_t n_roles;
     size_t n;
     double *t, *w;
+    /*
+     * GPU device series: t is the t array of its host's node series (gpu_nodes), whose first n
+     * times are exactly the device's, not a copy: the GPUs of one host share each scrape's
+     * timestamp, so a device that reported in every scrape from the first holds 8 bytes a
+     * sample, not 16. Never free such a t; it lives as long as the node series' t.
+     */
+    bool t_shared;
 };
 
 /* One utilization column of one GPU or socket (§6.4): values v at times t (sorted, stable),

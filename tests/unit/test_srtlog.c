@@ -1686,6 +1686,73 @@ static void test_util_shared_times(void **state)
     assert_false(L.gpu_util.v[0].t_shared);
 }
 
+/*
+ * The GPUs of a host share each scrape's timestamp: a device that reported in every scrape
+ * from the first holds its node series' times (not a copy); one that missed a scrape, or whose
+ * node's times go back, has its own, with the same times and values as without sharing.
+ */
+static void test_host_shared_times(void **state)
+{
+    (void)state;
+    assert_int_equal(load_gpu(GPU_HDR_V2 "2,10.0,0,a,0,u,100.0,50.0,\r\n"
+                                         "2,10.0,0,a,1,u,10.0,1.0,\r\n"
+                                         "2,10.0,0,b,0,u,7.0,5.0,\r\n"
+                                         "2,11.0,1,a,0,u,110.0,60.0,\r\n"
+                                         "2,11.0,1,a,1,u,11.0,2.0,\r\n"
+                                         "2,11.0,1,b,0,u,8.0,6.0,\r\n"
+                                         "2,12.0,2,a,0,u,120.0,70.0,\r\n"
+                                         "2,12.0,2,b,0,u,9.0,7.0,\r\n"
+                                         "2,13.0,3,a,0,u,130.0,80.0,\r\n"
+                                         "2,13.0,3,a,1,u,13.0,4.0,\r\n",
+                              NULL, 0),
+                     0);
+    const double t4[] = {10, 11, 12, 13};
+    assert_int_equal(L.gpu_nodes.n, 2);
+    assert_series(&L.gpu_nodes.v[0], "gpu/a", 4, t4, (const double[]){110, 121, 120, 143});
+    assert_series(&L.gpu_nodes.v[1], "gpu/b", 3, (const double[]){10, 11, 12},
+                  (const double[]){7, 8, 9});
+    assert_int_equal(L.gpu_devices.n, 3);
+    assert_series(&L.gpu_devices.v[0], "gpu/a/gpu0", 4, t4, (const double[]){100, 110, 120, 130});
+    assert_true(L.gpu_devices.v[0].t_shared);
+    assert_ptr_equal(L.gpu_devices.v[0].t, L.gpu_nodes.v[0].t);
+    /* a/gpu1 missed the scrape at 12: its own times from then */
+    assert_series(&L.gpu_devices.v[1], "gpu/a/gpu1", 3, (const double[]){10, 11, 13},
+                  (const double[]){10, 11, 13});
+    assert_false(L.gpu_devices.v[1].t_shared);
+    assert_ptr_not_equal(L.gpu_devices.v[1].t, L.gpu_nodes.v[0].t);
+    assert_series(&L.gpu_devices.v[2], "gpu/b/gpu0", 3, (const double[]){10, 11, 12},
+                  (const double[]){7, 8, 9});
+    assert_true(L.gpu_devices.v[2].t_shared);
+    assert_ptr_equal(L.gpu_devices.v[2].t, L.gpu_nodes.v[1].t);
+    /* a utilization column shares its device's times, wherever they live */
+    assert_int_equal(L.gpu_util.n, 3);
+    assert_util(&L.gpu_util.v[0], "gpu/a/gpu0", "gpu_util_pct", 4, t4,
+                (const double[]){50, 60, 70, 80});
+    assert_ptr_equal(L.gpu_util.v[0].t, L.gpu_nodes.v[0].t);
+    assert_util(&L.gpu_util.v[1], "gpu/a/gpu1", "gpu_util_pct", 3, (const double[]){10, 11, 13},
+                (const double[]){1, 2, 4});
+    assert_ptr_equal(L.gpu_util.v[1].t, L.gpu_devices.v[1].t);
+
+    /* the node's times go back after a device stopped reporting: the node is sorted, the
+     * device keeps the times it had */
+    assert_int_equal(load_gpu(GPU_HDR_V2 "2,10.0,0,a,0,u,100.0,50.0,\r\n"
+                                         "2,10.0,0,a,1,u,10.0,1.0,\r\n"
+                                         "2,11.0,1,a,0,u,110.0,60.0,\r\n"
+                                         "2,11.0,1,a,1,u,11.0,2.0,\r\n"
+                                         "2,9.0,2,a,1,u,9.0,3.0,\r\n",
+                              NULL, 0),
+                     0);
+    const double t3[] = {9, 10, 11};
+    assert_series(&L.gpu_nodes.v[0], "gpu/a", 3, t3, (const double[]){9, 110, 121});
+    assert_series(&L.gpu_devices.v[0], "gpu/a/gpu0", 2, (const double[]){10, 11},
+                  (const double[]){100, 110});
+    assert_false(L.gpu_devices.v[0].t_shared);
+    assert_series(&L.gpu_devices.v[1], "gpu/a/gpu1", 3, t3, (const double[]){9, 10, 11});
+    assert_util(&L.gpu_util.v[0], "gpu/a/gpu0", "gpu_util_pct", 2, (const double[]){10, 11},
+                (const double[]){50, 60});
+    assert_util(&L.gpu_util.v[1], "gpu/a/gpu1", "gpu_util_pct", 3, t3, (const double[]){3, 1, 2});
+}
+
 /* ---- the GPU line fast path against the split rows (differential) ---- */
 
 /* A growable text, for a snapshot of a load. */
@@ -2083,6 +2150,7 @@ int main(void)
         cmocka_unit_test(test_split_matches_parse),
         cmocka_unit_test_setup_teardown(test_malformed_more, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_line, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_shared_times, tu_setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }
