@@ -21,6 +21,8 @@ test_packages=(
     curl                                             # HTTP requests in the tests
     slurm-wlm                                        # a single-node Slurm cluster (test_slurm)
     python3-numpy                                    # the report's references (numpy's sums, percentiles)
+    chromium                                         # headless: opens the HTML report (test_html)
+    tmux                                             # a terminal for the live view (test_live)
 )
 if [ "${1:-}" = "--test" ]; then
     packages+=("${test_packages[@]}")

@@ -12,5 +12,6 @@ int cmd_collect(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_import_nsys(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

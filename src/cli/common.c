@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/parse.h"
+#include "sources/meter.h"
 #include "sources/model.h"
 
 void common_opts_init(struct common_opts *o)
@@ -81,9 +82,26 @@ int common_opts_handle(struct common_opts *o, int c, const char *arg)
     case OPT_CPU_TABLE:
         o->sampler.model.table_path = arg;
         return 1;
+    case OPT_MODEL_FILE:
+        o->sampler.model.model_file = arg;
+        return 1;
     case OPT_JSON:
         o->json = true;
         return 1;
+    case OPT_METER: {
+        struct meter_spec spec;
+        char err[512];
+        if (meter_spec_parse(arg, &spec, err, sizeof err) < 0) {
+            cli_error("--meter: %s", err);
+            return -1;
+        }
+        if (o->sampler.n_meters >= SAMPLER_METERS_MAX) {
+            cli_error("--meter: at most %d meters", SAMPLER_METERS_MAX);
+            return -1;
+        }
+        o->sampler.meters[o->sampler.n_meters++] = arg;
+        return 1;
+    }
     case 'q':
         o->verbose = -1;
         return 1;
@@ -113,6 +131,8 @@ const char *reading_error_text(int err)
         return "permission denied";
     case -EAGAIN:
         return "no reading yet (a counter or utilization needs two readings a clock tick apart)";
+    case -ETIMEDOUT:
+        return "no fresh reading (the meter's latest record is too old)";
     default:
         return strerror(-err);
     }
@@ -225,5 +245,129 @@ json_t *manifest_base(const struct sampler *s, const char *producer)
     json_object_set_new(m, "channels", channels_json(s));
     json_object_set_new(m, "unavailable", unavailable_json(s));
     json_object_set_new(m, "notes", notes_json(s));
+    bool meters = false;
+    for (size_t i = 0; i < s->nsrc; i++)
+        meters = meters || meter_source_is(&s->src[i]);
+    if (meters)
+        json_object_set_new(m, "meters", meters_json(s));
     return m;
+}
+
+int common_meters_check(const struct sampler *s, const char *option)
+{
+    int r = 0;
+    for (size_t i = 0; i < s->nsrc; i++) {
+        if (!meter_source_is(&s->src[i]) || s->src[i].status == 0)
+            continue;
+        cli_error("%s %s", option, s->src[i].reason);
+        r = -1;
+    }
+    return r;
+}
+
+json_t *meters_json(const struct sampler *s)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < s->nsrc; i++) {
+        struct meter_stats st;
+        if (meter_stats_get(&s->src[i], &st) < 0)
+            continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "spec", json_string(st.spec));
+        json_object_set_new(o, "channel",
+                            s->src[i].count ? json_string(s->set.ch[s->src[i].first].name)
+                                            : json_null());
+        json_object_set_new(o, "records", json_integer((json_int_t)st.records));
+        json_object_set_new(o, st.type == METER_CMD ? "failed_runs" : "garbage_lines",
+                            json_integer((json_int_t)st.garbage));
+        if (st.type == METER_WATTSUP) {
+            json_object_set_new(o, "disconnects", json_integer((json_int_t)st.disconnects));
+            json_object_set_new(o, "reconnects", json_integer((json_int_t)st.reconnects));
+        }
+        json_object_set_new(o, "connected", json_boolean(st.connected));
+        json_set_num(o, "last_watts", st.last_watts);
+        json_set_num(o, "last_age_s", st.last_age_s);
+        json_object_set_new(o, "last_error",
+                            st.last_error[0] ? json_string(st.last_error) : json_null());
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+void meters_print(FILE *f, const struct sampler *s, const char *prefix)
+{
+    for (size_t i = 0; i < s->nsrc; i++) {
+        struct meter_stats st;
+        if (meter_stats_get(&s->src[i], &st) < 0)
+            continue;
+        fprintf(f, "%s%s: %llu records", prefix, st.spec, (unsigned long long)st.records);
+        if (st.type == METER_WATTSUP)
+            fprintf(f, ", %llu garbage line%s skipped, %llu disconnect%s, %llu reconnect%s",
+                    (unsigned long long)st.garbage, st.garbage == 1 ? "" : "s",
+                    (unsigned long long)st.disconnects, st.disconnects == 1 ? "" : "s",
+                    (unsigned long long)st.reconnects, st.reconnects == 1 ? "" : "s");
+        else
+            fprintf(f, ", %llu failed run%s", (unsigned long long)st.garbage,
+                    st.garbage == 1 ? "" : "s");
+        if (!st.connected)
+            fprintf(f, ", not connected now");
+        if (st.last_error[0])
+            fprintf(f, " (last problem: %s)", st.last_error);
+        fprintf(f, "\n");
+    }
+}
+
+json_t *rest_of_system_json(const struct sampler *s)
+{
+    int node[CHANNELS_MAX], parts[CHANNELS_MAX];
+    size_t nn = sampler_select_node(s, node);
+    if (nn == 0 || !channel_is_meter(&s->set.ch[node[0]]))
+        return NULL;
+    size_t np = sampler_select_metered(s, parts);
+    double meter_j = 0, parts_j = 0;
+    bool known = true;
+    json_t *j = json_object(), *meters = json_array(), *chans = json_array();
+    for (size_t k = 0; k < nn; k++) {
+        size_t i = (size_t)node[k];
+        json_array_append_new(meters, json_string(s->set.ch[i].name));
+        known = known && sampler_window_covered_s(s, i) > 0;
+        meter_j += sampler_window_energy_j(s, i);
+    }
+    double mj = known ? meter_j : NAN;
+    for (size_t k = 0; k < np; k++) {
+        size_t i = (size_t)parts[k];
+        json_array_append_new(chans, json_string(s->set.ch[i].name));
+        known = known && sampler_window_covered_s(s, i) > 0;
+        parts_j += sampler_window_energy_j(s, i);
+    }
+    json_set_num(j, "energy_j", known ? meter_j - parts_j : NAN);
+    json_set_num(j, "meter_energy_j", mj);
+    json_set_num(j, "metered_energy_j", known ? parts_j : NAN);
+    json_object_set_new(j, "meters", meters);
+    json_object_set_new(j, "channels", chans);
+    json_object_set_new(j, "method", json_string("measured"));
+    return j;
+}
+
+void rest_of_system_print(FILE *f, const json_t *j)
+{
+    if (!j)
+        return;
+    json_t *e = json_object_get(j, "energy_j");
+    json_t *meters = json_object_get(j, "meters"), *chans = json_object_get(j, "channels");
+    if (json_is_real(e))
+        fprintf(f, "  rest of system %.3f J = %.6f Wh (measured: ", json_real_value(e),
+                json_real_value(e) / 3600.0);
+    else
+        fprintf(f, "  rest of system ? (a channel has no reading: ");
+    for (size_t k = 0; k < json_array_size(meters); k++)
+        fprintf(f, "%s%s", k ? " + " : "", json_string_value(json_array_get(meters, k)));
+    if (json_array_size(chans) == 0)
+        fprintf(f, "; no measured CPU or GPU channel to take from it");
+    for (size_t k = 0; k < json_array_size(chans); k++)
+        fprintf(f, " - %s", json_string_value(json_array_get(chans, k)));
+    fprintf(f, ")\n");
+    if (json_is_real(e) && json_real_value(e) < 0)
+        fprintf(f, "                 negative: the meter read less than the channels it should "
+                   "contain (is it on this node's feed? a second supply on another meter?)\n");
 }

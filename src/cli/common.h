@@ -29,7 +29,9 @@ enum {
     OPT_CPU_IDLE,
     OPT_MODEL_CURVE,
     OPT_CPU_TABLE,
+    OPT_MODEL_FILE,
     OPT_JSON,
+    OPT_METER,
     OPT_COMMON_LAST,
 };
 
@@ -41,7 +43,9 @@ enum {
         {"cpu-idle", required_argument, NULL, OPT_CPU_IDLE},                                       \
         {"model-curve", required_argument, NULL, OPT_MODEL_CURVE},                                 \
         {"cpu-table", required_argument, NULL, OPT_CPU_TABLE},                                     \
-        {"json", no_argument, NULL, OPT_JSON}, {"quiet", no_argument, NULL, 'q'},                  \
+        {"model-file", required_argument, NULL, OPT_MODEL_FILE},                                   \
+        {"json", no_argument, NULL, OPT_JSON}, {"meter", required_argument, NULL, OPT_METER},      \
+        {"quiet", no_argument, NULL, 'q'},                                                         \
     {                                                                                              \
         "verbose", no_argument, NULL, 'v'                                                          \
     }
@@ -54,6 +58,10 @@ enum {
     "  --cpu-idle W        model: CPU power at idle per socket (default: 0.12 x TDP)\n"            \
     "  --model-curve C     model: fan (2u - u^1.4, default) or linear (u)\n"                       \
     "  --cpu-table FILE    model: a CSV replacing the embedded data/cpu_tdp.csv\n"                 \
+    "  --meter SPEC        a wall power meter, the node's figure: wattsup:DEVICE (Watts Up? Pro\n" \
+    "                      on a serial line) or cmd:COMMAND (prints watts, run every second);\n"   \
+    "                      may be given up to 4 times (separate feeds, added up)\n"                \
+    "  --model-file FILE   model: a fitted model (carma model fit) instead of the TDP table\n"     \
     "  -q, --quiet / -v, --verbose\n"
 
 /* Sets the defaults. */
@@ -86,6 +94,33 @@ json_t *channels_json(const struct sampler *s);
  * The caller adds its schema_versions, its own options and the status.
  */
 json_t *manifest_base(const struct sampler *s, const char *producer);
+
+/*
+ * Prints, for every --meter that could not be used, "carma: OPTION: reason" (OPTION e.g.
+ * "--meter" or "monitoring.meter") and returns -1; 0 when every meter is usable. A meter that
+ * was asked for and is not there must stop a measurement: its figures would be the node's.
+ */
+int common_meters_check(const struct sampler *s, const char *option);
+
+/*
+ * The meters' counters as a JSON array, one object per meter (spec, channel, records,
+ * garbage_lines, disconnects, reconnects, connected, last_watts, last_error), [] when none.
+ */
+json_t *meters_json(const struct sampler *s);
+
+/*
+ * "rest of system" over the sampler's window when a wall meter is the node's figure: an object
+ * {energy_j, meter_energy_j, metered_energy_j, meters, channels, method} with energy_j =
+ * the meters' energy - the measured channels they contain (sampler_select_metered), null
+ * when a figure is missing; NULL when there is no usable meter.
+ */
+json_t *rest_of_system_json(const struct sampler *s);
+
+/* Prints the "rest of system" line of rest_of_system_json's object j to f (nothing for NULL). */
+void rest_of_system_print(FILE *f, const json_t *j);
+
+/* Prints one line per meter (records, garbage lines, reconnects) to f, each after prefix. */
+void meters_print(FILE *f, const struct sampler *s, const char *prefix);
 
 /* Describes unusable sources and notes as JSON arrays. */
 json_t *unavailable_json(const struct sampler *s);

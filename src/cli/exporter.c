@@ -627,6 +627,10 @@ int cmd_exporter(int argc, char **argv)
         rc = e.code == -ENOMEM ? 1 : 2;
         goto out;
     }
+    if (common_meters_check(x->s, "--meter") < 0) {
+        rc = 2;
+        goto out;
+    }
     if (x->s->set.n == 0) {
         no_channels(x->s);
         goto out;

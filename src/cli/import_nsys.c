@@ -1,12 +1,360 @@
-/* placeholder: being written */
-#include "cli/cli.h"
+/*
+ * carma import-nsys: per-process GPU kernel busy time from Nsight Systems SQLite exports
+ * (import/nsys.h), as nsys_gpu.csv: on stdout (or -o FILE) cut on a fixed grid, or into a run
+ * directory (--run), cut on the run's sample ticks, after which the run's GPU energy is split
+ * again by kernel busy time (import/nsys_run.h).
+ */
+#include "cli/import_nsys.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "core/file.h"
+#include "core/parse.h"
+#include "import/nsys.h"
+#include "import/nsys_run.h"
+
+static void help(void)
+{
+    printf("usage: carma import-nsys [OPTIONS] FILE.sqlite...\n\n"
+           "Reads Nsight Systems SQLite exports (nsys profile --export=sqlite, or nsys export\n"
+           "--type sqlite) and writes each process's GPU kernel busy time per device and\n"
+           "interval as CSV: interval_start_unix,interval_end_unix,gpu,pid,workload,busy_s\n"
+           "(the union of the process's kernels: concurrent kernels count once). A summary per\n"
+           "process goes to stderr. Exit status: 0, 1 when a file cannot be used, 2 for usage.\n\n"
+           "options:\n"
+           "  --run DIR           write DIR/nsys_gpu.csv for the carma run in DIR (intervals =\n"
+           "                      its sample ticks, gpu = its NVML index by UUID, workload by\n"
+           "                      pid) and split the run's GPU energy again by kernel busy time\n"
+           "                      (attribution.csv, report.json; the NVML split is kept as\n"
+           "                      attribution_nvml.csv)\n"
+           "  --workload NAME     with --run: every process of the files is workload NAME's\n"
+           "                      (default: DIR/logs/NAME.sqlite is NAME's, else by pid)\n"
+           "  --interval T        without --run: the intervals' length (default 100ms)\n"
+           "  -o, --output FILE   without --run: write the CSV to FILE, not stdout\n"
+           "  -q, --quiet         no summary\n"
+           "  -h, --help          show this help\n");
+}
+
+/* The summary of one file's processes, from the rows [r0, r1) it added. */
+static void summary(const char *file, const struct nsys_profile *p, const struct nsys_busy_set *s,
+                    size_t r0, size_t r1, size_t left_unmapped, bool with_run)
+{
+    fprintf(stderr, "%s: %zu kernels, session start %.6f", file, p->n,
+            (double)p->session_start_unix_ns / 1e9);
+    if (p->skipped)
+        fprintf(stderr, ", %zu rows without times skipped", p->skipped);
+    fprintf(stderr, "\n");
+    if (p->unmapped)
+        fprintf(stderr,
+                "  warning: %zu kernels on devices the export does not name "
+                "(no "
+                "TARGET_INFO_CUDA_DEVICE): gpu = their CUDA device number\n",
+                p->unmapped);
+    if (with_run && left_unmapped)
+        fprintf(stderr,
+                "  warning: %zu kernels on GPUs whose UUID is not among the run's: gpu = the "
+                "export's GPU id\n",
+                left_unmapped);
+    /* per (pid, gpu): kernels and busy seconds */
+    for (size_t i = 0; i < p->n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = p->k[j].pid == p->k[i].pid && p->k[j].index == p->k[i].index;
+        if (seen)
+            continue;
+        size_t nk = 0;
+        for (size_t j = i; j < p->n; j++)
+            nk += p->k[j].pid == p->k[i].pid && p->k[j].index == p->k[i].index;
+        double busy = 0;
+        const char *who = NULL;
+        for (size_t r = r0; r < r1; r++) {
+            if (s->rows[r].pid == p->k[i].pid && s->rows[r].gpu == p->k[i].index) {
+                busy += s->rows[r].busy_s;
+                who = s->rows[r].workload;
+            }
+        }
+        fprintf(stderr, "  pid %-8" PRIu32 " gpu %-3d %-20s %10zu kernels %14.6f s busy\n",
+                p->k[i].pid, p->k[i].index, who ? who : "", nk, busy);
+        if (i > 4096) {
+            fprintf(stderr, "  ...\n");
+            break;
+        }
+    }
+}
+
+/* Writes buf to path atomically, or to stdout when path is NULL. */
+static int write_out(const char *path, const struct csv_buf *b)
+{
+    if (path) {
+        int r = file_replace(path, b->data, b->len);
+        if (r < 0)
+            cli_error("cannot write %s: %s", path, strerror(-r));
+        return r < 0 ? 1 : 0;
+    }
+    if (fwrite(b->data, 1, b->len, stdout) != b->len || fflush(stdout) != 0) {
+        cli_error("cannot write the CSV to stdout: %s", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* The workload a file names as DIR/logs/<name>.sqlite, or -1. */
+static int workload_of_file(const struct nsys_run_info *ri, const char *run_dir, const char *file)
+{
+    char want[4200];
+    for (size_t k = 0; k < ri->njobs; k++) {
+        snprintf(want, sizeof want, "%s/logs/%s.sqlite", run_dir, ri->job[k]);
+        char *a = realpath(want, NULL), *b = realpath(file, NULL);
+        bool same = a && b && strcmp(a, b) == 0;
+        free(a);
+        free(b);
+        if (same)
+            return (int)k;
+    }
+    return -1;
+}
+
+static void print_reattr(const struct nsys_reattr *ra)
+{
+    fprintf(stderr, "%-14s %11s %11s %11s %11s %11s  %s\n", "GPU (nsys)", "energy J", "workloads J",
+            "idle J", "other J", "unattr. J", "split by (seconds)");
+    for (size_t g = 0; g < ra->ngpu; g++) {
+        const struct nsys_reattr_gpu *v = &ra->gpu[g];
+        char basis[160] = "";
+        size_t bl = 0;
+        for (int k = 0; k < NSYS_BASIS_N; k++)
+            if (v->basis_s[k] >= 0.05)
+                bl += (size_t)snprintf(basis + bl, sizeof basis - bl, "%s%s %.1fs", bl ? ", " : "",
+                                       nsys_basis_name(k), v->basis_s[k]);
+        fprintf(stderr, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f  %s\n", v->channel, v->energy_j,
+                v->jobs_j, v->idle_j, v->other_j, v->unattributed_j, basis);
+    }
+}
+
+int import_nsys_into_run(const char *run_dir, char *const *files, const char *const *workload,
+                         size_t n, bool reattribute, bool skip_unreadable, bool quiet)
+{
+    struct nsys_run_info ri;
+    struct carma_err e = {0};
+    struct nsys_busy_set set = {0};
+    struct csv_buf buf = {0};
+    int status = 1;
+    if (nsys_run_info_load(run_dir, &ri, &e) < 0) {
+        cli_error("%s", e.msg);
+        return 1;
+    }
+    for (size_t f = 0; f < n; f++) {
+        struct nsys_profile p;
+        carma_err_clear(&e);
+        if (nsys_load(files[f], &p, &e) < 0) {
+            if (!skip_unreadable) {
+                cli_error("%s", e.msg);
+                goto out;
+            }
+            if (!quiet)
+                fprintf(stderr, "carma: note: %s; no GPU busy time from it\n", e.msg);
+            continue;
+        }
+        size_t left = nsys_map_devices(&p, ri.uuid, ri.ngpu);
+        size_t r0 = set.n;
+        if (nsys_busy_add(&p, ri.ticks, ri.nticks, &set) < 0) {
+            cli_error("out of memory");
+            nsys_profile_free(&p);
+            goto out;
+        }
+        int forced = -1;
+        if (workload && workload[f]) {
+            for (size_t k = 0; k < ri.njobs; k++)
+                if (strcmp(ri.job[k], workload[f]) == 0)
+                    forced = (int)k;
+            if (forced < 0) {
+                cli_error("--workload: the run in %s has no workload '%s'", run_dir, workload[f]);
+                nsys_profile_free(&p);
+                goto out;
+            }
+        } else {
+            forced = workload_of_file(&ri, run_dir, files[f]);
+        }
+        for (size_t r = r0; r < set.n; r++) {
+            int k = forced >= 0 ? forced : nsys_run_owner_of(&ri, set.rows[r].pid);
+            set.rows[r].workload = k >= 0 ? ri.job[k] : "other";
+        }
+        if (!quiet)
+            summary(files[f], &p, &set, r0, set.n, left, true);
+        nsys_profile_free(&p);
+    }
+    if (set.outside_s > 0 && !quiet)
+        fprintf(stderr,
+                "carma: note: %.6f s of kernel busy time outside the run's samples left "
+                "out\n",
+                set.outside_s);
+    nsys_busy_sort(&set);
+    if (nsys_busy_csv(&set, &buf) < 0) {
+        cli_error("out of memory");
+        goto out;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/nsys_gpu.csv", run_dir);
+    if (write_out(path, &buf) != 0)
+        goto out;
+    if (reattribute) {
+        struct nsys_reattr ra;
+        carma_err_clear(&e);
+        int r = nsys_run_reattribute(run_dir, &ra, &e);
+        if (r == -ENODATA) {
+            if (!quiet)
+                fprintf(stderr, "carma: note: %s: nothing to split again\n", e.msg);
+        } else if (r < 0) {
+            cli_error("%s", e.msg);
+            goto out;
+        } else if (!quiet) {
+            print_reattr(&ra);
+        }
+    }
+    status = 0;
+out:
+    nsys_busy_free(&set);
+    csv_buf_free(&buf);
+    nsys_run_info_free(&ri);
+    return status;
+}
+
+/* Without a run: a fixed grid, gpu = the export's GPU id, a blank workload. */
+static int import_plain(char *const *files, size_t n, int64_t interval_ns, const char *output,
+                        bool quiet)
+{
+    struct nsys_profile *p = calloc(n, sizeof *p);
+    const struct nsys_profile **pp = calloc(n, sizeof *pp);
+    struct nsys_busy_set set = {0};
+    struct csv_buf buf = {0};
+    int64_t *edges = NULL;
+    size_t ne = 0;
+    int status = 1;
+    if (!p || !pp) {
+        cli_error("out of memory");
+        goto out;
+    }
+    for (size_t f = 0; f < n; f++) {
+        struct carma_err e = {0};
+        if (nsys_load(files[f], &p[f], &e) < 0) {
+            cli_error("%s", e.msg);
+            goto out;
+        }
+        pp[f] = &p[f];
+    }
+    int r = nsys_grid(pp, n, interval_ns, &edges, &ne);
+    if (r < 0) {
+        cli_error("the kernels span too many intervals of that length: %s", strerror(-r));
+        goto out;
+    }
+    for (size_t f = 0; f < n; f++) {
+        size_t r0 = set.n;
+        if (nsys_busy_add(&p[f], edges, ne, &set) < 0) {
+            cli_error("out of memory");
+            goto out;
+        }
+        if (!quiet)
+            summary(files[f], &p[f], &set, r0, set.n, 0, false);
+    }
+    nsys_busy_sort(&set);
+    if (nsys_busy_csv(&set, &buf) < 0) {
+        cli_error("out of memory");
+        goto out;
+    }
+    status = write_out(output, &buf);
+out:
+    for (size_t f = 0; p && f < n; f++)
+        nsys_profile_free(&p[f]);
+    free(p);
+    free(pp);
+    free(edges);
+    nsys_busy_free(&set);
+    csv_buf_free(&buf);
+    return status;
+}
 
 int cmd_import_nsys(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "carma: not available yet\n");
-    return 2;
+    enum { OPT_RUN = 256, OPT_WORKLOAD, OPT_INTERVAL_NS };
+    static const struct option longopts[] = {
+        {"run", required_argument, NULL, OPT_RUN},
+        {"workload", required_argument, NULL, OPT_WORKLOAD},
+        {"interval", required_argument, NULL, OPT_INTERVAL_NS},
+        {"output", required_argument, NULL, 'o'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *run = NULL, *wl = NULL, *output = NULL;
+    int64_t interval_ns = 100 * 1000000LL;
+    bool interval_given = false, quiet = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_RUN:
+            run = optarg;
+            break;
+        case OPT_WORKLOAD:
+            wl = optarg;
+            break;
+        case OPT_INTERVAL_NS:
+            if (parse_duration_ns(optarg, &interval_ns) < 0 || interval_ns < 1000000LL ||
+                interval_ns > 3600 * 1000000000LL) {
+                cli_error("--interval: '%s' is not a duration from 1ms to 1h", optarg);
+                return 2;
+            }
+            interval_given = true;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        case 'h':
+            help();
+            return 0;
+        default:
+            cli_error("import-nsys: unknown option or missing value '%s' (see carma import-nsys "
+                      "--help)",
+                      argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        cli_error("import-nsys: no file given (usage: carma import-nsys [OPTIONS] "
+                  "FILE.sqlite...)");
+        return 2;
+    }
+    size_t n = (size_t)(argc - optind);
+    if (run) {
+        if (output || interval_given) {
+            cli_error("import-nsys: --run writes DIR/nsys_gpu.csv on the run's ticks: no -o or "
+                      "--interval with it");
+            return 2;
+        }
+        const char **w = calloc(n, sizeof *w);
+        if (!w)
+            return 1;
+        for (size_t i = 0; i < n; i++)
+            w[i] = wl;
+        int st = import_nsys_into_run(run, argv + optind, w, n, true, false, quiet);
+        free(w);
+        return st;
+    }
+    if (wl) {
+        cli_error("import-nsys: --workload needs --run (the workloads are the run's)");
+        return 2;
+    }
+    return import_plain(argv + optind, n, interval_ns, output, quiet);
 }

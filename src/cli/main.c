@@ -19,16 +19,18 @@ static const struct {
     {"run", cmd_run, "run an experiment of collocated workloads, energy and carbon per workload"},
     {"exporter", cmd_exporter, "serve this node's power and energy as Prometheus metrics"},
     {"collect", cmd_collect, "scrape exporters on many nodes into one samples CSV"},
+    {"top", cmd_top, "the live view of a run directory: power, energy and CO2e per job now"},
     {"report", cmd_report, "energy, perf-per-watt and carbon per window of a run or srt-slurm log"},
     {"model", cmd_model, "fit power models (baseline + delta) on runs, predict per-job power"},
-    {"import-nsys", cmd_import_nsys, "per-process GPU kernel busy time from an Nsight Systems export"},
+    {"import-nsys", cmd_import_nsys,
+     "per-process GPU kernel busy time from an Nsight Systems export"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: carma COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].what);
     fprintf(f, "\n`carma COMMAND --help` describes each. `carma --version` prints the version.\n");
 }
 

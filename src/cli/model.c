@@ -1,12 +1,369 @@
-/* placeholder: being written */
-#include "cli/cli.h"
-
+/*
+ * carma model: CARMA's power models on run directories (src/model/).
+ *
+ *   carma model fit RUN_DIR... -o model.json    baseline + delta per device kind, with R² and
+ *                                               MAPE in-sample and on held-out data
+ *   carma model predict RUN_DIR --model FILE    per-job predicted power and energy beside the
+ *                                               measured attribution (prediction.csv, .json)
+ *
+ * Exit status: 0, 1 for a run or model that cannot be used (the message names the file and
+ * field), 2 for usage errors.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "core/parse.h"
+#include "core/timeutil.h"
+#include "model/features.h"
+#include "model/powermodel.h"
+
+static void help(void)
+{
+    printf(
+        "usage: carma model fit RUN_DIR... -o MODEL.json [OPTIONS]\n"
+        "       carma model predict RUN_DIR --model MODEL.json [--json] [-q]\n\n"
+        "fit: per device kind, the static power (baseline) and the power each job adds (delta,\n"
+        "linear in its features), by least squares on the node's measured power of `carma run`\n"
+        "directories; prints R^2 and MAPE in-sample and on held-out data.\n"
+        "predict: per-job predicted power and energy of a run, written to RUN_DIR/prediction.csv\n"
+        "and prediction.json beside the measured attribution, with the errors.\n\n"
+        "fit options:\n"
+        "  -o, --output FILE   the model file (required)\n"
+        "  --features LIST     delta features, comma-separated: cpu_util, instructions, cycles\n"
+        "                      (CPU-side kinds); gpu_sm, gpu_util, gpu_mem, gpu_busy (GPUs)\n"
+        "                      (default: cpu_util; gpu_sm, else gpu_util)\n"
+        "  --kinds LIST        only these kinds: cpu,dram,soc,gpu,system,other (default: all\n"
+        "                      the runs have)\n"
+        "  --folds K           k-fold cross-validation over contiguous blocks (default 5)\n"
+        "  --cv runs           leave one run out instead (two runs or more)\n"
+        "  --window T          interval length (default 1s)\n"
+        "  --json              print the model on stdout too\n"
+        "predict options:\n"
+        "  --model FILE        the model file (required)\n"
+        "  --json              print prediction.json on stdout instead of the table\n"
+        "  -q                  print nothing\n");
+}
+
+static const char *kind_str(int k)
+{
+    return channel_kind_name((enum channel_kind)k);
+}
+
+static int parse_kinds(const char *arg, struct pm_fit_opts *o)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    o->kinds_given = true;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int k = -1;
+        for (int q = 0; q < FX_KINDS; q++)
+            if (strcmp(t, kind_str(q)) == 0)
+                k = q;
+        if (k < 0) {
+            cli_error("--kinds: '%s' is not cpu, dram, soc, gpu, system or other", t);
+            return -1;
+        }
+        o->kinds[k] = true;
+    }
+    return 0;
+}
+
+static int parse_features(const char *arg, struct pm_fit_opts *o)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int f = fx_feature_parse(t);
+        if (f < 0) {
+            cli_error("--features: unknown feature '%s' (cpu_util, instructions, cycles, gpu_sm, "
+                      "gpu_util, gpu_mem, gpu_busy)",
+                      t);
+            return -1;
+        }
+        size_t *n = fx_feature_is_gpu(f) ? &o->nfeat_gpu : &o->nfeat_cpu;
+        int *arr = fx_feature_is_gpu(f) ? o->feat_gpu : o->feat_cpu;
+        for (size_t j = 0; j < *n; j++)
+            if (arr[j] == f) {
+                cli_error("--features: '%s' given twice", t);
+                return -1;
+            }
+        arr[(*n)++] = f;
+    }
+    return 0;
+}
+
+static void print_fit(const struct power_model *m)
+{
+    printf("%-7s %9s %8s  %-30s %7s %8s %9s %10s %6s\n", "kind", "base W", "+-", "delta W/unit",
+           "R2", "MAPE %", "cv R2", "cv MAPE %", "n");
+    for (size_t k = 0; k < m->nkinds; k++) {
+        const struct pm_kind *pk = &m->k[k];
+        char delta[256] = "";
+        for (size_t j = 0; j < pk->nfeat; j++) {
+            size_t used = strlen(delta);
+            snprintf(delta + used, sizeof delta - used, "%s%s %.4g", j ? ", " : "",
+                     fx_feature_name(pk->feat[j]), pk->coef[j]);
+        }
+        printf("%-7s %9.3f %8.3f  %-30s %7.4f %8.3f %9.4f %10.3f %6zu\n", kind_str(pk->kind),
+               pk->baseline_w, pk->baseline_se_w, delta, pk->r2, pk->mape_pct, pk->cv_r2,
+               pk->cv_mape_pct, pk->nint);
+        if (pk->cv_note[0])
+            printf("        held-out scores not computed: %s\n", pk->cv_note);
+    }
+    for (int k = 0; k < FX_KINDS; k++)
+        if (m->skipped[k][0])
+            printf("%-7s not fitted: %s\n", kind_str(k), m->skipped[k]);
+    printf("held out: %s; baseline = the intercept (static power at zero load); temperature and "
+           "clocks are not recorded, so the baseline is one constant per kind\n",
+           m->nkinds ? m->k[0].cv_method : "-");
+    if (!m->background_seen)
+        printf("note: a run has no node_util.csv (written by carma run since the model "
+               "commands): the background's CPU time was taken as 0\n");
+}
+
+static int cmd_fit(int argc, char **argv)
+{
+    const char *out = NULL;
+    bool json = false;
+    struct pm_fit_opts o = {.folds = 5};
+    struct fx_opts fo = {.window_s = 1.0};
+    enum { OPT_FEATURES = 300, OPT_KINDS, OPT_FOLDS, OPT_CV, OPT_WINDOW, OPT_JSON_OUT };
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"features", required_argument, NULL, OPT_FEATURES},
+        {"kinds", required_argument, NULL, OPT_KINDS},
+        {"folds", required_argument, NULL, OPT_FOLDS},
+        {"cv", required_argument, NULL, OPT_CV},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"json", no_argument, NULL, OPT_JSON_OUT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            out = optarg;
+            break;
+        case OPT_FEATURES:
+            if (parse_features(optarg, &o) < 0)
+                return 2;
+            break;
+        case OPT_KINDS:
+            if (parse_kinds(optarg, &o) < 0)
+                return 2;
+            break;
+        case OPT_FOLDS: {
+            uint64_t k;
+            if (parse_u64(optarg, &k) < 0 || k < 2 || k > 100) {
+                cli_error("--folds: '%s' is not a number from 2 to 100", optarg);
+                return 2;
+            }
+            o.folds = (int)k;
+            break;
+        }
+        case OPT_CV:
+            if (strcmp(optarg, "runs") != 0) {
+                cli_error("--cv: '%s' is not 'runs' (for k-fold, give --folds K)", optarg);
+                return 2;
+            }
+            o.cv_runs = true;
+            break;
+        case OPT_WINDOW: {
+            int64_t ns;
+            if (parse_duration_ns(optarg, &ns) < 0 || ns < 10000000 || ns > 3600 * NS_PER_S) {
+                cli_error("--window: '%s' is not a duration from 10ms to 1h", optarg);
+                return 2;
+            }
+            fo.window_s = (double)ns / 1e9;
+            break;
+        }
+        case OPT_JSON_OUT:
+            json = true;
+            break;
+        case 'h':
+            help();
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (!out) {
+        cli_error("model fit: give the model file with -o FILE");
+        return 2;
+    }
+    size_t nruns = (size_t)(argc - optind);
+    if (nruns == 0 || nruns > PM_RUNS_MAX) {
+        cli_error("model fit: give 1 to %d run directories", PM_RUNS_MAX);
+        return 2;
+    }
+    o.window_s = fo.window_s;
+    struct fx_run *runs = calloc(nruns, sizeof *runs);
+    struct power_model *m = calloc(1, sizeof *m);
+    int status = 1;
+    struct carma_err e = {0};
+    size_t loaded = 0;
+    if (!runs || !m)
+        goto out;
+    for (; loaded < nruns; loaded++)
+        if (fx_run_load(argv[optind + (int)loaded], &fo, &runs[loaded], &e) < 0) {
+            cli_error("%s", e.msg);
+            goto out;
+        }
+    if (pm_fit(runs, nruns, &o, m, &e) < 0) {
+        cli_error("model fit: %s", e.msg);
+        goto out;
+    }
+    if (pm_save(m, out, &e) < 0) {
+        cli_error("%s", e.msg);
+        goto out;
+    }
+    if (json) {
+        json_t *j = pm_to_json(m);
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        printf("\n");
+        json_decref(j);
+    } else {
+        print_fit(m);
+        printf("model written to %s\n", out);
+    }
+    status = 0;
+out:
+    for (size_t r = 0; r < loaded && runs; r++)
+        fx_run_free(&runs[r]);
+    free(runs);
+    free(m);
+    return status;
+}
+
+static double jnum(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void print_row(const char *name, json_t *o)
+{
+    printf("%-20s %12.3f %12.3f %12.3f %12.3f %8.2f\n", name, jnum(o, "predicted_dynamic_j"),
+           jnum(o, "predicted_static_j"), jnum(o, "predicted_j"), jnum(o, "measured_j"),
+           jnum(o, "error_pct"));
+}
+
+static void print_prediction(json_t *p)
+{
+    printf("prediction of %s (idle policy %s), model %s\n\n",
+           json_string_value(json_object_get(p, "run_dir")),
+           json_string_value(json_object_get(p, "idle_policy")),
+           json_string_value(json_object_get(p, "model")));
+    printf("%-20s %12s %12s %12s %12s %8s\n", "job", "dynamic J", "static J", "predicted J",
+           "measured J", "error %");
+    json_t *ws = json_object_get(p, "workloads");
+    for (size_t k = 0; k < json_array_size(ws); k++) {
+        json_t *w = json_array_get(ws, k);
+        print_row(json_string_value(json_object_get(w, "name")), w);
+    }
+    print_row("other processes", json_object_get(p, "other"));
+    print_row("idle", json_object_get(p, "idle"));
+    printf("\n%-20s %12s %12s %8s %8s %8s\n", "node", "predicted J", "measured J", "error %",
+           "MAPE %", "R2");
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(p, "node"), key, v)
+    {
+        printf("%-20s %12.3f %12.3f %8.2f %8.3f %8.4f\n", key, jnum(v, "predicted_j"),
+               jnum(v, "measured_j"), jnum(v, "error_pct"), jnum(v, "mape_pct"), jnum(v, "r2"));
+    }
+    printf("\nmeasured: %s; MAPE and R2 over the intervals of the node's power\n",
+           json_string_value(json_object_get(p, "measured_basis")));
+}
+
+static int cmd_predict(int argc, char **argv)
+{
+    const char *model = NULL;
+    bool json = false, quiet = false;
+    enum { OPT_MODEL = 300, OPT_JSON_OUT };
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"json", no_argument, NULL, OPT_JSON_OUT},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_MODEL:
+            model = optarg;
+            break;
+        case OPT_JSON_OUT:
+            json = true;
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        case 'h':
+            help();
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (!model || optind + 1 != argc) {
+        cli_error("model predict: give one run directory and --model FILE");
+        return 2;
+    }
+    struct power_model *m = calloc(1, sizeof *m);
+    struct fx_run run = {0};
+    struct carma_err e = {0};
+    json_t *p = NULL;
+    int status = 1;
+    if (!m)
+        goto out;
+    if (pm_load(model, m, &e) < 0) {
+        cli_error("%s", e.msg);
+        goto out;
+    }
+    struct fx_opts fo = {.window_s = isfinite(m->window_s) && m->window_s > 0 ? m->window_s : 1};
+    if (fx_run_load(argv[optind], &fo, &run, &e) < 0) {
+        cli_error("%s", e.msg);
+        goto out;
+    }
+    if (pm_predict(m, model, &run, &p, &e) < 0) {
+        cli_error("model predict: %s", e.msg);
+        goto out;
+    }
+    if (json) {
+        json_dumpf(p, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
+        printf("\n");
+    } else if (!quiet) {
+        print_prediction(p);
+    }
+    status = 0;
+out:
+    json_decref(p);
+    fx_run_free(&run);
+    free(m);
+    return status;
+}
 
 int cmd_model(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "carma: not available yet\n");
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        help();
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "fit") == 0)
+        return cmd_fit(argc - 1, argv + 1);
+    if (strcmp(argv[1], "predict") == 0)
+        return cmd_predict(argc - 1, argv + 1);
+    cli_error("model: unknown subcommand '%s' (fit or predict)", argv[1]);
     return 2;
 }

@@ -24,6 +24,7 @@
 #include "core/file.h"
 #include "core/parse.h"
 #include "report/follow.h"
+#include "report/html.h"
 #include "core/pyjson.h"
 #include "report/runreport.h"
 #include "report/srtlog.h"
@@ -42,7 +43,9 @@ static void usage(FILE *f)
            "srt-slurm's power_energy_report reads them).\n"
            "\n"
            "options:\n"
-           "  --format text|json  what goes to stdout (default text)\n"
+           "  --format text|json|html  what goes to stdout (default text); html: one\n"
+           "                      self-contained page with charts (docs/report.md)\n"
+           "  -o FILE             write that format to FILE (atomically) instead of stdout\n"
            "  --json-out FILE     also write the JSON list to FILE (atomically)\n"
            "  --cpu-samples CSV   srt-slurm: this CSV is the CPU power leg (default: discovered)\n"
            "  --edges E           interpolate (default: windows cut exactly at their edges by\n"
@@ -126,6 +129,73 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
     return status;
 }
 
+/*
+ * --format html: the page for DIR to output (atomically) or stdout; with json_out, the JSON
+ * list too (the same report). The exit status.
+ */
+static int html_report(const char *dir, bool run_dir, const char *cpu_samples, unsigned flags,
+                       enum report_edges edges, const char *json_out, const char *output)
+{
+    struct carma_err e = {0};
+    struct html_opts ho = {.version = CARMA_VERSION};
+    char *page = NULL;
+    size_t len = 0;
+    json_t *list = NULL;
+    int r;
+    if (run_dir) {
+        if (cpu_samples) {
+            cli_error("--cpu-samples reads srt-slurm log directories; %s is a carma run directory",
+                      dir);
+            return 2;
+        }
+        struct runreport_opts o = {.edges = edges};
+        r = html_run(dir, &o, &ho, &page, &len, &e);
+        if (r == 0 && json_out)
+            r = runreport_build(dir, &o, &list, &e);
+    } else {
+        struct srtlog log;
+        struct srtlog_opts o = {.cpu_samples = cpu_samples, .flags = flags};
+        r = srtlog_open(&log, dir, &o, &e);
+        if (r == 0)
+            r = srtreport_build(&log, edges, &list, &e);
+        if (r == 0)
+            r = html_srt(&log, list, &ho, &page, &len, &e);
+        srtlog_done(&log);
+    }
+    if (r < 0) {
+        json_decref(list);
+        free(page);
+        return report_error(e.msg);
+    }
+    int status = 0;
+    if (json_out) {
+        char *js = pyjson_dumps(list, 2);
+        size_t n = js ? strlen(js) : 0;
+        if (js)
+            js[n] = '\n';
+        if (!js || (r = file_replace(json_out, js, n + 1)) < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", json_out,
+                    js ? strerror(-r) : "out of memory");
+            status = 1;
+        }
+        free(js);
+    }
+    json_decref(list);
+    if (status == 0 && output) {
+        if ((r = file_replace(output, page, len)) < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
+            status = 1;
+        }
+    } else if (status == 0) {
+        if (fwrite(page, 1, len, stdout) != len || fflush(stdout) != 0) {
+            fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
+            status = 1;
+        }
+    }
+    free(page);
+    return status;
+}
+
 int cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -138,27 +208,29 @@ int cmd_report(int argc, char **argv)
         {"poll", required_argument, NULL, OPT_POLL},
         {"once", no_argument, NULL, OPT_ONCE},
         {"quiet", no_argument, NULL, 'q'},
+        {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool json = false, follow = false, once = false, quiet = false;
-    const char *json_out = NULL, *cpu_samples = NULL;
+    bool json = false, html = false, follow = false, once = false, quiet = false;
+    const char *json_out = NULL, *cpu_samples = NULL, *output = NULL;
     enum report_edges edges = REPORT_EDGES_INTERPOLATE;
     unsigned flags = 0;
     int64_t poll_ns = DEFAULT_POLL_NS;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qho:", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT:
-            if (strcmp(optarg, "json") == 0) {
-                json = true;
-            } else if (strcmp(optarg, "text") == 0) {
-                json = false;
-            } else {
-                cli_error("--format: '%s' is not text or json", optarg);
+            json = strcmp(optarg, "json") == 0;
+            html = strcmp(optarg, "html") == 0;
+            if (!json && !html && strcmp(optarg, "text") != 0) {
+                cli_error("--format: '%s' is not text, json or html", optarg);
                 return 2;
             }
+            break;
+        case 'o':
+            output = optarg;
             break;
         case OPT_JSON_OUT:
             json_out = optarg;
@@ -210,7 +282,13 @@ int cmd_report(int argc, char **argv)
         return 2;
     }
 
+    if (follow && (html || output)) {
+        cli_error("--follow writes its own files: no --format html or -o with it");
+        return 2;
+    }
     bool run_dir = runreport_is_run_dir(dir);
+    if (html)
+        return html_report(dir, run_dir, cpu_samples, flags, edges, json_out, output);
     if (follow) {
         if (run_dir) {
             cli_error("--follow reads srt-slurm log directories; %s is a carma run directory", dir);
@@ -264,6 +342,25 @@ int cmd_report(int argc, char **argv)
             free(js);
             return 1;
         }
+    }
+    if (output) {
+        const char *body = json ? js : text;
+        size_t n = strlen(body);
+        int r;
+        if (json) {
+            js[n] = '\n';
+            r = file_replace(output, js, n + 1);
+            js[n] = '\0';
+        } else {
+            r = file_replace(output, body, n);
+        }
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
+            status = 1;
+        }
+        free(text);
+        free(js);
+        return status;
     }
     if (json)
         printf("%s\n", js);

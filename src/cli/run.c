@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,6 +35,8 @@
 #include "core/fmt.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
+#include "report/html.h"
+#include "report/live.h"
 #include "sampler/samples_csv.h"
 #include "workload/cgroup.h"
 #include "workload/experiment.h"
@@ -127,6 +130,27 @@ static void write_json(struct run *r, const char *name, json_t *j)
     json_decref(j);
 }
 
+/* report.html: `carma report DIR --format html` of the finished run (report/html). */
+static void write_html(struct run *r)
+{
+    if (r->attr)
+        fflush(r->attr); /* the page reads attribution.csv */
+    struct carma_err e = {0};
+    struct html_opts ho = {.version = CARMA_VERSION};
+    char *page = NULL;
+    size_t len = 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/report.html", r->dir);
+    if (html_run(r->dir, NULL, &ho, &page, &len, &e) < 0) {
+        cli_error("cannot write %s: %s", path, e.msg);
+        return;
+    }
+    int x = file_replace(path, page, len);
+    if (x < 0)
+        cli_error("cannot write %s: %s", path, strerror(-x));
+    free(page);
+}
+
 static json_t *manifest(struct run *r, const char *status)
 {
     json_t *m = manifest_base(r->s, "carma run");
@@ -134,6 +158,7 @@ static json_t *manifest(struct run *r, const char *status)
     json_object_set_new(sv, "samples_csv", json_integer(1));
     json_object_set_new(sv, "attribution_csv", json_integer(1));
     json_object_set_new(sv, "report_json", json_integer(1));
+    json_object_set_new(sv, "node_util_csv", json_integer(1));
     if (r->gpu)
         json_object_set_new(sv, "utilization_csv", json_integer(1));
     json_object_set_new(m, "schema_versions", sv);
@@ -159,8 +184,9 @@ static void start_job(struct run *r, struct job *j)
         if (!j->have_cg)
             cli_error("%s: %s; following its process tree instead", j->spec->name, e.msg);
     }
+    char **nsys_argv = run_nsys_argv(r, j);
     struct launch_opts lo = {
-        .argv = j->spec->argv,
+        .argv = nsys_argv ? nsys_argv : j->spec->argv,
         .cwd = j->spec->cwd ? j->spec->cwd : r->x.dir,
         .stdout_path = out,
         .stderr_path = err,
@@ -171,7 +197,9 @@ static void start_job(struct run *r, struct job *j)
     j->started = true;
     j->start_mono = time_mono_ns();
     j->start_real = time_real_ns();
-    if (launcher_spawn(&lo, &j->pid, &e) < 0) {
+    int spawned = launcher_spawn(&lo, &j->pid, &e);
+    free(nsys_argv);
+    if (spawned < 0) {
         cli_error("%s: %s", j->spec->name, e.msg);
         j->exited = j->done = true;
         j->exit_status = e.code == -ENOENT ? 127 : 126;
@@ -462,6 +490,32 @@ static void features_rows(struct run *r)
     fflush(r->features);
 }
 
+/* node_util.csv: the node's busy and total CPU time (proc/stat below the root), cumulative
+ * from the first row, at every tick that re-read it: the node's side of features.csv */
+static void node_util_row(struct run *r)
+{
+    const struct sampler *s = r->s;
+    if (!r->node_util || !s->have_util || !s->util_fresh || !s->util.valid)
+        return;
+    const struct cpu_times *t = &s->util.node_cur;
+    uint64_t busy = s->util.busy_ticks;
+    uint64_t total = busy + t->idle + t->iowait;
+    if (!r->nu_started) {
+        r->nu_started = true;
+        r->nu_busy0 = busy;
+        r->nu_total0 = total;
+    }
+    char ts[40];
+    fmt_unix_us(ts, s->real_now);
+    double hz = (double)r->clk_tck;
+    fprintf(r->node_util, "%s,%.6f,%.6f,", ts, (double)(busy - r->nu_busy0) / hz,
+            (double)(total - r->nu_total0) / hz);
+    if (s->util.primed && s->util.total_ticks_delta > 0)
+        fprintf(r->node_util, "%.6f", s->util.util_total);
+    fputs("\r\n", r->node_util);
+    fflush(r->node_util);
+}
+
 static void event_summary(struct run *r, double period_s)
 {
     if (!r->events)
@@ -494,6 +548,64 @@ static void event_summary(struct run *r, double period_s)
         free(text);
     }
     json_decref(o);
+}
+
+/* The live view (stdout a terminal): the jobs now, the node by domain (report/live). */
+static void live_frame(struct run *r, bool finished)
+{
+    if (!r->live)
+        return;
+    struct live_view v;
+    memset(&v, 0, sizeof v);
+    snprintf(v.title, sizeof v.title, "%s", r->dir);
+    v.elapsed_s = (double)(r->s->t_now - r->t_start) / 1e9;
+    v.finished = finished;
+    v.have_jobs = true;
+    bool est = strcmp(run_method(r), "estimated") == 0;
+    for (size_t k = 0; k < r->njobs && v.njobs < LIVE_JOBS_MAX; k++) {
+        const struct job *j = &r->jobs[k];
+        struct live_job *lj = &v.job[v.njobs++];
+        snprintf(lj->name, sizeof lj->name, "%s", j->spec->name);
+        lj->power_w = j->exited ? 0.0 : j->last_w;
+        lj->energy_j = j->energy_j;
+        lj->g_co2e = j->g_op;
+        lj->ended = j->exited;
+        lj->estimated = est;
+    }
+    v.idle_j = r->idle_j;
+    v.other_j = r->other_j;
+    v.unattributed_j = r->unattr_j;
+    double sys = 0, sum = 0;
+    bool have_sys = false;
+    for (size_t i = 0; i < r->s->set.n; i++) {
+        const struct channel *c = &r->s->set.ch[i];
+        double w = r->s->st[i].watts;
+        if (!channel_is_total(&r->s->set, i) || !isfinite(w))
+            continue;
+        const char *kind = channel_kind_name(c->kind);
+        size_t d;
+        for (d = 0; d < v.ndomains && strcmp(v.domain[d].kind, kind) != 0; d++)
+            ;
+        if (d == v.ndomains) {
+            if (d == LIVE_DOMAINS_MAX)
+                continue;
+            snprintf(v.domain[d].kind, sizeof v.domain[d].kind, "%s", kind);
+            v.ndomains++;
+        }
+        v.domain[d].power_w += w;
+        v.domain[d].channels++;
+        v.domain[d].estimated |= c->method == METHOD_ESTIMATED;
+        if (c->kind == KIND_SYSTEM) {
+            sys += w;
+            have_sys = true;
+        } else {
+            sum += w;
+        }
+    }
+    v.node_w = have_sys ? sys : sum;
+    struct winsize ws;
+    int width = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 100;
+    live_render(stdout, &v, true, width, &r->live_lines);
 }
 
 static void status_line(struct run *r)
@@ -547,6 +659,7 @@ static void tick(struct run *r)
         if (samples_csv_write_tick(r->csv, r->s, &e) < 0)
             cli_error("%s", e.msg);
     }
+    node_util_row(r);
     for (size_t i = 0; i < r->s->set.n; i++)
         if (!r->gpu_split[i])
             r->pend_j[i] += r->s->st[i].tick_energy_j;
@@ -557,6 +670,7 @@ static void tick(struct run *r)
         event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
         r->last_event = r->s->t_now;
         status_line(r);
+        live_frame(r, false);
     }
     if (r->pstree_due || r->s->t_now - r->last_pstree >= PSTREE_PERIOD_NS) {
         r->pstree_due = false;
@@ -692,6 +806,11 @@ static json_t *report_json(struct run *r)
     for (size_t k = 0; k < r->nnode; k++)
         json_array_append_new(nodes, json_string(r->s->set.ch[r->node_idx[k]].name));
     json_object_set_new(o, "node_channels", nodes);
+    json_t *rest = rest_of_system_json(r->s);
+    if (rest) {
+        json_object_set_new(o, "rest_of_system", rest);
+        json_object_set_new(o, "meters", meters_json(r->s));
+    }
     json_t *c = json_object();
     json_object_set_new(c, "g_per_kwh", json_real(r->ci.g_per_kwh));
     json_object_set_new(c, "intensity_source", json_string(r->ci.source));
@@ -737,6 +856,12 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
             r->unattr_j / 3600);
     fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "node total", "", "", r->total_j,
             r->total_j / 3600);
+    json_t *rest = json_object_get(rep, "rest_of_system");
+    if (rest) {
+        fprintf(f, "\n");
+        rest_of_system_print(f, rest);
+        meters_print(f, r->s, "  meter ");
+    }
     run_gpu_text(r, f);
     fprintf(f, "\n");
     fprintf(f, "intensity: %.4g g/kWh x PUE %.3g (%s)\n", r->ci.g_per_kwh, r->x.pue, r->ci.source);
@@ -787,6 +912,7 @@ static int baseline(struct run *r, int64_t ns)
             struct carma_err err = {0};
             samples_csv_write_tick(r->csv, r->s, &err);
         }
+        node_util_row(r);
         for (size_t i = 0; i < r->s->set.n; i++)
             e[i] += r->s->st[i].tick_energy_j;
         if (r->s->have_util && r->s->util_fresh)
@@ -884,6 +1010,8 @@ int cmd_run(int argc, char **argv)
         free(errors);
         goto out;
     }
+    if (run_nsys_check(&r->x) < 0)
+        goto out;
     r->njobs = r->x.n;
     if (r->njobs > SPLIT_JOBS_MAX) {
         cli_error("%s: at most %d workloads", argv[optind], SPLIT_JOBS_MAX);
@@ -894,6 +1022,12 @@ int cmd_run(int argc, char **argv)
         co.sampler.interval_ns = r->x.interval_ns;
     if (!co.sampler.sources && r->x.sources)
         co.sampler.sources = r->x.sources;
+    /* --meter replaces the file's monitoring.meter */
+    const char *meter_option = "--meter";
+    if (!co.sampler.n_meters && r->x.meter) {
+        co.sampler.meters[co.sampler.n_meters++] = r->x.meter;
+        meter_option = "monitoring.meter";
+    }
     if (baseline_ns < 0)
         baseline_ns = (int64_t)llround(r->x.baseline_s * 1e9);
     if (baseline_ns && baseline_ns < 2 * co.sampler.interval_ns) {
@@ -911,6 +1045,8 @@ int cmd_run(int argc, char **argv)
         cli_error("%s", e.msg);
         goto out;
     }
+    if (common_meters_check(r->s, meter_option) < 0)
+        goto out;
     r->nnode = sampler_select_node(r->s, r->node_idx);
     for (size_t k = 0; k < r->nnode; k++)
         r->in_node[r->node_idx[k]] = true;
@@ -946,12 +1082,16 @@ int cmd_run(int argc, char **argv)
     r->features =
         run_open_file(r, "features.csv",
                       "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,cycles\r\n");
+    r->node_util =
+        run_open_file(r, "node_util.csv", "timestamp_unix,busy_cpu_s,total_cpu_s,cpu_util\r\n");
     r->have_base = cgroup_base_create(&r->base, &e) == 0;
     if (!r->have_base)
         snprintf(r->cgroup_note, sizeof r->cgroup_note, "%s", e.msg);
     if (run_gpu_setup(r) < 0)
         goto out;
-    r->tty = isatty(STDERR_FILENO) && co.verbose >= 0;
+    /* the live view on a terminal's stdout; else the one-line status on a terminal's stderr */
+    r->live = isatty(STDOUT_FILENO) && co.verbose >= 0;
+    r->tty = !r->live && isatty(STDERR_FILENO) && co.verbose >= 0;
     r->sigfd = launcher_signals_open(&r->old_mask);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     signal(SIGPIPE, SIG_IGN); /* a closed stdout is an error to report, not a death */
@@ -962,6 +1102,7 @@ int cmd_run(int argc, char **argv)
     sampler_tick(r->s);
     if (r->csv)
         samples_csv_write_tick(r->csv, r->s, &e);
+    node_util_row(r);
     if (baseline_ns && baseline(r, baseline_ns) == -EINTR) {
         cli_error("interrupted during the baseline; no workload was started");
         for (size_t k = 0; k < r->njobs; k++)
@@ -1029,10 +1170,12 @@ int cmd_run(int argc, char **argv)
             r->pend_j[i] += r->s->st[i].tick_energy_j;
     r->pend_ns += r->s->t_now - r->s->t_prev;
     sampler_refresh_util(r->s);
+    node_util_row(r);
     split_pending(r, true);
     run_gpu_tick(r, true);
     event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
     pstree_snapshot(r);
+    live_frame(r, true);
     if (r->tty)
         fprintf(stderr, "\n");
     /* the workloads have ended: the follower's final poll sees their whole log directory */
@@ -1070,6 +1213,7 @@ int cmd_run(int argc, char **argv)
     write_json(r, "workloads.json", wl);
     write_json(r, "workload_pids.json", pids);
     json_t *rep = report_json(r);
+    run_nsys_finish(r, &rep, co.verbose < 0);
     char *text = NULL;
     size_t tlen = 0;
     FILE *mem = open_memstream(&text, &tlen);
@@ -1088,6 +1232,7 @@ int cmd_run(int argc, char **argv)
         fputs(text, stdout);
     free(text);
     write_json(r, "manifest.json", manifest(r, "complete"));
+    write_html(r);
     gpu_status = r->signals ? "incomplete" : "complete";
 out:
     follower_stop(&follower, "run", co.verbose < 0);
@@ -1103,6 +1248,8 @@ out:
         fclose(r->pstree);
     if (r->features)
         fclose(r->features);
+    if (r->node_util)
+        fclose(r->node_util);
     for (size_t k = 0; r->jobs && k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         if (j->have_cg) {

@@ -83,6 +83,8 @@ struct run {
     int64_t grace_ns, t_start, last_event, last_pstree;
     int signals;
     bool tty;
+    bool live;                        /* the live view on stdout (a terminal): report/live */
+    int live_lines;                   /* the last frame's length */
     long clk_tck;                     /* proc/stat's clock ticks per second */
     bool pstree_due;                  /* a workload started: snapshot the trees at the next tick */
     struct csv_buf attr_buf;          /* the rows of the current split */
@@ -90,6 +92,9 @@ struct run {
     double sum_above, sum_above_next; /* busy CPU-seconds above the baseline's so far */
     bool gpu_split[CHANNELS_MAX];     /* the channel's energy is split by run_gpu.c */
     struct run_gpu *gpu;              /* NULL when no GPU is split by process */
+    FILE *node_util;                  /* node_util.csv: the node's CPU time at every tick */
+    uint64_t nu_busy0, nu_total0;     /* node_util.csv: proc/stat ticks at its first row */
+    bool nu_started;
 };
 
 /* attribution.csv: one row of the current split (kept for one write per split). */
@@ -121,5 +126,18 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws);
 void run_gpu_text(struct run *r, FILE *f);
 /* Closes the files (status for power/manifest.json) and frees the GPU state (NULL-safe). */
 void run_gpu_done(struct run *r, const char *status);
+
+/*
+ * Workloads profiled with Nsight Systems ("profile": "nsys", run_gpu.c). run_nsys_check: 0, or
+ * -1 after printing why when a workload is to be profiled and `nsys` is not in PATH.
+ * run_nsys_argv: the command line of job j wrapped in `nsys profile` (malloc'd, NULL-ended,
+ * its strings the spec's and static ones: free only the array), NULL when j is not profiled.
+ * run_nsys_finish: after the run, imports the profiles (logs/<name>.sqlite) into nsys_gpu.csv
+ * and, with attribution.gpu "nsys", splits the GPUs again: *rep is then replaced by the new
+ * report.json and the run's totals follow it (call after workloads.json is written).
+ */
+int run_nsys_check(const struct experiment *x);
+char **run_nsys_argv(struct run *r, const struct job *j);
+void run_nsys_finish(struct run *r, json_t **rep, bool quiet);
 
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/common.h"
+#include "cli/import_nsys.h"
 #include "cli/run.h"
 #include "core/fmt.h"
 #include "core/timeutil.h"
@@ -552,4 +553,138 @@ void run_gpu_done(struct run *r, const char *status)
     }
     free(g);
     r->gpu = NULL;
+}
+
+/* ---- Nsight Systems ---- */
+
+int run_nsys_check(const struct experiment *x)
+{
+    size_t n = 0;
+    const char *first = NULL;
+    for (size_t k = 0; k < x->n; k++) {
+        if (x->w[k].profile_nsys) {
+            n++;
+            first = first ? first : x->w[k].name;
+        }
+    }
+    if (!n)
+        return 0;
+    const char *path = getenv("PATH");
+    char buf[4200];
+    for (const char *p = path ? path : ""; *p;) {
+        const char *c = strchr(p, ':');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/nsys", (int)len, len ? p : ".");
+        if (access(buf, X_OK) == 0)
+            return 0;
+        if (!c)
+            break;
+        p = c + 1;
+    }
+    cli_error("%s: workload '%s'%s asks to be profiled (\"profile\": \"nsys\") but nsys (Nsight "
+              "Systems) is not in PATH: install it or add its bin directory to PATH, or remove "
+              "\"profile\"; nothing was started",
+              x->path, first, n > 1 ? " and others" : "");
+    return -1;
+}
+
+char **run_nsys_argv(struct run *r, const struct job *j)
+{
+    if (!j->spec->profile_nsys || !j->spec->argv)
+        return NULL;
+    static char nsys[] = "nsys", profile[] = "profile", exp[] = "--export=sqlite",
+                force[] = "--force-overwrite=true", trace[] = "--trace=cuda";
+    size_t na = 0;
+    while (j->spec->argv[na])
+        na++;
+    char **v = calloc(na + 7, sizeof *v);
+    /* the --output=... string lives with the job: one per workload */
+    static char outs[SPLIT_JOBS_MAX][4300];
+    size_t k = (size_t)(j - r->jobs);
+    if (!v || k >= SPLIT_JOBS_MAX) {
+        free(v);
+        return NULL;
+    }
+    snprintf(outs[k], sizeof outs[k], "--output=%s/logs/%s", r->dir, j->spec->name);
+    size_t i = 0;
+    v[i++] = nsys;
+    v[i++] = profile;
+    v[i++] = outs[k];
+    v[i++] = exp;
+    v[i++] = force;
+    v[i++] = trace;
+    for (size_t a = 0; a < na; a++)
+        v[i++] = j->spec->argv[a];
+    v[i] = NULL;
+    return v;
+}
+
+static double jnum(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+/* The run's totals (for report.txt) from a report.json split again by nsys. */
+static void run_nsys_refresh(struct run *r, json_t *rep)
+{
+    r->idle_j = jnum(json_object_get(rep, "idle"), "energy_j");
+    r->other_j = jnum(json_object_get(rep, "other"), "energy_j");
+    r->unattr_j = jnum(json_object_get(rep, "unattributed"), "energy_j");
+    struct run_gpu *g = r->gpu;
+    json_t *gpus = json_object_get(rep, "gpus"), *ws = json_object_get(rep, "workloads");
+    for (size_t d = 0; g && d < g->n && d < json_array_size(gpus); d++) {
+        struct gpu_dev *v = &g->dev[d];
+        json_t *o = json_array_get(gpus, d);
+        v->jobs_j = jnum(o, "jobs_j");
+        v->idle_j = jnum(o, "idle_j");
+        v->other_j = jnum(o, "other_j");
+        v->unattr_j = jnum(o, "unattributed_j");
+        json_t *b = json_object_get(o, "nsys_basis_s");
+        /* report.txt's "split by": nsys's kernels count as SM, as both are utilization */
+        v->basis_s[GPU_BASIS_SM] = jnum(b, "kernels");
+        v->basis_s[GPU_BASIS_CONTEXT] = jnum(b, "context");
+        v->basis_s[GPU_BASIS_ALLOCATION] = jnum(b, "allocation");
+        v->basis_s[GPU_BASIS_NONE] = jnum(b, "none");
+        for (size_t k = 0; k < r->njobs; k++)
+            r->jobs[k].gpu_j[d] =
+                jnum(json_object_get(json_array_get(ws, k), "gpu_j"), r->s->set.ch[v->ch].name);
+    }
+}
+
+void run_nsys_finish(struct run *r, json_t **rep, bool quiet)
+{
+    char *files[SPLIT_JOBS_MAX];
+    const char *names[SPLIT_JOBS_MAX];
+    size_t n = 0;
+    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
+        const struct job *j = &r->jobs[k];
+        if (!j->spec->profile_nsys || !j->started || j->pid <= 0)
+            continue;
+        if (asprintf(&files[n], "%s/logs/%s.sqlite", r->dir, j->spec->name) < 0)
+            break;
+        names[n++] = j->spec->name;
+    }
+    if (!n)
+        return;
+    /* the import reads the run directory: report.json as it stands */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/report.json", r->dir);
+    int e = json_write_file(*rep, path);
+    bool redo = r->x.gpu_attribution == GPU_ATTR_NSYS && r->gpu && r->gpu->n > 0;
+    if (e < 0)
+        cli_error("cannot write %s: %s", path, strerror(-e));
+    else if (import_nsys_into_run(r->dir, files, names, n, redo, true, quiet) == 0 && redo) {
+        json_error_t je;
+        json_t *nrep = json_load_file(path, 0, &je);
+        if (nrep && json_object_get(json_object_get(nrep, "attribution"), "gpu")) {
+            json_decref(*rep);
+            *rep = nrep;
+            run_nsys_refresh(r, nrep);
+        } else {
+            json_decref(nrep);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(files[i]);
 }

@@ -89,6 +89,12 @@ static void print_table(const struct sampler *s)
         header = true;
         printf("  %-6s %s\n", src->ops->name, src->note);
     }
+    json_t *meters = meters_json(s);
+    if (json_array_size(meters)) {
+        printf("\nmeters:\n");
+        meters_print(stdout, s, "  ");
+    }
+    json_decref(meters);
 }
 
 static json_t *sensors_json(const struct sampler *s)
@@ -106,6 +112,7 @@ static json_t *sensors_json(const struct sampler *s)
     json_object_set_new(root, "channels", chans);
     json_object_set_new(root, "unavailable", unavailable_json(s));
     json_object_set_new(root, "notes", notes_json(s));
+    json_object_set_new(root, "meters", meters_json(s));
     if (s->have_util) {
         json_t *u = json_object();
         json_object_set_new(u, "cpus", json_integer(s->util.ncpu));

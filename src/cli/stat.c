@@ -456,7 +456,12 @@ static json_t *summary_json(struct stat_run *r)
         node_j = NAN;
     json_set_num(node, "energy_j", node_j);
     json_object_set_new(node, "method", node_method(s, node_idx, nn));
+    json_t *rest = rest_of_system_json(s);
+    if (rest)
+        json_object_set_new(node, "rest_of_system", rest);
     json_object_set_new(j, "node", node);
+    if (rest)
+        json_object_set_new(j, "meters", meters_json(s));
     json_t *cmd = json_object();
     json_t *cpu_names = json_array();
     for (size_t k = 0; k < r->ncpu_idx; k++)
@@ -549,6 +554,8 @@ static void print_summary(struct stat_run *r, const json_t *j)
             fprintf(f, "%s%s", k ? " + " : "", json_string_value(json_array_get(names, k)));
         fprintf(f, ")\n");
     }
+    rest_of_system_print(f, json_object_get(node, "rest_of_system"));
+    meters_print(f, s, "  meter         ");
     json_t *cmd = json_object_get(j, "command");
     json_t *ce = json_object_get(cmd, "cpu_energy_j");
     if (json_is_real(ce)) {
@@ -639,6 +646,10 @@ int cmd_stat(int argc, char **argv)
     r.s = sampler_new(&o.c.sampler, &e);
     if (!r.s) {
         cli_error("%s", e.msg);
+        return 2;
+    }
+    if (common_meters_check(r.s, "--meter") < 0) {
+        sampler_free(r.s);
         return 2;
     }
     int status = 1;

@@ -1201,105 +1201,278 @@ static int load_optional(struct rr *rr, const char *name, json_t **ret, bool war
     return load_json(rr->dir, name, ret, e);
 }
 
-int runreport_build(const char *dir, const struct runreport_opts *o, json_t **ret,
-                    struct carma_err *e)
+/* Loads the run directory dir into rr (zeroed by it; rr_free in every case). 0 or a negative
+ * errno with e set (runreport_build's). */
+static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *o,
+                   struct carma_err *e)
 {
-    struct rr rr;
-    memset(&rr, 0, sizeof rr);
-    rr.dir = dir;
-    rr.edges = o ? o->edges : REPORT_EDGES_INTERPOLATE;
-    series_init(&rr.node_w);
-    series_init(&rr.node_cum);
-    rr.run_warn = json_array();
-    json_t *out = NULL;
-    int r = load_json(dir, "manifest.json", &rr.manifest, e);
+    memset(rr, 0, sizeof *rr);
+    rr->dir = dir;
+    rr->edges = o ? o->edges : REPORT_EDGES_INTERPOLATE;
+    series_init(&rr->node_w);
+    series_init(&rr->node_cum);
+    rr->run_warn = json_array();
+    int r = load_json(dir, "manifest.json", &rr->manifest, e);
     if (r < 0)
-        goto out;
-    const char *prod = json_string_value(json_object_get(rr.manifest, "producer"));
+        return r;
+    const char *prod = json_string_value(json_object_get(rr->manifest, "producer"));
     if (!prod || (strcmp(prod, "carma run") != 0 && strcmp(prod, "carma stat") != 0)) {
         r = carma_err_set(e, -EINVAL,
                           "%s/manifest.json: producer is %s%s%s, not \"carma run\" or \"carma "
                           "stat\": not a run directory of carma run or carma stat",
                           dir, prod ? "\"" : "", prod ? prod : "missing", prod ? "\"" : "");
-        goto out;
+        return r;
     }
-    rr.is_run = strcmp(prod, "carma run") == 0;
-    rr.interval_s = jget_num(json_object_get(rr.manifest, "options"), "interval_s");
-    if (!(rr.interval_s > 0))
-        rr.interval_s = 0.1;
+    rr->is_run = strcmp(prod, "carma run") == 0;
+    rr->interval_s = jget_num(json_object_get(rr->manifest, "options"), "interval_s");
+    if (!(rr->interval_s > 0))
+        rr->interval_s = 0.1;
     /* the gap limit: srt-slurm's 3 s, or 2.5 sampling intervals when they are longer */
-    rr.sopts = series_opts_default();
-    if (2.5 * rr.interval_s > rr.sopts.max_gap_s) {
-        rr.sopts.max_gap_s = 2.5 * rr.interval_s;
-        rr.sopts.edge_tol_s = rr.sopts.max_gap_s / 2;
+    rr->sopts = series_opts_default();
+    if (2.5 * rr->interval_s > rr->sopts.max_gap_s) {
+        rr->sopts.max_gap_s = 2.5 * rr->interval_s;
+        rr->sopts.edge_tol_s = rr->sopts.max_gap_s / 2;
     }
     json_t *carbon = NULL;
-    if (rr.is_run) {
-        if ((r = load_optional(&rr, "report.json", &rr.report, true, e)) < 0)
-            goto out;
-        rr.node_names = json_object_get(rr.report, "node_channels");
-        carbon = json_object_get(rr.report, "carbon");
+    if (rr->is_run) {
+        if ((r = load_optional(rr, "report.json", &rr->report, true, e)) < 0)
+            return r;
+        rr->node_names = json_object_get(rr->report, "node_channels");
+        carbon = json_object_get(rr->report, "carbon");
     } else {
-        if ((r = load_optional(&rr, "summary.json", &rr.summary, true, e)) < 0)
-            goto out;
-        rr.node_names = json_object_get(json_object_get(rr.summary, "node"), "channels");
-        carbon = json_object_get(rr.summary, "carbon");
+        if ((r = load_optional(rr, "summary.json", &rr->summary, true, e)) < 0)
+            return r;
+        rr->node_names = json_object_get(json_object_get(rr->summary, "node"), "channels");
+        carbon = json_object_get(rr->summary, "carbon");
     }
-    if (!json_is_array(rr.node_names))
-        rr.node_names = NULL; /* then: the channels of domain "total" */
-    rr.nnode_listed = json_array_size(rr.node_names);
-    rr.g_per_kwh = jget_num(carbon, "g_per_kwh");
-    rr.pue = jget_num(carbon, "pue");
-    rr.ci_source = json_string_value(json_object_get(carbon, "intensity_source"));
-    if ((r = load_samples(&rr, e)) < 0)
-        goto out;
-    if (rr.is_run) {
+    if (!json_is_array(rr->node_names))
+        rr->node_names = NULL; /* then: the channels of domain "total" */
+    rr->nnode_listed = json_array_size(rr->node_names);
+    rr->g_per_kwh = jget_num(carbon, "g_per_kwh");
+    rr->pue = jget_num(carbon, "pue");
+    rr->ci_source = json_string_value(json_object_get(carbon, "intensity_source"));
+    if ((r = load_samples(rr, e)) < 0)
+        return r;
+    if (rr->is_run) {
         if (file_exists(dir, "workloads.json")) {
-            if ((r = load_workloads(&rr, e)) < 0)
-                goto out;
+            if ((r = load_workloads(rr, e)) < 0)
+                return r;
         } else {
-            warn(rr.run_warn, "workloads.json is missing (a run that was killed?): no "
-                              "workload windows");
+            warn(rr->run_warn, "workloads.json is missing (a run that was killed?): no "
+                               "workload windows");
         }
     }
-    find_run_window(&rr);
-    if (rr.is_run) {
+    find_run_window(rr);
+    if (rr->is_run) {
         if (file_exists(dir, "attribution.csv")) {
-            if ((r = load_attribution(&rr, e)) < 0)
-                goto out;
-            rr.have_attr = true;
+            if ((r = load_attribution(rr, e)) < 0)
+                return r;
+            rr->have_attr = true;
         } else {
-            warn(rr.run_warn, "attribution.csv is missing: no per-job energies");
+            warn(rr->run_warn, "attribution.csv is missing: no per-job energies");
         }
-        if (file_exists(dir, "utilization.csv") && (r = load_utilization(&rr, e)) < 0)
-            goto out;
-        const json_t *ws = json_object_get(rr.report, "workloads");
+        if (file_exists(dir, "utilization.csv") && (r = load_utilization(rr, e)) < 0)
+            return r;
+        const json_t *ws = json_object_get(rr->report, "workloads");
         size_t k;
         const json_t *w;
         json_array_foreach(ws, k, w)
         {
             const char *name = json_string_value(json_object_get(w, "name"));
-            long f = name ? find_job(&rr, name) : -1;
+            long f = name ? find_job(rr, name) : -1;
             if (f >= 0)
-                rr.jobs[f].embodied_g = jget_num(w, "embodied_g_co2e");
+                rr->jobs[f].embodied_g = jget_num(w, "embodied_g_co2e");
         }
     }
-    out = json_array();
-    if ((r = build_window(&rr, NULL, out)) < 0)
+    return 0;
+}
+
+/* The windows of a loaded run: *ret = the report's array. 0 or -ENOMEM (e set). */
+static int rr_windows(struct rr *rr, json_t **ret, struct carma_err *e)
+{
+    json_t *out = json_array();
+    int r = 0;
+    if (!out || (r = build_window(rr, NULL, out)) < 0)
         goto oom;
-    for (size_t k = 0; k < rr.njobs; k++)
-        if (rr.jobs[k].workload && (r = build_window(&rr, &rr.jobs[k], out)) < 0)
+    for (size_t k = 0; k < rr->njobs; k++)
+        if (rr->jobs[k].workload && (r = build_window(rr, &rr->jobs[k], out)) < 0)
             goto oom;
     *ret = out;
-    out = NULL;
-    r = 0;
-    goto out;
+    return 0;
 oom:
-    r = carma_err_set(e, -ENOMEM, "out of memory");
-out:
     json_decref(out);
+    return carma_err_set(e, -ENOMEM, "out of memory");
+}
+
+int runreport_build(const char *dir, const struct runreport_opts *o, json_t **ret,
+                    struct carma_err *e)
+{
+    struct rr rr;
+    int r = rr_load(&rr, dir, o, e);
+    if (r == 0)
+        r = rr_windows(&rr, ret, e);
     rr_free(&rr);
     return r;
+}
+
+/* ---- the timeline (report/html) ---- */
+
+/*
+ * Spreads j joules of the period (a, b] over the bins (t0 + i·dt, t0 + (i+1)·dt], i < n, pro
+ * rata, in times relative to t0 (Unix times differ from each other exactly, they do not divide
+ * well); a period inside one bin goes there whole, and the last bin a period reaches inside the
+ * range takes what the others left, so that a period within the range keeps its joules exactly.
+ */
+static void bin_spread(double *bins, size_t n, double t0, double dt, double a, double b, double j)
+{
+    double ra = a - t0, rb = b - t0, end = (double)n * dt;
+    if (!(rb > ra)) {
+        /* an instant: all of it in the bin holding b */
+        double q = ceil(rb / dt);
+        if (q >= 1 && q <= (double)n)
+            bins[(size_t)q - 1] += j;
+        return;
+    }
+    double lo = fmax(ra, 0), hi = fmin(rb, end);
+    if (!(hi > lo))
+        return;
+    size_t i0 = (size_t)(lo / dt), i1 = (size_t)ceil(hi / dt);
+    if (i1 > n)
+        i1 = n;
+    if (i1 <= i0)
+        i1 = i0 + 1;
+    if (i0 >= n)
+        i0 = n - 1;
+    bool whole = ra >= 0 && rb <= end; /* the period lies in the range */
+    if (i1 - i0 == 1) {
+        bins[i0] += whole ? j : j * (hi - lo) / (rb - ra);
+        return;
+    }
+    double given = 0;
+    for (size_t i = i0; i < i1; i++) {
+        double s0 = fmax((double)i * dt, lo), s1 = fmin((double)(i + 1) * dt, hi);
+        double part = i + 1 == i1 && whole ? j - given : j * fmax(s1 - s0, 0) / (rb - ra);
+        bins[i] += part;
+        given += part;
+    }
+}
+
+int runreport_timeline_load(const char *dir, const struct runreport_opts *o, size_t nbins,
+                            struct runreport_timeline *ret, struct carma_err *e)
+{
+    memset(ret, 0, sizeof *ret);
+    struct rr *rr = malloc(sizeof *rr);
+    if (!rr)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    int r = rr_load(rr, dir, o, e);
+    if (r == 0)
+        r = rr_windows(rr, &ret->report, e);
+    ret->priv = rr;
+    if (r < 0) {
+        runreport_timeline_free(ret);
+        return r;
+    }
+    ret->manifest = rr->manifest;
+    ret->run_json = rr->is_run ? rr->report : rr->summary;
+    ret->is_run = rr->is_run;
+    ret->t0 = rr->run_start;
+    ret->t1 = rr->run_end;
+    ret->interval_s = rr->interval_s;
+    ret->g_per_kwh = rr->g_per_kwh;
+    ret->pue = rr->pue;
+    if (!(ret->ch = calloc(rr->nch ? rr->nch : 1, sizeof *ret->ch)))
+        goto oom;
+    ret->nch = rr->nch;
+    for (size_t k = 0; k < rr->nch; k++) {
+        const struct rr_chan *c = &rr->ch[k];
+        ret->ch[k] = (struct runreport_chan_tl){c->name, c->kind, c->domain, c->method,
+                                                c->node, c->w.n,  c->w.t,    c->w.w};
+    }
+    if (!rr->have_attr || !(ret->t1 > ret->t0))
+        return 0;
+    if (nbins < 2)
+        nbins = 2;
+    if (nbins > 100000)
+        nbins = 100000;
+    if (rr->nticks > 1 && nbins > rr->nticks)
+        nbins = rr->nticks;
+    double dt = (ret->t1 - ret->t0) / (double)nbins;
+    size_t nj = rr->njobs + 3;
+    if (!(ret->bin_t = malloc(nbins * sizeof *ret->bin_t)) ||
+        !(ret->jobs = calloc(nj, sizeof *ret->jobs)))
+        goto oom;
+    ret->nbins = nbins;
+    ret->njobs = nj; /* for runreport_timeline_free, until the empty rows are dropped */
+    for (size_t i = 0; i < nbins; i++)
+        ret->bin_t[i] = ret->t0 + (double)(i + 1) * dt;
+    for (size_t k = 0; k < nj; k++)
+        if (!(ret->jobs[k].w = calloc(nbins, sizeof(double))))
+            goto oom;
+    static const char *const extra[3] = {"idle", "other", "unattributed"};
+    for (size_t k = 0; k < nj; k++) {
+        ret->jobs[k].name = k < rr->njobs ? rr->jobs[k].name : extra[k - rr->njobs];
+        ret->jobs[k].workload = k < rr->njobs && rr->jobs[k].workload;
+    }
+    for (size_t k = 0; k < rr->nattr; k++) {
+        const struct rr_attr *x = &rr->attr[k];
+        if (!rr->ch[x->ch].node)
+            continue; /* a component's energy is in its parent's already */
+        /* a workload's share of a period falls in its lifetime (as attr_fraction has it) */
+        double p0 = x->t_prev, p1 = x->t;
+        if (x->job >= 0) {
+            const struct rr_job *jb = &rr->jobs[x->job];
+            double l0 = jb->start > p0 ? jb->start : p0, l1 = jb->end < p1 ? jb->end : p1;
+            if (l1 > l0) {
+                p0 = l0;
+                p1 = l1;
+            }
+        }
+        size_t jk = x->job >= 0          ? (size_t)x->job
+                    : x->job == RR_IDLE  ? rr->njobs
+                    : x->job == RR_OTHER ? rr->njobs + 1
+                                         : rr->njobs + 2;
+        bin_spread(ret->jobs[jk].w, nbins, ret->t0, dt, p0, p1, x->j);
+    }
+    /* joules per bin -> watts; drop the extra rows that stayed empty */
+    size_t keep = 0;
+    for (size_t k = 0; k < nj; k++) {
+        struct runreport_job_tl *j = &ret->jobs[k];
+        j->energy_j = 0;
+        for (size_t i = 0; i < nbins; i++) {
+            j->energy_j += j->w[i];
+            j->w[i] /= dt;
+        }
+        if (k >= rr->njobs && j->energy_j == 0) {
+            free(j->w);
+            continue;
+        }
+        ret->jobs[keep++] = *j;
+    }
+    ret->njobs = keep;
+    return 0;
+oom:
+    runreport_timeline_free(ret);
+    return carma_err_set(e, -ENOMEM, "out of memory");
+}
+
+void runreport_timeline_free(struct runreport_timeline *tl)
+{
+    if (!tl)
+        return;
+    json_decref(tl->report);
+    free(tl->ch);
+    free(tl->bin_t);
+    if (tl->jobs) {
+        /* njobs counts the kept rows; freed rows were cleared from the array */
+        for (size_t k = 0; k < tl->njobs; k++)
+            free(tl->jobs[k].w);
+    }
+    free(tl->jobs);
+    if (tl->priv) {
+        rr_free(tl->priv);
+        free(tl->priv);
+    }
+    memset(tl, 0, sizeof *tl);
 }
 
 /* ---- the text form ---- */

@@ -45,9 +45,12 @@
  * gpu_index non-negative integers, gpu_uuid present, power_w >= 0) and, for the CPU CSV, a
  * known header and its schema_version on every row.
  *
- * Memory: 16 bytes per sample kept (power and each populated utilization cell); the series are
- * sized from the share of the file read after the first 8192 rows, so they are not moved while
- * they grow; big ones are 2 MiB-aligned and ask for transparent huge pages (still malloc'ed).
+ * Memory: at most 16 bytes per sample kept (power and each populated utilization cell); a GPU
+ * that reports in every scrape of its host keeps only its values (its times are its node
+ * series'), and so does a utilization column with a value on every row of its device. The
+ * series are sized from the share of the file read after the first 8192 rows, so they are not
+ * moved while they grow; big ones are 2 MiB-aligned and ask for transparent huge pages (still
+ * malloc'ed), and a helper thread faults their pages in ahead of the rows (series.h).
  * The GPU checks above keep a few numbers per device while each device's rows come in
  * non-decreasing scrape_seq order (the usual file); a device whose scrape_seq goes back is
  * checked again after the load from a second pass over the file, keeping 12 bytes per row of

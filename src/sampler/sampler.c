@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/timeutil.h"
+#include "sources/meter.h"
 
 static bool selected(const char *list, const char *name)
 {
@@ -111,6 +112,27 @@ struct sampler *sampler_new(const struct sampler_opts *o, struct carma_err *e)
                 snprintf(src->reason, sizeof src->reason, "%s", strerror(-src->status));
             if (ops->close)
                 ops->close(src);
+        } else {
+            src->status = 0;
+            src->count = s->set.n - src->first;
+        }
+    }
+    /* the meters last: they are no measured CPU-side channel for the model to step aside for */
+    for (size_t k = 0; k < o->n_meters && k < SAMPLER_METERS_MAX; k++) {
+        if (s->nsrc >= SAMPLER_SOURCES_MAX)
+            break;
+        struct source *src = &s->src[s->nsrc++];
+        src->ops = &meter_source_ops;
+        src->first = s->set.n;
+        ctx.forced = true;
+        ctx.spec = o->meters[k];
+        int r = meter_source_ops.probe(src, &ctx);
+        ctx.spec = NULL;
+        if (r <= 0) {
+            s->set.n = src->first;
+            src->count = 0;
+            src->status = r == 0 ? -ENOENT : r;
+            meter_source_ops.close(src);
         } else {
             src->status = 0;
             src->count = s->set.n - src->first;
@@ -318,7 +340,8 @@ static size_t pick(const struct sampler *s, int *out, enum channel_method m, boo
     size_t n = 0;
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
-        if (c->domain != DOMAIN_TOTAL || c->method != m)
+        /* a wall meter contains every other channel: it is chosen alone, or not at all */
+        if (c->domain != DOMAIN_TOTAL || c->method != m || channel_is_meter(c))
             continue;
         if (system_only && c->kind != KIND_SYSTEM)
             continue;
@@ -331,7 +354,13 @@ static size_t pick(const struct sampler *s, int *out, enum channel_method m, boo
 
 size_t sampler_select_node(const struct sampler *s, int *out)
 {
-    size_t n = pick(s, out, METHOD_MEASURED, true, false);
+    size_t n = 0;
+    for (size_t i = 0; i < s->set.n; i++)
+        if (channel_is_meter(&s->set.ch[i]))
+            out[n++] = (int)i;
+    if (n)
+        return n;
+    n = pick(s, out, METHOD_MEASURED, true, false);
     if (n)
         return n;
     n = pick(s, out, METHOD_MEASURED, false, false);
@@ -346,6 +375,12 @@ size_t sampler_select_node(const struct sampler *s, int *out)
         if (!measured_kind[s->set.ch[est[k]].kind])
             out[n++] = est[k];
     return n;
+}
+
+size_t sampler_select_metered(const struct sampler *s, int *out)
+{
+    size_t n = pick(s, out, METHOD_MEASURED, true, false);
+    return n ? n : pick(s, out, METHOD_MEASURED, false, false);
 }
 
 size_t sampler_select_cpu(const struct sampler *s, int *out)

@@ -22,7 +22,8 @@
 #define SAMPLER_INTERVAL_MAX_NS     60000000000LL /* 60 s */
 #define SAMPLER_INTERVAL_DEFAULT_NS 100000000LL   /* 100 ms */
 #define SAMPLER_MAX_POWER_W         20000.0 /* a counter step implying more than this is a reset */
-#define SAMPLER_SOURCES_MAX         8
+#define SAMPLER_METERS_MAX          4       /* --meter given at most this often */
+#define SAMPLER_SOURCES_MAX         (8 + SAMPLER_METERS_MAX)
 /* proc/stat counts in clock ticks of 10 ms (USER_HZ 100) and is costly to generate (the
  * kernel sums every interrupt counter): it is re-read at most this often. */
 #define SAMPLER_UTIL_PERIOD_NS 10000000LL
@@ -32,6 +33,10 @@ struct sampler_opts {
     int64_t interval_ns; /* 0: default */
     const char *sources; /* comma-separated names, NULL: all in priority order */
     struct model_opts model;
+    /* wall meters (src/sources/meter.h): "wattsup:DEVICE", "cmd:COMMAND"; probed after the
+     * sources above, whatever --sources says, one meter source each */
+    const char *meters[SAMPLER_METERS_MAX];
+    size_t n_meters;
 };
 
 /* Per-channel integration state and running figures. */
@@ -138,13 +143,18 @@ double sampler_window_covered_s(const struct sampler *s, size_t i);
  * Which channels to add up, so that nothing is counted twice and measured and estimated
  * figures are not mixed: writes the chosen indexes to out (capacity CHANNELS_MAX) and
  * returns how many.
- * - node: total-domain channels; when a measured whole-system channel (psys, ACPI meter)
- *   exists, only those; otherwise all measured totals, plus the estimated totals of kinds of
- *   device that no measured channel covers (the CPU model beside measured GPUs).
- * - cpu: total-domain channels of kind cpu, dram and soc (or system when there are none),
- *   measured ones when any exists, else estimated ones.
+ * - node: the wall meters' channels when there are any (several meters: separate feeds, such
+ *   as the two power supplies of a server, added up); else total-domain channels: when a
+ *   measured whole-system channel (psys, ACPI meter) exists, only those; otherwise all
+ *   measured totals, plus the estimated totals of kinds of device that no measured channel
+ *   covers (the CPU model beside measured GPUs).
+ * - metered: what a wall meter's figure contains and is compared with ("rest of system" =
+ *   meters - these): the node's selection without the meters, measured channels only.
+ * - cpu: total-domain channels of kind cpu, dram and soc (or system when there are none, a
+ *   wall meter never), measured ones when any exists, else estimated ones.
  */
 size_t sampler_select_node(const struct sampler *s, int *out);
+size_t sampler_select_metered(const struct sampler *s, int *out);
 size_t sampler_select_cpu(const struct sampler *s, int *out);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "core/file.h"
 #include "core/table.h"
+#include "model/powermodel.h"
 #include "sources/procfs.h"
 #include "sources/source.h"
 
@@ -17,7 +18,75 @@ struct model_priv {
     int curve;
     double idle_w, max_w; /* per socket */
     int sockets;
+    /* with a fitted model file: the node's P = base_w + slope_w × u per kind (cpu, dram) */
+    bool fitted;
+    bool has_dram;
+    double base_w[2], slope_w[2];
+    double cpu_weight[PROCSTAT_SOCKETS_MAX]; /* each socket's share of the CPUs */
 };
+
+/*
+ * Loads a fitted model (carma model fit) for the source: kind cpu is required, dram is used
+ * when present, and their delta may use cpu_util only (the one feature a sampler reads).
+ * Writes the note. Returns 0 or a negative errno with s->reason set.
+ */
+static int model_load_fitted(struct source *s, struct model_priv *p, const char *path)
+{
+    struct power_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    struct carma_err e = {0};
+    int r = pm_load(path, m, &e);
+    if (r < 0) {
+        snprintf(s->reason, sizeof s->reason, "--model-file: %s", e.msg);
+        goto out;
+    }
+    char text[400] = "";
+    for (int q = 0; q < 2; q++) {
+        int kind = q == 0 ? KIND_CPU : KIND_DRAM;
+        const struct pm_kind *k = pm_find_kind(m, kind);
+        if (!k) {
+            if (kind == KIND_CPU) {
+                r = -EINVAL;
+                snprintf(s->reason, sizeof s->reason,
+                         "--model-file %s: no model of kind cpu (the model source estimates "
+                         "CPU power)",
+                         path);
+                goto out;
+            }
+            continue;
+        }
+        for (size_t j = 0; j < k->nfeat; j++)
+            if (k->feat[j] != FX_CPU_UTIL) {
+                r = -EINVAL;
+                snprintf(s->reason, sizeof s->reason,
+                         "--model-file %s: kind %s uses feature '%s', which the model source "
+                         "cannot read while sampling (only cpu_util): fit it with --features "
+                         "cpu_util",
+                         path, channel_kind_name((enum channel_kind)kind),
+                         fx_feature_name(k->feat[j]));
+                goto out;
+            }
+        p->base_w[q] = k->baseline_w;
+        p->slope_w[q] = k->nfeat ? k->coef[0] : 0.0;
+        p->has_dram = p->has_dram || q == 1;
+        size_t used = strlen(text);
+        snprintf(text + used, sizeof text - used, "%s%s P = %.4g + %.4g x u W", q ? "; " : "",
+                 channel_kind_name((enum channel_kind)kind), p->base_w[q], p->slope_w[q]);
+    }
+    p->fitted = true;
+    snprintf(s->note, sizeof s->note,
+             "estimated, not measured: fitted model %s (carma model fit on %zu run%s): %s, u the "
+             "node's CPU utilization, given to the %d socket%s by their busy CPUs%s",
+             path, m->nruns, m->nruns == 1 ? "" : "s", text, p->sockets, p->sockets == 1 ? "" : "s",
+             m->ncpu > 0 && m->ncpu != p->util->ncpu ? "; the model was fitted on a machine with "
+                                                       "another CPU count"
+                                                     : "");
+    r = 0;
+out:
+    free(m);
+    return r;
+}
 
 double model_curve(int curve, double u)
 {
@@ -44,6 +113,37 @@ const char *model_curve_name(int curve)
     return curve == MODEL_CURVE_LINEAR ? "linear" : "fan";
 }
 
+/* One channel per socket (model/cpuN), and per socket model/dramN with a fitted dram model. */
+static int model_add_channels(struct source *s, struct probe_ctx *ctx, struct model_priv *p)
+{
+    s->first = ctx->set->n;
+    for (int q = 0; q < (p->has_dram ? 2 : 1); q++) {
+        for (int k = 0; k < p->sockets; k++) {
+            int idx = channel_set_add(ctx->set);
+            if (idx < 0)
+                return idx;
+            struct channel *c = &ctx->set->ch[idx];
+            snprintf(c->name, sizeof c->name, "model/%s%d", q ? "dram" : "cpu", k);
+            c->source = "model";
+            c->kind = q ? KIND_DRAM : KIND_CPU;
+            snprintf(c->zone, sizeof c->zone, "%s", q ? "dram" : "cpu");
+            if (p->fitted)
+                snprintf(c->label, sizeof c->label, "socket %d, fitted model", k);
+            else
+                snprintf(c->label, sizeof c->label, "socket %d, %s curve", k,
+                         model_curve_name(p->curve));
+            c->socket = k;
+            c->domain = DOMAIN_TOTAL;
+            c->form = FORM_GAUGE;
+            c->method = METHOD_ESTIMATED;
+            c->idle_w = p->fitted ? p->base_w[q] / p->sockets : p->idle_w;
+            snprintf(c->path, sizeof c->path, "proc/stat");
+        }
+    }
+    s->count = ctx->set->n - s->first;
+    return (int)s->count;
+}
+
 static int model_probe(struct source *s, struct probe_ctx *ctx)
 {
     if (ctx->have_measured_cpu && !ctx->forced) {
@@ -68,6 +168,18 @@ static int model_probe(struct source *s, struct probe_ctx *ctx)
     double idle_fraction =
         o && o->idle_fraction > 0 ? o->idle_fraction : MODEL_IDLE_FRACTION_DEFAULT;
     char basis[600];
+    if (o && o->model_file) {
+        int r = model_load_fitted(s, p, o->model_file);
+        if (r < 0)
+            return r;
+        int ncpu = ctx->util->ncpu > 0 ? ctx->util->ncpu : 1;
+        for (int c = 0; c < ctx->util->ncpu; c++) {
+            int k = ctx->util->cpu_socket ? ctx->util->cpu_socket[c] : 0;
+            if (k >= 0 && k < p->sockets && k < PROCSTAT_SOCKETS_MAX)
+                p->cpu_weight[k] += 1.0 / ncpu;
+        }
+        return model_add_channels(s, ctx, p);
+    }
     if (o && o->tdp_w > 0) {
         p->max_w = o->tdp_w;
         snprintf(basis, sizeof basis, "TDP %.4g W per socket from --cpu-tdp", o->tdp_w);
@@ -111,31 +223,41 @@ static int model_probe(struct source *s, struct probe_ctx *ctx)
              "%s",
              p->idle_w, p->max_w, p->idle_w,
              p->curve == MODEL_CURVE_LINEAR ? "u (linear)" : "2u - u^1.4 (Fan et al. 2007)", basis);
-    s->first = ctx->set->n;
-    for (int k = 0; k < p->sockets; k++) {
-        int idx = channel_set_add(ctx->set);
-        if (idx < 0)
-            return idx;
-        struct channel *c = &ctx->set->ch[idx];
-        snprintf(c->name, sizeof c->name, "model/cpu%d", k);
-        c->source = "model";
-        c->kind = KIND_CPU;
-        snprintf(c->zone, sizeof c->zone, "cpu");
-        snprintf(c->label, sizeof c->label, "socket %d, %s curve", k, model_curve_name(p->curve));
-        c->socket = k;
-        c->domain = DOMAIN_TOTAL;
-        c->form = FORM_GAUGE;
-        c->method = METHOD_ESTIMATED;
-        c->idle_w = p->idle_w;
-        snprintf(c->path, sizeof c->path, "proc/stat");
+    return model_add_channels(s, ctx, p);
+}
+
+/* With a fitted model: the node's baseline in equal parts, its delta by each socket's busy
+ * CPUs, so that the sockets add up to baseline + slope × the node's utilization. */
+static void model_read_fitted(const struct model_priv *p, struct reading *out)
+{
+    const struct procstat *u = p->util;
+    double busy = 0;
+    for (int k = 0; k < p->sockets; k++)
+        busy += p->cpu_weight[k] * u->socket_util[k];
+    for (int q = 0; q < (p->has_dram ? 2 : 1); q++) {
+        for (int k = 0; k < p->sockets; k++) {
+            struct reading *r = &out[q * p->sockets + k];
+            if (!u->primed || !u->valid) {
+                r->valid = 0;
+                r->err = u->valid ? -EAGAIN : u->err;
+                continue;
+            }
+            double share =
+                busy > 0 ? p->cpu_weight[k] * u->socket_util[k] / busy : 1.0 / p->sockets;
+            r->valid = READING_POWER;
+            r->err = 0;
+            r->power_w = p->base_w[q] / p->sockets + p->slope_w[q] * u->util_total * share;
+        }
     }
-    s->count = ctx->set->n - s->first;
-    return (int)s->count;
 }
 
 static void model_read(struct source *s, struct reading *out)
 {
     struct model_priv *p = s->priv;
+    if (p->fitted) {
+        model_read_fitted(p, out);
+        return;
+    }
     for (int k = 0; k < p->sockets; k++) {
         if (!p->util->primed || !p->util->valid) {
             out[k].valid = 0;

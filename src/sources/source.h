@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/err.h"
 #include "core/fsroot.h"
@@ -81,6 +82,8 @@ struct model_opts {
     double idle_fraction;
     int curve;              /* MODEL_CURVE_* (model.h) */
     const char *table_path; /* CSV overriding the embedded data/cpu_tdp.csv; NULL = embedded */
+    const char *model_file; /* a fitted model (carma model fit) replacing the TDP table; NULL:
+                               none */
 };
 
 struct probe_ctx {
@@ -90,6 +93,7 @@ struct probe_ctx {
     const struct model_opts *model;
     bool have_measured_cpu; /* a measured CPU-side channel was found by earlier sources */
     bool forced;            /* the user named this source in --sources */
+    const char *spec;       /* a source named by a spec (the meter's --meter SPEC), else NULL */
 };
 
 struct source;
@@ -133,6 +137,15 @@ int channel_set_add(struct channel_set *set);
 static inline bool channel_is_total(const struct channel_set *set, size_t i)
 {
     return set->ch[i].domain == DOMAIN_TOTAL;
+}
+
+/*
+ * True when channel c is a wall meter's (src/sources/meter.h): a total of the whole node that
+ * contains every other channel, the node's figure alone when present, never added to others.
+ */
+static inline bool channel_is_meter(const struct channel *c)
+{
+    return c->source && strcmp(c->source, "meter") == 0;
 }
 
 /* The list of known sources, in priority order (sources.def). */

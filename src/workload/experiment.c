@@ -23,6 +23,7 @@
 #include "core/parse.h"
 #include "core/table.h"
 #include "sampler/sampler.h"
+#include "sources/meter.h"
 #include "sources/source.h"
 
 /* ---- locator ---- */
@@ -748,9 +749,9 @@ static bool in_path(const char *name)
 
 /* ---- the sections ---- */
 
-static const char *const workload_fields[] = {"name",      "type",       "gpu", "script",
-                                              "args",      "cwd",        "env", "delay_s",
-                                              "timeout_s", "allocation", NULL};
+static const char *const workload_fields[] = {"name",      "type",       "gpu",     "script",
+                                              "args",      "cwd",        "env",     "delay_s",
+                                              "timeout_s", "allocation", "profile", NULL};
 
 /* allocation.cpus / allocation.gpus: an array of indexes into *ret / *ret_n. */
 static void load_index_list(struct loader *ld, json_t *alloc, const char *key, int **ret,
@@ -943,6 +944,16 @@ static void load_workload(struct loader *ld, json_t *w, size_t i, json_t *all,
         pop(ld);
     }
 
+    const char *prof = get_string(ld, w, "profile", false, false);
+    if (prof) {
+        push_key(ld, "profile");
+        if (strcmp(prof, "nsys") == 0)
+            ws->profile_nsys = true;
+        else
+            report(ld, AT_VALUE, "%s is not a profiler: use nsys", quote(ld, prof));
+        pop(ld);
+    }
+
     /* argv: interpreter (if any), script, args..., NULL; filled in order, so that a failed
      * copy leaves no gap before the terminating NULL */
     if (!ws->script)
@@ -1033,7 +1044,7 @@ static void load_monitoring(struct loader *ld, json_t *root, struct experiment *
         pop(ld);
         return;
     }
-    static const char *const known[] = {"interval", "sources", "baseline_s", NULL};
+    static const char *const known[] = {"interval", "sources", "baseline_s", "meter", NULL};
     check_known(ld, m, known);
     const char *interval = get_string(ld, m, "interval", false, false);
     if (interval) {
@@ -1057,6 +1068,17 @@ static void load_monitoring(struct loader *ld, json_t *root, struct experiment *
         x->sources = xstrdup(ld, sources);
     }
     get_number(ld, m, "baseline_s", false, 3, 0, true, 600, true, &x->baseline_s);
+    const char *meter = get_string(ld, m, "meter", false, true);
+    if (meter) {
+        push_key(ld, "meter");
+        struct meter_spec spec;
+        char err[512];
+        if (meter_spec_parse(meter, &spec, err, sizeof err) < 0)
+            report(ld, AT_VALUE, "%s", err);
+        else
+            x->meter = xstrdup(ld, meter);
+        pop(ld);
+    }
     pop(ld);
 }
 
@@ -1206,8 +1228,24 @@ static void load_attribution(struct loader *ld, json_t *root, struct experiment 
         pop(ld);
         return;
     }
-    static const char *const known[] = {"idle_policy", NULL};
+    static const char *const known[] = {"idle_policy", "gpu", NULL};
     check_known(ld, a, known);
+    const char *g = get_string(ld, a, "gpu", false, false);
+    if (g) {
+        push_key(ld, "gpu");
+        if (strcmp(g, "nsys") == 0)
+            x->gpu_attribution = GPU_ATTR_NSYS;
+        else if (strcmp(g, "nvml") != 0)
+            report(ld, AT_VALUE, "%s is not a GPU attribution: use nvml or nsys", quote(ld, g));
+        bool profiled = false;
+        for (size_t i = 0; i < x->n; i++)
+            profiled = profiled || x->w[i].profile_nsys;
+        if (x->gpu_attribution == GPU_ATTR_NSYS && !profiled)
+            report(ld, AT_VALUE,
+                   "\"nsys\" splits the GPUs by the kernels of profiled workloads: give at "
+                   "least one workload \"profile\": \"nsys\"");
+        pop(ld);
+    }
     const char *p = get_string(ld, a, "idle_policy", false, false);
     if (p) {
         push_key(ld, "idle_policy");
@@ -1265,6 +1303,8 @@ static json_t *resolved_json(const struct experiment *x, json_t *root)
         json_object_set_new(o, "delay_s", json_real(w->delay_s));
         json_object_set_new(o, "timeout_s",
                             w->timeout_s > 0 ? json_real(w->timeout_s) : json_null());
+        if (w->profile_nsys)
+            json_object_set_new(o, "profile", json_string("nsys"));
         json_t *alloc = json_object_get(json_array_get(wsrc, i), "allocation");
         if (alloc) {
             json_t *a = json_object();
@@ -1284,6 +1324,8 @@ static json_t *resolved_json(const struct experiment *x, json_t *root)
         json_object_set(m, "interval", json_object_get(msrc, "interval"));
     if (x->sources)
         json_object_set_new(m, "sources", json_string(x->sources));
+    if (x->meter)
+        json_object_set_new(m, "meter", json_string(x->meter));
     json_object_set_new(m, "baseline_s", json_real(x->baseline_s));
     json_object_set_new(r, "monitoring", m);
 
@@ -1313,6 +1355,8 @@ static json_t *resolved_json(const struct experiment *x, json_t *root)
 
     json_t *a = json_object();
     json_object_set_new(a, "idle_policy", json_string(split_policy_name(x->idle_policy)));
+    if (x->gpu_attribution == GPU_ATTR_NSYS)
+        json_object_set_new(a, "gpu", json_string("nsys"));
     json_object_set_new(r, "attribution", a);
     return r;
 }
@@ -1493,6 +1537,7 @@ void experiment_free(struct experiment *x)
     free(x->name);
     free(x->description);
     free(x->sources);
+    free(x->meter);
     free(x->region);
     free(x->intensity_file);
     free(x->embodied);

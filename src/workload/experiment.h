@@ -46,6 +46,13 @@ struct workload_spec {
     size_t n_cpus;
     int *gpus;
     size_t n_gpus;
+    bool profile_nsys; /* "profile": "nsys": carma run wraps the command in `nsys profile` */
+};
+
+/* attribution.gpu: what splits a GPU's dynamic energy among the workloads. */
+enum gpu_attribution {
+    GPU_ATTR_NVML, /* NVML's per-process SM utilization, during the run (the default) */
+    GPU_ATTR_NSYS, /* the profiled workloads' kernel busy time (nsys), after the run */
 };
 
 struct experiment {
@@ -57,6 +64,7 @@ struct experiment {
     size_t n;
     int64_t interval_ns;  /* 0: not given */
     char *sources;        /* NULL: not given */
+    char *meter;          /* monitoring.meter, a wall meter's spec; NULL: not given */
     double baseline_s;    /* default 3 */
     char *region;         /* canonical code from data/grid_intensity.csv, or NULL */
     double g_per_kwh;     /* 0: not given */
@@ -64,9 +72,10 @@ struct experiment {
     double pue;           /* default 1 */
     struct carbon_embodied_override *embodied; /* model "": the generic row */
     size_t n_embodied;
-    enum split_policy idle_policy; /* analysis/split.h */
-    json_t *resolved;              /* the document with defaults and resolved paths, for the run
-                                      directory's experiment.json (owned: experiment_free releases it) */
+    enum split_policy idle_policy;        /* analysis/split.h */
+    enum gpu_attribution gpu_attribution; /* attribution.gpu */
+    json_t *resolved; /* the document with defaults and resolved paths, for the run
+                         directory's experiment.json (owned: experiment_free releases it) */
 };
 
 /*

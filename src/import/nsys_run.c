@@ -1,0 +1,838 @@
+/* nsys_run: nsys kernel busy time in a run directory, and the GPU split redone with it
+ * (see nsys_run.h). */
+#include "import/nsys_run.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis/split.h"
+#include "core/csv.h"
+#include "core/file.h"
+#include "core/fmt.h"
+
+/* The largest run file read whole (attribution.csv, nsys_gpu.csv). */
+#define RUN_FILE_MAX ((size_t)2 << 30)
+
+static const char *const basis_names[NSYS_BASIS_N] = {"kernels", "context", "allocation", "none"};
+
+const char *nsys_basis_name(int b)
+{
+    return b >= 0 && b < NSYS_BASIS_N ? basis_names[b] : "?";
+}
+
+/* "1796046823.533260" -> Unix ns; false when it is not such a number. */
+static bool parse_unix_ns(const char *s, int64_t *ret)
+{
+    int64_t sec = 0, frac = 0;
+    int nd = 0;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (sec > 100000000000LL)
+            return false;
+        sec = sec * 10 + (*p - '0');
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            if (nd < 9) {
+                frac = frac * 10 + (*p - '0');
+                nd++;
+            }
+    }
+    if (*p)
+        return false;
+    for (; nd < 9; nd++)
+        frac *= 10;
+    *ret = sec * 1000000000LL + frac;
+    return true;
+}
+
+static json_t *load_json(const char *dir, const char *name, struct carma_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) {
+        struct stat sb;
+        int code = stat(path, &sb) < 0 ? -ENOENT : -EINVAL;
+        carma_err_set(e, code, "%s: %s", path,
+                      code == -ENOENT ? "no such file (not a complete run directory?)" : je.text);
+    }
+    return j;
+}
+
+static double num(json_t *j)
+{
+    return json_is_number(j) ? json_number_value(j) : NAN;
+}
+
+static int add_owner(struct nsys_run_info *ri, size_t *cap, uint32_t pid, int job)
+{
+    for (size_t i = 0; i < ri->nown; i++)
+        if (ri->own[i].pid == pid)
+            return 0; /* the first claim stands */
+    if (ri->nown == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        struct nsys_run_owner *t = realloc(ri->own, nc * sizeof *t);
+        if (!t)
+            return -ENOMEM;
+        ri->own = t;
+        *cap = nc;
+    }
+    ri->own[ri->nown++] = (struct nsys_run_owner){.pid = pid, .job = job};
+    return 0;
+}
+
+static int job_by_name(const struct nsys_run_info *ri, const char *name, size_t len)
+{
+    for (size_t k = 0; k < ri->njobs; k++)
+        if (strlen(ri->job[k]) == len && strncmp(ri->job[k], name, len) == 0)
+            return (int)k;
+    return -1;
+}
+
+/* pstree.log: "name: pgid N ..." then "  PID" lines. Optional. */
+static int load_pstree(const char *dir, struct nsys_run_info *ri, size_t *cap)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/pstree.log", dir);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    char line[4600];
+    int job = -1, r = 0;
+    while (r == 0 && fgets(line, sizeof line, f)) {
+        if (line[0] == '#') {
+            job = -1;
+        } else if (line[0] == ' ') {
+            char *end;
+            unsigned long pid = strtoul(line, &end, 10);
+            if (job >= 0 && end != line && pid > 0 && pid <= 0xFFFFFF)
+                r = add_owner(ri, cap, (uint32_t)pid, job);
+        } else {
+            const char *m = strstr(line, ": pgid ");
+            job = m ? job_by_name(ri, line, (size_t)(m - line)) : -1;
+        }
+    }
+    fclose(f);
+    return r;
+}
+
+/* samples.csv's tick times, read a line at a time (the file can be large). */
+static int load_ticks(const char *dir, struct nsys_run_info *ri, struct carma_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/samples.csv", dir);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return carma_err_set(e, errno == ENOENT ? -ENOENT : -errno, "%s: cannot open: %s", path,
+                             strerror(errno));
+    char *line = NULL;
+    size_t lcap = 0, cap = 0;
+    int r = 0;
+    while (getline(&line, &lcap, f) > 0) {
+        char *comma = strchr(line, ',');
+        if (!comma)
+            continue;
+        *comma = '\0';
+        int64_t t;
+        if (!parse_unix_ns(line, &t))
+            continue; /* the header */
+        if (ri->nticks && t <= ri->ticks[ri->nticks - 1])
+            continue; /* the same tick's other channels */
+        if (ri->nticks == cap) {
+            size_t nc = cap ? cap * 2 : 1024;
+            int64_t *tt = realloc(ri->ticks, nc * sizeof *tt);
+            if (!tt) {
+                r = carma_err_set(e, -ENOMEM, "out of memory");
+                break;
+            }
+            ri->ticks = tt;
+            cap = nc;
+        }
+        ri->ticks[ri->nticks++] = t;
+    }
+    free(line);
+    fclose(f);
+    if (r == 0 && ri->nticks < 2)
+        r = carma_err_set(e, -EINVAL, "%s: fewer than two sample ticks", path);
+    return r;
+}
+
+int nsys_run_info_load(const char *run_dir, struct nsys_run_info *ri, struct carma_err *e)
+{
+    memset(ri, 0, sizeof *ri);
+    json_t *rep = load_json(run_dir, "report.json", e), *wl = NULL;
+    int r = 0;
+    size_t cap = 0;
+    if (!rep)
+        return e && e->code ? e->code : -EINVAL;
+    wl = load_json(run_dir, "workloads.json", e);
+    if (!wl) {
+        r = e && e->code ? e->code : -EINVAL;
+        goto out;
+    }
+    json_t *ws = json_object_get(wl, "workloads");
+    ri->njobs = json_array_size(ws);
+    ri->job = calloc(ri->njobs ? ri->njobs : 1, sizeof *ri->job);
+    if (!ri->job) {
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < ri->njobs; k++) {
+        json_t *w = json_array_get(ws, k);
+        const char *name = json_string_value(json_object_get(w, "name"));
+        ri->job[k] = strdup(name ? name : "");
+        if (!ri->job[k]) {
+            r = carma_err_set(e, -ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    /* each workload's main process (its process group) first, then pstree.log's */
+    for (size_t k = 0; k < ri->njobs && r == 0; k++) {
+        json_t *w = json_array_get(ws, k), *v;
+        size_t i;
+        json_array_foreach(json_object_get(w, "pids"), i, v)
+        {
+            if (json_is_integer(v) && json_integer_value(v) > 0 && r == 0)
+                r = add_owner(ri, &cap, (uint32_t)json_integer_value(v), (int)k);
+        }
+        v = json_object_get(w, "pgid");
+        if (json_is_integer(v) && json_integer_value(v) > 0 && r == 0)
+            r = add_owner(ri, &cap, (uint32_t)json_integer_value(v), (int)k);
+    }
+    if (r == 0)
+        r = load_pstree(run_dir, ri, &cap);
+    if (r < 0) {
+        carma_err_set(e, r, "out of memory");
+        goto out;
+    }
+    json_t *g;
+    size_t i;
+    json_array_foreach(json_object_get(rep, "gpus"), i, g)
+    {
+        json_t *ix = json_object_get(g, "index");
+        const char *u = json_string_value(json_object_get(g, "uuid"));
+        if (!json_is_integer(ix) || json_integer_value(ix) < 0 ||
+            json_integer_value(ix) >= NSYS_GPUS_MAX || !u)
+            continue;
+        size_t x = (size_t)json_integer_value(ix);
+        free(ri->uuid_store[x]);
+        ri->uuid_store[x] = strdup(u);
+        ri->uuid[x] = ri->uuid_store[x];
+        if (x + 1 > ri->ngpu)
+            ri->ngpu = x + 1;
+    }
+    r = load_ticks(run_dir, ri, e);
+out:
+    json_decref(rep);
+    json_decref(wl);
+    if (r < 0)
+        nsys_run_info_free(ri);
+    return r;
+}
+
+void nsys_run_info_free(struct nsys_run_info *ri)
+{
+    for (size_t k = 0; ri->job && k < ri->njobs; k++)
+        free(ri->job[k]);
+    free(ri->job);
+    free(ri->own);
+    free(ri->ticks);
+    for (size_t i = 0; i < NSYS_GPUS_MAX; i++)
+        free(ri->uuid_store[i]);
+    memset(ri, 0, sizeof *ri);
+}
+
+int nsys_run_owner_of(const struct nsys_run_info *ri, uint32_t pid)
+{
+    for (size_t i = 0; i < ri->nown; i++)
+        if (ri->own[i].pid == pid)
+            return ri->own[i].job;
+    return -1;
+}
+
+/* ---- the re-attribution ---- */
+
+struct arow { /* a row of attribution.csv, pointing into the file's text */
+    const char *ts, *channel, *job, *joules;
+    int64_t ts_ns;
+    double j;
+    int gpu;     /* the GPU (report.json gpus[]) whose channel it is, -1 */
+    long period; /* its period among that GPU's, -1 */
+    bool first;  /* the first row of its period */
+};
+
+struct brow { /* a row of nsys_gpu.csv */
+    int64_t t0, t1;
+    int gpu, job; /* job -1: other */
+    double busy_s;
+};
+
+struct period {
+    int64_t t0, t1;
+    double de;
+    double *out; /* njobs + 3: each job's, idle, other, unattributed */
+};
+
+static int read_csv(const char *dir, const char *name, char **text, size_t *len,
+                    struct carma_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int r = file_read_all(path, RUN_FILE_MAX, text, len);
+    if (r < 0)
+        return carma_err_set(e, r, "%s: cannot read: %s", path, strerror(-r));
+    return 0;
+}
+
+static int load_attr(char *text, size_t len, const char *name, struct arow **ret, size_t *ret_n,
+                     struct carma_err *e)
+{
+    struct csv_fields f = {0};
+    size_t pos = 0, line = 1, n = 0, cap = 0;
+    struct arow *a = NULL;
+    int r, c[4] = {-1, -1, -1, -1};
+    bool header = true;
+    while ((r = csv_split(text, len, &pos, &line, name, &f, e)) == 1) {
+        if (header) {
+            static const char *const cols[] = {"timestamp_unix", "channel", "job", "joules"};
+            for (int i = 0; i < 4; i++)
+                if ((c[i] = csv_column(&f.row, cols[i])) < 0) {
+                    r = carma_err_set(e, -EINVAL, "%s: no column %s", name, cols[i]);
+                    goto out;
+                }
+            header = false;
+            continue;
+        }
+        int need = c[0] > c[1] ? c[0] : c[1];
+        need = need > c[2] ? need : c[2];
+        need = need > c[3] ? need : c[3];
+        if ((int)f.row.n <= need) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: too few fields", name, f.row.line);
+            goto out;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 1024;
+            struct arow *t = realloc(a, nc * sizeof *t);
+            if (!t) {
+                r = carma_err_set(e, -ENOMEM, "out of memory");
+                goto out;
+            }
+            a = t;
+            cap = nc;
+        }
+        struct arow *w = &a[n++];
+        *w = (struct arow){.ts = f.row.fields[c[0]],
+                           .channel = f.row.fields[c[1]],
+                           .job = f.row.fields[c[2]],
+                           .joules = f.row.fields[c[3]],
+                           .gpu = -1,
+                           .period = -1};
+        char *end;
+        w->j = strtod(w->joules, &end);
+        if (!parse_unix_ns(w->ts, &w->ts_ns) || end == w->joules || *end) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: not a timestamp and joules", name, f.row.line);
+            goto out;
+        }
+    }
+    if (r < 0)
+        goto out;
+    r = 0;
+    *ret = a;
+    *ret_n = n;
+    a = NULL;
+out:
+    csv_fields_free(&f);
+    free(a);
+    return r;
+}
+
+static int load_busy(char *text, size_t len, const char *name, const struct nsys_run_info *ri,
+                     struct brow **ret, size_t *ret_n, struct carma_err *e)
+{
+    struct csv_fields f = {0};
+    size_t pos = 0, line = 1, n = 0, cap = 0;
+    struct brow *b = NULL;
+    int r, c[6];
+    bool header = true;
+    static const char *const cols[] = {
+        "interval_start_unix", "interval_end_unix", "gpu", "pid", "workload", "busy_s"};
+    while ((r = csv_split(text, len, &pos, &line, name, &f, e)) == 1) {
+        if (header) {
+            for (int i = 0; i < 6; i++)
+                if ((c[i] = csv_column(&f.row, cols[i])) < 0) {
+                    r = carma_err_set(e, -EINVAL, "%s: no column %s", name, cols[i]);
+                    goto out;
+                }
+            header = false;
+            continue;
+        }
+        bool ok = true;
+        for (int i = 0; i < 6; i++)
+            ok = ok && c[i] < (int)f.row.n;
+        int64_t t0 = 0, t1 = 0;
+        char *e1 = NULL, *e2 = NULL;
+        long gpu = 0;
+        double busy = 0;
+        if (ok) {
+            gpu = strtol(f.row.fields[c[2]], &e1, 10);
+            busy = strtod(f.row.fields[c[5]], &e2);
+            ok = parse_unix_ns(f.row.fields[c[0]], &t0) && parse_unix_ns(f.row.fields[c[1]], &t1) &&
+                 t1 > t0 && e1 != f.row.fields[c[2]] && !*e1 && e2 != f.row.fields[c[5]] && !*e2 &&
+                 isfinite(busy) && busy >= 0;
+        }
+        if (!ok) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: not a row of nsys_gpu.csv", name, f.row.line);
+            goto out;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 1024;
+            struct brow *t = realloc(b, nc * sizeof *t);
+            if (!t) {
+                r = carma_err_set(e, -ENOMEM, "out of memory");
+                goto out;
+            }
+            b = t;
+            cap = nc;
+        }
+        const char *wname = f.row.fields[c[4]];
+        b[n++] = (struct brow){.t0 = t0,
+                               .t1 = t1,
+                               .gpu = (int)gpu,
+                               .job = job_by_name(ri, wname, strlen(wname)),
+                               .busy_s = busy};
+    }
+    if (r < 0)
+        goto out;
+    r = 0;
+    *ret = b;
+    *ret_n = n;
+    b = NULL;
+out:
+    csv_fields_free(&f);
+    free(b);
+    return r;
+}
+
+static int brow_cmp(const void *x, const void *y)
+{
+    const struct brow *a = x, *b = y;
+    return a->t0 < b->t0 ? -1 : a->t0 > b->t0 ? 1 : 0;
+}
+
+static bool is_node_channel(json_t *rep, const char *ch)
+{
+    json_t *v;
+    size_t i;
+    json_array_foreach(json_object_get(rep, "node_channels"), i, v)
+    {
+        if (json_is_string(v) && strcmp(json_string_value(v), ch) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void add_num(json_t *o, const char *key, double d)
+{
+    double v = num(json_object_get(o, key));
+    json_object_set_new(o, key, json_real((isfinite(v) ? v : 0.0) + d));
+}
+
+/* The redone split of one GPU over its periods; fills the periods' out and g's totals. */
+static void split_gpu(const struct nsys_run_info *ri, json_t *gj, const struct brow *b, size_t nb,
+                      struct period *per, size_t np, const double *start, const double *end,
+                      enum split_policy policy, struct nsys_reattr_gpu *g, double *busy_total)
+{
+    size_t nj = ri->njobs < SPLIT_JOBS_MAX ? ri->njobs : SPLIT_JOBS_MAX;
+    double sw = num(json_object_get(gj, "static_power_w"));
+    if (!isfinite(sw) || sw < 0)
+        sw = 0;
+    bool owns[SPLIT_JOBS_MAX] = {0}, had[SPLIT_JOBS_MAX] = {0};
+    json_t *v;
+    size_t i;
+    json_array_foreach(json_object_get(gj, "owners"), i, v)
+    {
+        const char *s = json_string_value(v);
+        int k = s ? job_by_name(ri, s, strlen(s)) : -1;
+        if (k >= 0 && (size_t)k < nj)
+            owns[k] = true;
+    }
+    for (size_t x = 0; x < nb; x++)
+        if (b[x].gpu == g->index && b[x].job >= 0 && (size_t)b[x].job < nj && b[x].busy_s > 0)
+            had[b[x].job] = true;
+    size_t lo = 0;
+    for (size_t p = 0; p < np; p++) {
+        struct period *q = &per[p];
+        double busy[SPLIT_JOBS_MAX] = {0}, other = 0;
+        while (lo < nb && b[lo].t1 <= q->t0)
+            lo++;
+        /* rows are sorted by start; a row's interval is at most a few ticks long */
+        for (size_t x = lo; x < nb && b[x].t0 < q->t1; x++) {
+            if (b[x].gpu != g->index || b[x].t1 <= q->t0)
+                continue;
+            int64_t a = b[x].t0 > q->t0 ? b[x].t0 : q->t0, z = b[x].t1 < q->t1 ? b[x].t1 : q->t1;
+            double part = b[x].busy_s * (double)(z - a) / (double)(b[x].t1 - b[x].t0);
+            if (b[x].job >= 0 && (size_t)b[x].job < nj)
+                busy[b[x].job] += part;
+            else
+                other += part;
+        }
+        double t0s = (double)q->t0 / 1e9, t1s = (double)q->t1 / 1e9;
+        bool running[SPLIT_JOBS_MAX] = {0};
+        double w[SPLIT_JOBS_MAX] = {0}, node = 0;
+        int basis = 3;
+        for (size_t k = 0; k < nj; k++) {
+            node += busy[k];
+            running[k] = busy[k] > 0;
+            w[k] = busy[k];
+            busy_total[k] += busy[k];
+        }
+        busy_total[nj] += other;
+        node += other;
+        if (node > 0) {
+            basis = 0;
+        } else {
+            for (int pass = 1; pass <= 2 && node == 0; pass++) {
+                for (size_t k = 0; k < nj; k++) {
+                    bool alive =
+                        isfinite(start[k]) && start[k] < t1s && (!isfinite(end[k]) || end[k] > t0s);
+                    if (alive && (pass == 1 ? had[k] : owns[k])) {
+                        w[k] = 1;
+                        running[k] = true;
+                        node += 1;
+                    }
+                }
+                if (node > 0)
+                    basis = pass;
+            }
+        }
+        double dt = (double)(q->t1 - q->t0) / 1e9;
+        struct split_in in = {
+            .de_j = q->de,
+            .static_j = sw * (dt > 0 ? dt : 0),
+            .njobs = nj,
+            .job_busy = w,
+            .running = running,
+            .node_busy = node,
+            .policy = policy,
+        };
+        struct split_out o;
+        split_energy(&in, &o);
+        for (size_t k = 0; k < nj; k++) {
+            q->out[k] = o.job_j[k];
+            g->jobs_j += o.job_j[k];
+        }
+        q->out[ri->njobs] = o.idle_j;
+        q->out[ri->njobs + 1] = o.other_j;
+        q->out[ri->njobs + 2] = o.unattributed_j;
+        g->idle_j += o.idle_j;
+        g->other_j += o.other_j;
+        g->unattributed_j += o.unattributed_j;
+        g->energy_j += q->de;
+        g->basis_s[basis] += dt > 0 ? dt : 0;
+    }
+}
+
+static int emit_row(struct csv_buf *b, const char *ts, const char *ch, const char *job,
+                    const char *joules)
+{
+    if (csv_buf_raw(b, ts, strlen(ts)) < 0 || csv_buf_field(b, ch, 0) < 0 ||
+        csv_buf_field(b, job, 0) < 0 || csv_buf_raw(b, ",", 1) < 0 ||
+        csv_buf_raw(b, joules, strlen(joules)) < 0 || csv_buf_end_row(b) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct carma_err *e)
+{
+    memset(out, 0, sizeof *out);
+    struct nsys_run_info ri;
+    int r = nsys_run_info_load(run_dir, &ri, e);
+    if (r < 0)
+        return r;
+    json_t *rep = NULL, *wl = NULL;
+    char *atext = NULL, *btext = NULL;
+    size_t alen = 0, blen = 0, na = 0, nb = 0, nper_all = 0;
+    struct arow *a = NULL;
+    struct brow *b = NULL;
+    struct period *per = NULL;
+    double *outs = NULL, *start = NULL, *end = NULL;
+    struct csv_buf buf = {0};
+    size_t *gfirst = NULL, *gcount = NULL;
+
+    rep = load_json(run_dir, "report.json", e);
+    wl = load_json(run_dir, "workloads.json", e);
+    if (!rep || !wl) {
+        r = e && e->code ? e->code : -EINVAL;
+        goto out;
+    }
+    json_t *gpus = json_object_get(rep, "gpus");
+    size_t ng = json_array_size(gpus);
+    if (ng == 0) {
+        r = carma_err_set(e, -ENODATA, "%s: the run split no GPU's energy (no NVML GPU)", run_dir);
+        goto out;
+    }
+    if (ng > NSYS_GPUS_MAX)
+        ng = NSYS_GPUS_MAX;
+    enum split_policy policy = SPLIT_IDLE;
+    const char *pol =
+        json_string_value(json_object_get(json_object_get(rep, "attribution"), "idle_policy"));
+    if (pol && split_policy_parse(pol, &policy) < 0) {
+        r = carma_err_set(e, -EINVAL, "%s/report.json: unknown idle policy \"%s\"", run_dir, pol);
+        goto out;
+    }
+    double duration = num(json_object_get(rep, "duration_s"));
+    json_t *rws = json_object_get(rep, "workloads");
+    if (json_array_size(rws) != ri.njobs) {
+        r = carma_err_set(e, -EINVAL, "%s: report.json and workloads.json differ in workloads",
+                          run_dir);
+        goto out;
+    }
+
+    /* the NVML split: attribution_nvml.csv when an import was made before */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/attribution_nvml.csv", run_dir);
+    struct stat sb;
+    bool have_nvml = stat(path, &sb) == 0;
+    const char *aname = have_nvml ? "attribution_nvml.csv" : "attribution.csv";
+    if ((r = read_csv(run_dir, aname, &atext, &alen, e)) < 0 ||
+        (r = load_attr(atext, alen, aname, &a, &na, e)) < 0)
+        goto out;
+    if ((r = read_csv(run_dir, "nsys_gpu.csv", &btext, &blen, e)) < 0 ||
+        (r = load_busy(btext, blen, "nsys_gpu.csv", &ri, &b, &nb, e)) < 0)
+        goto out;
+    qsort(b, nb, sizeof *b, brow_cmp);
+
+    start = calloc(ri.njobs + 1, sizeof *start);
+    end = calloc(ri.njobs + 1, sizeof *end);
+    gfirst = calloc(ng, sizeof *gfirst);
+    gcount = calloc(ng, sizeof *gcount);
+    if (!start || !end || !gfirst || !gcount) {
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    json_t *wsj = json_object_get(wl, "workloads");
+    for (size_t k = 0; k < ri.njobs; k++) {
+        start[k] = num(json_object_get(json_array_get(wsj, k), "start_unix"));
+        end[k] = num(json_object_get(json_array_get(wsj, k), "end_unix"));
+    }
+
+    /* the periods: each GPU's rows grouped by their split's timestamp */
+    int64_t last_ts = 0;
+    for (size_t i = 0; i < na; i++)
+        if (a[i].ts_ns > last_ts)
+            last_ts = a[i].ts_ns;
+    int64_t window0 = isfinite(duration) ? last_ts - (int64_t)llround(duration * 1e9) : 0;
+    for (size_t i = 0; i < na; i++) {
+        for (size_t g = 0; g < ng; g++) {
+            const char *ch = json_string_value(json_object_get(json_array_get(gpus, g), "channel"));
+            if (ch && strcmp(ch, a[i].channel) == 0) {
+                a[i].gpu = (int)g;
+                break;
+            }
+        }
+    }
+    for (size_t g = 0; g < ng; g++) {
+        int64_t prev_ts = INT64_MIN;
+        for (size_t i = 0; i < na; i++) {
+            if (a[i].gpu != (int)g)
+                continue;
+            if (a[i].ts_ns != prev_ts) {
+                gcount[g]++;
+                a[i].first = true;
+                prev_ts = a[i].ts_ns;
+            }
+        }
+    }
+    for (size_t g = 0; g < ng; g++) {
+        gfirst[g] = nper_all;
+        nper_all += gcount[g];
+    }
+    size_t width = ri.njobs + 3;
+    per = calloc(nper_all ? nper_all : 1, sizeof *per);
+    outs = calloc((nper_all ? nper_all : 1) * width, sizeof *outs);
+    if (!per || !outs) {
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t g = 0; g < ng; g++) {
+        long p = -1;
+        int64_t prev = window0;
+        for (size_t i = 0; i < na; i++) {
+            if (a[i].gpu != (int)g)
+                continue;
+            if (a[i].first) {
+                p++;
+                struct period *q = &per[gfirst[g] + (size_t)p];
+                q->t0 = prev < a[i].ts_ns ? prev : a[i].ts_ns;
+                q->t1 = a[i].ts_ns;
+                q->out = &outs[(gfirst[g] + (size_t)p) * width];
+                prev = a[i].ts_ns;
+            }
+            a[i].period = p;
+            per[gfirst[g] + (size_t)p].de += a[i].j;
+        }
+    }
+
+    /* the new split, per GPU */
+    double *busy_total = calloc(ng * (ri.njobs + 1), sizeof *busy_total);
+    if (!busy_total) {
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    out->ngpu = ng;
+    for (size_t g = 0; g < ng; g++) {
+        json_t *gj = json_array_get(gpus, g);
+        struct nsys_reattr_gpu *rg = &out->gpu[g];
+        snprintf(rg->channel, sizeof rg->channel, "%s",
+                 json_string_value(json_object_get(gj, "channel"))
+                     ? json_string_value(json_object_get(gj, "channel"))
+                     : "");
+        json_t *ix = json_object_get(gj, "index");
+        rg->index = json_is_integer(ix) ? (int)json_integer_value(ix) : -1;
+        split_gpu(&ri, gj, b, nb, &per[gfirst[g]], gcount[g], start, end, policy, rg,
+                  &busy_total[g * (ri.njobs + 1)]);
+        out->periods += gcount[g];
+    }
+
+    /* attribution.csv: the GPU rows anew, every other row as it was */
+    r = csv_buf_raw(&buf, "timestamp_unix,channel,job,joules\r\n", 35);
+    for (size_t i = 0; i < na && r == 0; i++) {
+        if (a[i].gpu < 0) {
+            r = emit_row(&buf, a[i].ts, a[i].channel, a[i].job, a[i].joules);
+            continue;
+        }
+        if (!a[i].first)
+            continue;
+        const struct period *q = &per[gfirst[a[i].gpu] + (size_t)a[i].period];
+        for (size_t k = 0; k < width && r == 0; k++) {
+            if (q->out[k] == 0.0)
+                continue;
+            char jt[40];
+            fmt_fixed6(jt, q->out[k]);
+            const char *who = k < ri.njobs        ? ri.job[k]
+                              : k == ri.njobs     ? "idle"
+                              : k == ri.njobs + 1 ? "other"
+                                                  : "unattributed";
+            r = emit_row(&buf, a[i].ts, a[i].channel, who, jt);
+        }
+    }
+    if (r < 0) {
+        free(busy_total);
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+
+    /* report.json: per workload and per GPU, from the new totals */
+    double tot = num(json_object_get(rep, "total_energy_j"));
+    double opg = num(json_object_get(json_object_get(rep, "carbon"), "operational_g_co2e"));
+    double g_per_j = isfinite(tot) && tot > 0 && isfinite(opg) ? opg / tot : 0.0;
+    for (size_t g = 0; g < ng; g++) {
+        json_t *gj = json_array_get(gpus, g);
+        struct nsys_reattr_gpu *rg = &out->gpu[g];
+        bool node = is_node_channel(rep, rg->channel);
+        for (size_t k = 0; k < ri.njobs; k++) {
+            double nj = 0;
+            for (size_t p = 0; p < gcount[g]; p++)
+                nj += per[gfirst[g] + p].out[k];
+            json_t *w = json_array_get(rws, k);
+            json_t *gm = json_object_get(w, "gpu_j");
+            if (!json_is_object(gm)) {
+                gm = json_object();
+                json_object_set_new(w, "gpu_j", gm);
+            }
+            double old = num(json_object_get(gm, rg->channel));
+            double d = nj - (isfinite(old) ? old : 0.0);
+            json_object_set_new(gm, rg->channel, json_real(nj));
+            if (node && d != 0.0) {
+                add_num(w, "energy_j", d);
+                json_t *bk = json_object_get(w, "energy_by_kind_j");
+                if (json_is_object(bk))
+                    add_num(bk, "gpu", d);
+                add_num(w, "operational_g_co2e", d * g_per_j);
+                double dur = num(json_object_get(w, "duration_s"));
+                double en = num(json_object_get(w, "energy_j"));
+                if (isfinite(dur) && dur > 0)
+                    json_object_set_new(w, "avg_power_w", json_real(en / dur));
+            }
+        }
+        static const char *const keys[] = {"idle", "other", "unattributed"};
+        double nv[3] = {rg->idle_j, rg->other_j, rg->unattributed_j};
+        for (int t = 0; t < 3; t++) {
+            char key[32];
+            snprintf(key, sizeof key, "%s_j", keys[t]);
+            double old = num(json_object_get(gj, key));
+            if (node) {
+                json_t *top = json_object_get(rep, keys[t]);
+                if (json_is_object(top))
+                    add_num(top, "energy_j", nv[t] - (isfinite(old) ? old : 0.0));
+            }
+            json_object_set_new(gj, key, json_real(nv[t]));
+        }
+        json_object_set_new(gj, "jobs_j", json_real(rg->jobs_j));
+        json_object_set_new(gj, "attribution", json_string("nsys"));
+        json_t *bs = json_object();
+        for (int k = 0; k < NSYS_BASIS_N; k++)
+            json_object_set_new(bs, basis_names[k], json_real(rg->basis_s[k]));
+        json_object_set_new(gj, "nsys_basis_s", bs);
+        json_t *bu = json_object();
+        for (size_t k = 0; k <= ri.njobs; k++)
+            json_object_set_new(bu, k < ri.njobs ? ri.job[k] : "other",
+                                json_real(busy_total[g * (ri.njobs + 1) + k]));
+        json_object_set_new(gj, "nsys_busy_s", bu);
+    }
+    free(busy_total);
+    json_t *att = json_object_get(rep, "attribution");
+    if (json_is_object(att))
+        json_object_set_new(att, "gpu", json_string("nsys"));
+
+    /* the files: attribution_nvml.csv kept once, then attribution.csv and report.json */
+    char apath[4200];
+    snprintf(apath, sizeof apath, "%s/attribution.csv", run_dir);
+    if (!have_nvml && rename(apath, path) < 0) {
+        r = carma_err_set(e, -errno, "cannot rename %s to %s: %s", apath, path, strerror(errno));
+        goto out;
+    }
+    if ((r = file_replace(apath, buf.data, buf.len)) < 0) {
+        carma_err_set(e, r, "%s: cannot write: %s (the NVML split is in %s)", apath, strerror(-r),
+                      path);
+        goto out;
+    }
+    char *text = json_dumps(rep, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
+    if (!text) {
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t tl = strlen(text);
+    text[tl] = '\n';
+    snprintf(apath, sizeof apath, "%s/report.json", run_dir);
+    r = file_replace(apath, text, tl + 1);
+    free(text);
+    if (r < 0)
+        carma_err_set(e, r, "%s: cannot write: %s (attribution.csv was rewritten)", apath,
+                      strerror(-r));
+out:
+    csv_buf_free(&buf);
+    free(gfirst);
+    free(gcount);
+    free(per);
+    free(outs);
+    free(start);
+    free(end);
+    free(a);
+    free(b);
+    free(atext);
+    free(btext);
+    json_decref(rep);
+    json_decref(wl);
+    nsys_run_info_free(&ri);
+    return r;
+}

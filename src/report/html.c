@@ -1,0 +1,948 @@
+/*
+ * html: the self-contained HTML report (see html.h).
+ *
+ * The page is written through a memory stream (open_memstream): tables from the report's JSON
+ * (the full data), charts from report/svg over the series (downsampled there).
+ */
+#include "report/html.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "report/svg.h"
+
+#define DEFAULT_POINTS 1500
+#define DEFAULT_BINS   1500
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;"
+    "color:#1d232a;background:#fff}\n"
+    "main{max-width:1100px;margin:0 auto;padding:16px 24px 48px}\n"
+    "h1{font-size:22px;margin:8px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px "
+    "solid #dde1e6;padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}\n"
+    ".sub{color:#5b6570;margin:0 0 8px}\n"
+    "table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}\n"
+    "th,td{padding:3px 10px;border-bottom:1px solid #e6e9ed;text-align:right;white-space:nowrap}"
+    "\nth{background:#f4f6f8;font-weight:600}td.l,th.l{text-align:left}\n"
+    "tr.total td{font-weight:600;border-top:2px solid #c9ced4}\n"
+    ".scroll{overflow-x:auto}\n"
+    "figure.chart{margin:10px 0 18px}figure.chart svg{width:100%;height:auto;display:block}\n"
+    "svg text{font:11px system-ui,sans-serif;fill:#3c454f}svg text.title{font-size:13px;"
+    "font-weight:600;fill:#1d232a}\n"
+    "svg text.ytick{text-anchor:end}svg text.xtick,svg text.xlabel{text-anchor:middle}\n"
+    "svg text.ylabel{text-anchor:middle}svg line.grid{stroke:#eceff2}svg line.axis{stroke:#8a939c}"
+    "\n"
+    "ul.legend{list-style:none;padding:0;margin:2px 0 0 64px;display:flex;flex-wrap:wrap;gap:4px "
+    "16px;font-size:12px}\n"
+    ".swatch{display:inline-block;width:22px;height:0;border-top:3px solid;vertical-align:middle;"
+    "margin-right:6px}.swatch.dashed{border-top-style:dashed}\n"
+    ".tag{font-size:11px;padding:0 5px;border-radius:3px;background:#eef1f4;color:#3c454f}\n"
+    ".tag.measured{background:#e3f1e6;color:#1f6b32}.tag.estimated{background:#fdf0dc;color:"
+    "#8a5a00}\n"
+    "ul.warn li{color:#8a3a00}\n"
+    "footer{color:#5b6570;font-size:12px;margin-top:32px}\n"
+    "details{margin:4px 0}summary{cursor:pointer;font-weight:600;margin:6px 0}\n";
+
+/* ---- small writers ---- */
+
+static void esc(FILE *f, const char *s)
+{
+    svg_escape(f, s ? s : "");
+}
+
+/* A number with dec decimals (thousands separated by a thin space), or "–" when unknown. */
+static void num(FILE *f, double x, int dec)
+{
+    if (!isfinite(x)) {
+        fputs("–", f);
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*f", dec, fabs(x));
+    char *dot = strchr(buf, '.');
+    size_t intlen = dot ? (size_t)(dot - buf) : strlen(buf);
+    if (x < 0 && strspn(buf, "0.") != strlen(buf))
+        fputc('-', f);
+    for (size_t i = 0; i < intlen; i++) {
+        if (i > 0 && (intlen - i) % 3 == 0)
+            fputs("&#8201;", f);
+        fputc(buf[i], f);
+    }
+    if (dot)
+        fputs(dot, f);
+}
+
+/* A number chosen to show about 4 significant digits. */
+static void num_auto(FILE *f, double x)
+{
+    double a = fabs(x);
+    if (x == 0) {
+        fputc('0', f);
+        return;
+    }
+    num(f, x,
+        !isfinite(x) || a >= 1000 ? 0
+        : a >= 100                ? 1
+        : a >= 10                 ? 2
+        : a >= 1                  ? 3
+        : a >= 0.01               ? 4
+                                  : 6);
+}
+
+static double jnum(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+static void td_num(FILE *f, double x)
+{
+    fputs("<td>", f);
+    num_auto(f, x);
+    fputs("</td>", f);
+}
+
+static void td_str(FILE *f, const char *s)
+{
+    fputs("<td class=\"l\">", f);
+    esc(f, s);
+    fputs("</td>", f);
+}
+
+static void tag(FILE *f, const char *method)
+{
+    if (!method)
+        return;
+    fprintf(f, " <span class=\"tag %s\">",
+            strcmp(method, "measured") == 0    ? "measured"
+            : strcmp(method, "estimated") == 0 ? "estimated"
+                                               : "");
+    esc(f, method);
+    fputs("</span>", f);
+}
+
+static void utc(FILE *f, double t)
+{
+    if (!isfinite(t)) {
+        fputs("–", f);
+        return;
+    }
+    time_t s = (time_t)floor(t);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char buf[40];
+    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    fputs(buf, f);
+}
+
+static const char *version(const struct html_opts *o)
+{
+    return o && o->version ? o->version : "";
+}
+
+static void page_open(FILE *f, const struct html_opts *o, const char *title, const char *sub)
+{
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
+          "<meta name=\"generator\" content=\"carma ",
+          f);
+    esc(f, version(o));
+    fputs("\">\n<title>", f);
+    esc(f, title);
+    fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n<h1>", css);
+    esc(f, title);
+    fputs("</h1>\n<p class=\"sub\">", f);
+    esc(f, sub);
+    fputs("</p>\n", f);
+}
+
+static void page_close(FILE *f, const struct html_opts *o)
+{
+    time_t now = time(NULL);
+    fputs("<footer>Written by carma ", f);
+    esc(f, version(o));
+    fputs(" on ", f);
+    utc(f, (double)now);
+    fputs(". Charts are downsampled for display (largest-triangle-three-buckets); the tables "
+          "come from the full data.</footer>\n</main>\n</body>\n</html>\n",
+          f);
+}
+
+/* The warnings of every window of a report (strings), once each, as a list. */
+static void warnings(FILE *f, const json_t *report, const char *key)
+{
+    fputs("<section id=\"warnings\"><h2>Warnings</h2>\n", f);
+    size_t shown = 0, i, k;
+    const json_t *w, *s;
+    json_array_foreach(report, i, w)
+    {
+        json_array_foreach(json_object_get(w, key), k, s)
+        {
+            const char *msg = json_string_value(s);
+            if (!msg)
+                continue;
+            /* once each: an earlier window may have said it */
+            bool seen = false;
+            for (size_t j = 0; j < i && !seen; j++) {
+                size_t q;
+                const json_t *o;
+                json_array_foreach(json_object_get(json_array_get(report, j), key), q,
+                                   o) if (json_string_value(o) &&
+                                          strcmp(json_string_value(o), msg) == 0) seen = true;
+            }
+            if (seen)
+                continue;
+            fputs(shown++ ? "<li>" : "<ul class=\"warn\"><li>", f);
+            const char *wname = jstr(w, "name");
+            if (wname) {
+                esc(f, wname);
+                fputs(": ", f);
+            }
+            esc(f, msg);
+            fputs("</li>\n", f);
+        }
+    }
+    fputs(shown ? "</ul>\n" : "<p>None.</p>\n", f);
+    fputs("</section>\n", f);
+}
+
+/* A breakdown table (rows of label, joules, power statistics). */
+static void brow_table(FILE *f, const char *id, const json_t *rows, bool kinds)
+{
+    fprintf(f, "<div class=\"scroll\"><table id=\"%s\"><tr><th class=\"l\">series</th>", id);
+    if (kinds)
+        fputs("<th class=\"l\">kind</th>", f);
+    fputs("<th>energy (J)</th><th>avg (W)</th><th>min</th><th>p5</th><th>p50</th><th>p95</th>"
+          "<th>p99</th><th>max (W)</th><th>samples</th></tr>\n",
+          f);
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rows, i, r)
+    {
+        fputs("<tr><td class=\"l\">", f);
+        esc(f, jstr(r, "label"));
+        if (kinds)
+            tag(f, jstr(r, "method"));
+        fputs("</td>", f);
+        if (kinds)
+            td_str(f, jstr(r, "kind") ? jstr(r, "kind") : "");
+        td_num(f, jnum(r, "joules"));
+        td_num(f, jnum(r, "avg_power_w"));
+        static const char *const k[] = {"min_w", "p5_w", "p50_w", "p95_w", "p99_w", "max_w"};
+        for (size_t q = 0; q < 6; q++)
+            td_num(f, jnum(r, k[q]));
+        fputs("<td>", f);
+        num(f, jnum(r, "samples"), 0);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table></div>\n", f);
+}
+
+/* ---- carma run / stat directories ---- */
+
+enum group { G_CPU, G_DRAM, G_GPU, G_SYSTEM, G_OTHER, G_N };
+static const char *const group_title[G_N] = {"CPU", "DRAM", "GPU", "System", "Other"};
+static const char *const group_id[G_N] = {"power-cpu", "power-dram", "power-gpu", "power-system",
+                                          "power-other"};
+
+static enum group kind_group(const char *kind)
+{
+    if (!kind)
+        return G_OTHER;
+    if (strcmp(kind, "cpu") == 0 || strcmp(kind, "soc") == 0)
+        return G_CPU;
+    if (strcmp(kind, "dram") == 0)
+        return G_DRAM;
+    if (strcmp(kind, "gpu") == 0)
+        return G_GPU;
+    if (strcmp(kind, "system") == 0)
+        return G_SYSTEM;
+    return G_OTHER;
+}
+
+/*
+ * A channel's watts with a missing value (NAN) put where the ticks pause for more than 2.5
+ * intervals, so that its line breaks over a gap. Arrays malloc'ed into *x, *y; the count.
+ */
+static size_t with_breaks(const struct runreport_chan_tl *c, double interval, double **x,
+                          double **y)
+{
+    *x = malloc((2 * c->n + 1) * sizeof **x);
+    *y = malloc((2 * c->n + 1) * sizeof **y);
+    if (!*x || !*y) {
+        free(*x);
+        free(*y);
+        *x = *y = NULL;
+        return 0;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (i > 0 && c->t[i] - c->t[i - 1] > 2.5 * interval) {
+            (*x)[m] = (c->t[i] + c->t[i - 1]) / 2;
+            (*y)[m++] = NAN;
+        }
+        (*x)[m] = c->t[i];
+        (*y)[m++] = c->w[i];
+    }
+    return m;
+}
+
+static int run_power_charts(FILE *f, const struct runreport_timeline *tl, size_t maxp)
+{
+    fputs("<section id=\"power\"><h2>Power over time, by domain</h2>\n"
+          "<p class=\"sub\">Each channel's power at every tick; measured channels solid, estimated "
+          "ones dashed. A component channel (a part of another) is shown, never added.</p>\n",
+          f);
+    int r = 0;
+    for (int g = 0; g < G_N && r == 0; g++) {
+        size_t n = 0;
+        for (size_t k = 0; k < tl->nch; k++)
+            n += kind_group(tl->ch[k].kind) == (enum group)g;
+        if (n == 0)
+            continue;
+        struct svg_series *s = calloc(n, sizeof *s);
+        double **xs = calloc(n, sizeof *xs), **ys = calloc(n, sizeof *ys);
+        if (!s || !xs || !ys) {
+            free(s);
+            free(xs);
+            free(ys);
+            return -ENOMEM;
+        }
+        size_t q = 0;
+        for (size_t k = 0; k < tl->nch; k++) {
+            const struct runreport_chan_tl *c = &tl->ch[k];
+            if (kind_group(c->kind) != (enum group)g)
+                continue;
+            size_t m = with_breaks(c, tl->interval_s, &xs[q], &ys[q]);
+            if (c->n > 0 && m == 0)
+                r = -ENOMEM;
+            s[q] = (struct svg_series){.label = c->name,
+                                       .x = xs[q],
+                                       .y = ys[q],
+                                       .n = m,
+                                       .dashed = c->method && strcmp(c->method, "estimated") == 0,
+                                       .color = (int)q};
+            q++;
+        }
+        char title[64];
+        snprintf(title, sizeof title, "%s power (W)", group_title[g]);
+        struct svg_chart ch = {.id = group_id[g],
+                               .title = title,
+                               .x_label = "time since the run's start",
+                               .y_label = "W",
+                               .x0 = tl->t0,
+                               .y_from_zero = true,
+                               .width = 1000,
+                               .height = 300,
+                               .max_points = maxp};
+        if (r == 0)
+            r = svg_lines(f, &ch, s, n, false);
+        for (size_t k = 0; k < n; k++) {
+            free(xs[k]);
+            free(ys[k]);
+        }
+        free(xs);
+        free(ys);
+        free(s);
+    }
+    fputs("</section>\n", f);
+    return r;
+}
+
+static int run_job_charts(FILE *f, const struct runreport_timeline *tl, size_t maxp)
+{
+    fputs("<section id=\"jobs-over-time\"><h2>Attributed power and energy per job</h2>\n", f);
+    if (tl->nbins == 0 || tl->njobs == 0) {
+        fputs("<p>No attribution.csv: nothing to show per job.</p></section>\n", f);
+        return 0;
+    }
+    size_t n = tl->njobs, nb = tl->nbins;
+    struct svg_series *s = calloc(n, sizeof *s);
+    double *cum = malloc(n * nb * sizeof *cum), *co2 = malloc(n * nb * sizeof *co2);
+    double *x = malloc((nb + 1) * sizeof *x);
+    if (!s || !cum || !co2 || !x) {
+        free(s);
+        free(cum);
+        free(co2);
+        free(x);
+        return -ENOMEM;
+    }
+    double dt = (tl->t1 - tl->t0) / (double)nb;
+    /* stacked: each bin's power drawn at the bin's middle */
+    for (size_t i = 0; i < nb; i++)
+        x[i] = tl->t0 + ((double)i + 0.5) * dt;
+    double gk = isfinite(tl->g_per_kwh) ? tl->g_per_kwh * (isfinite(tl->pue) ? tl->pue : 1) : NAN;
+    for (size_t k = 0; k < n; k++) {
+        double acc = 0;
+        for (size_t i = 0; i < nb; i++) {
+            acc += tl->jobs[k].w[i] * dt;
+            cum[k * nb + i] = acc;
+            co2[k * nb + i] = acc / 3.6e6 * gk;
+        }
+        s[k] = (struct svg_series){.label = tl->jobs[k].name,
+                                   .x = tl->bin_t,
+                                   .y = tl->jobs[k].w,
+                                   .n = nb,
+                                   .color = (int)k};
+    }
+    struct svg_chart ch = {.id = "jobs-power",
+                           .title = "Attributed power per job, stacked (W)",
+                           .x_label = "time since the run's start",
+                           .y_label = "W",
+                           .x0 = tl->t0,
+                           .y_from_zero = true,
+                           .width = 1000,
+                           .height = 320,
+                           .max_points = maxp};
+    int r = nb >= 2 ? svg_stacked(f, &ch, x, nb, s, n) : 0;
+    for (size_t k = 0; k < n && r == 0; k++)
+        s[k].y = cum + k * nb;
+    ch.id = "jobs-energy";
+    ch.title = "Cumulative energy per job (J)";
+    ch.y_label = "J";
+    ch.height = 280;
+    if (r == 0)
+        r = svg_lines(f, &ch, s, n, false);
+    for (size_t k = 0; k < n && r == 0; k++)
+        s[k].y = co2 + k * nb;
+    ch.id = "jobs-co2e";
+    ch.title = "Cumulative operational CO2e per job (g)";
+    ch.y_label = "gCO2e";
+    if (r == 0 && isfinite(gk))
+        r = svg_lines(f, &ch, s, n, false);
+    fputs("</section>\n", f);
+    free(s);
+    free(cum);
+    free(co2);
+    free(x);
+    return r;
+}
+
+static void exit_cell(FILE *f, const json_t *w)
+{
+    fputs("<td class=\"l\">", f);
+    const json_t *st = json_object_get(w, "exit_status"), *sig = json_object_get(w, "signal");
+    if (json_is_true(json_object_get(w, "timed_out")))
+        fputs("timed out ", f);
+    if (json_is_integer(sig) && json_integer_value(sig) > 0)
+        fprintf(f, "signal %lld", (long long)json_integer_value(sig));
+    else if (json_is_integer(st))
+        fprintf(f, "%lld", (long long)json_integer_value(st));
+    else
+        fputs("–", f);
+    fputs("</td>", f);
+}
+
+static void run_summary(FILE *f, const struct runreport_timeline *tl)
+{
+    const json_t *rep = tl->run_json;
+    const json_t *ws = json_object_get(rep, "workloads");
+    fputs("<section id=\"summary\"><h2>Summary per job</h2>\n", f);
+    if (!json_array_size(ws)) {
+        const json_t *win = json_array_get(tl->report, 0);
+        fputs("<p>Node energy over the run: <b>", f);
+        num_auto(f, jnum(win, "node_total_joules"));
+        fputs(" J</b>; operational ", f);
+        num_auto(f, jnum(json_object_get(win, "carbon"), "operational_g_co2e"));
+        fputs(" gCO2e.</p>\n</section>\n", f);
+        return;
+    }
+    /* the kinds that have energy in some job */
+    static const char *const kinds[] = {"cpu", "dram", "soc", "gpu", "system"};
+    bool show[5] = {false};
+    size_t nshow = 0, i;
+    const json_t *w;
+    json_array_foreach(ws, i, w)
+    {
+        for (size_t k = 0; k < 5; k++) {
+            double j = jnum(json_object_get(w, "energy_by_kind_j"), kinds[k]);
+            if (!show[k] && isfinite(j) && j != 0) {
+                show[k] = true;
+                nshow++;
+            }
+        }
+    }
+    fputs("<div class=\"scroll\"><table id=\"jobs\"><tr><th class=\"l\">job</th><th>duration "
+          "(s)</th><th class=\"l\">exit</th><th>energy (J)</th>",
+          f);
+    for (size_t k = 0; k < 5; k++)
+        if (show[k])
+            fprintf(f, "<th>%s (J)</th>", kinds[k]);
+    fputs("<th>avg power (W)</th><th>operational (gCO2e)</th><th>embodied (gCO2e)</th><th "
+          "class=\"l\">embodied sources</th></tr>\n",
+          f);
+    json_array_foreach(ws, i, w)
+    {
+        fputs("<tr><td class=\"l\">", f);
+        esc(f, jstr(w, "name"));
+        tag(f, jstr(w, "method"));
+        fputs("</td>", f);
+        td_num(f, jnum(w, "duration_s"));
+        exit_cell(f, w);
+        td_num(f, jnum(w, "energy_j"));
+        const json_t *bk = json_object_get(w, "energy_by_kind_j");
+        for (size_t k = 0; k < 5; k++)
+            if (show[k])
+                td_num(f, jnum(bk, kinds[k]));
+        td_num(f, jnum(w, "avg_power_w"));
+        td_num(f, jnum(w, "operational_g_co2e"));
+        td_num(f, jnum(w, "embodied_g_co2e"));
+        fputs("<td class=\"l\">", f);
+        size_t q;
+        const json_t *em;
+        json_array_foreach(json_object_get(w, "embodied"), q, em)
+        {
+            if (q)
+                fputs("; ", f);
+            esc(f, jstr(em, "device"));
+            fputs(": ", f);
+            esc(f, jstr(em, "source"));
+        }
+        fputs("</td></tr>\n", f);
+    }
+    static const char *const extra[] = {"idle", "other", "unattributed"};
+    for (size_t k = 0; k < 3; k++) {
+        double j = jnum(json_object_get(rep, extra[k]), "energy_j");
+        if (!isfinite(j))
+            continue;
+        fprintf(f, "<tr><td class=\"l\">%s</td><td></td><td></td>", extra[k]);
+        td_num(f, j);
+        for (size_t q = 0; q < nshow + 4; q++)
+            fputs("<td></td>", f);
+        fputs("</tr>\n", f);
+    }
+    const json_t *carbon = json_object_get(rep, "carbon");
+    fputs("<tr class=\"total\"><td class=\"l\">run</td>", f);
+    td_num(f, jnum(rep, "duration_s"));
+    fputs("<td></td>", f);
+    td_num(f, jnum(rep, "total_energy_j"));
+    for (size_t q = 0; q < nshow + 1; q++)
+        fputs("<td></td>", f);
+    td_num(f, jnum(carbon, "operational_g_co2e"));
+    td_num(f, jnum(carbon, "embodied_g_co2e"));
+    fputs("<td></td></tr>\n</table></div>\n", f);
+    fputs("<p class=\"sub\">Operational and embodied carbon are reported side by side, never "
+          "summed. Energies count the node's channels after the baseline; jobs + idle + other + "
+          "unattributed = the run's energy.</p>\n</section>\n",
+          f);
+}
+
+static void kv_row(FILE *f, const char *k, const json_t *v)
+{
+    fputs("<tr><td class=\"l\">", f);
+    esc(f, k);
+    fputs("</td><td class=\"l\">", f);
+    if (json_is_string(v)) {
+        esc(f, json_string_value(v));
+    } else if (v) {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
+        esc(f, s ? s : "");
+        free(s);
+    } else {
+        fputs("–", f);
+    }
+    fputs("</td></tr>\n", f);
+}
+
+static void run_settings(FILE *f, const struct runreport_timeline *tl)
+{
+    fputs("<section id=\"settings\"><h2>Settings</h2>\n<table id=\"settings-table\">\n", f);
+    const json_t *host = json_object_get(tl->manifest, "host");
+    kv_row(f, "producer", json_object_get(tl->manifest, "producer"));
+    kv_row(f, "carma version", json_object_get(tl->manifest, "carma_version"));
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)host, k, v)
+    {
+        char key[96];
+        snprintf(key, sizeof key, "host.%s", k);
+        kv_row(f, key, v);
+    }
+    json_object_foreach(json_object_get(tl->manifest, "options"), k, v)
+    {
+        char key[96];
+        snprintf(key, sizeof key, "options.%s", k);
+        kv_row(f, key, v);
+    }
+    json_object_foreach(json_object_get(tl->run_json, "attribution"), k, v)
+    {
+        char key[96];
+        snprintf(key, sizeof key, "attribution.%s", k);
+        kv_row(f, key, v);
+    }
+    const json_t *carbon = json_object_get(tl->run_json, "carbon");
+    kv_row(f, "carbon.g_per_kwh", json_object_get(carbon, "g_per_kwh"));
+    kv_row(f, "carbon.intensity_source", json_object_get(carbon, "intensity_source"));
+    kv_row(f, "carbon.pue", json_object_get(carbon, "pue"));
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(tl->manifest, "channels"), i, c)
+    {
+        char key[160];
+        snprintf(key, sizeof key, "channel %s", jstr(c, "name") ? jstr(c, "name") : "?");
+        char val[512];
+        snprintf(val, sizeof val, "source %s: %s, %s, %s, %s (%s)",
+                 jstr(c, "source") ? jstr(c, "source") : "?",
+                 jstr(c, "kind") ? jstr(c, "kind") : "?",
+                 jstr(c, "domain") ? jstr(c, "domain") : "?",
+                 jstr(c, "method") ? jstr(c, "method") : "?",
+                 jstr(c, "form") ? jstr(c, "form") : "?", jstr(c, "path") ? jstr(c, "path") : "");
+        json_t *s = json_string(val);
+        kv_row(f, key, s);
+        json_decref(s);
+    }
+    fputs("</table>\n</section>\n", f);
+}
+
+static void run_drift(FILE *f, const struct runreport_timeline *tl)
+{
+    const json_t *gpus = json_object_get(tl->run_json, "gpus");
+    fputs("<section id=\"drift\"><h2>Counter against gauge</h2>\n", f);
+    if (!json_array_size(gpus)) {
+        fputs("<p>No GPU with both an energy counter and a power gauge in this run.</p>\n"
+              "</section>\n",
+              f);
+        return;
+    }
+    fputs("<p class=\"sub\">Each power gauge integrated over the run against the energy counter "
+          "over the same steps, in %.</p>\n<table id=\"drift-table\"><tr><th "
+          "class=\"l\">GPU</th><th>energy (J)</th><th>drift (%)</th><th>power_usage "
+          "(%)</th><th>power_instant (%)</th><th>power_average (%)</th><th>missing "
+          "readings</th></tr>\n",
+          f);
+    size_t i;
+    const json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        fputs("<tr>", f);
+        td_str(f, jstr(g, "channel"));
+        td_num(f, jnum(g, "energy_j"));
+        td_num(f, jnum(g, "drift_pct"));
+        const json_t *gd = json_object_get(g, "gauge_drift_pct");
+        td_num(f, jnum(gd, "power_usage"));
+        td_num(f, jnum(gd, "power_instant"));
+        td_num(f, jnum(gd, "power_average"));
+        fputs("<td>", f);
+        num(f, jnum(g, "invalid_samples"), 0);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n</section>\n", f);
+}
+
+static void run_windows(FILE *f, const struct runreport_timeline *tl)
+{
+    fputs("<section id=\"windows\"><h2>Windows</h2>\n", f);
+    size_t i;
+    const json_t *w;
+    json_array_foreach(tl->report, i, w)
+    {
+        const char *name = jstr(w, "name");
+        fputs("<details", f);
+        fputs(i == 0 ? " open><summary>" : "><summary>", f);
+        if (name) {
+            fputs("workload ", f);
+            esc(f, name);
+        } else {
+            fputs("the whole run", f);
+        }
+        fputs(": ", f);
+        num(f, jnum(w, "duration_seconds"), 3);
+        fputs(" s from ", f);
+        utc(f, jnum(w, "start_unix"));
+        fputs("</summary>\n", f);
+        char id[64];
+        snprintf(id, sizeof id, "window-%zu", i);
+        json_t *rows = json_array();
+        json_array_extend(rows, json_object_get(w, "per_channel"));
+        json_array_extend(rows, json_object_get(w, "per_node"));
+        brow_table(f, id, rows, true);
+        json_decref(rows);
+        fputs("</details>\n", f);
+    }
+    fputs("</section>\n", f);
+}
+
+/* Closes the page's stream (which sets *buf and *len) and hands the page over, or frees it. */
+static int finish(FILE *f, char **buf, size_t *len, char **ret, size_t *ret_len, int r,
+                  struct carma_err *e)
+{
+    bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad)
+        r = r < 0 ? r : -ENOMEM;
+    if (r < 0) {
+        free(*buf);
+        return r == -ENOMEM ? carma_err_set(e, -ENOMEM, "out of memory") : r;
+    }
+    *ret = *buf;
+    *ret_len = *len;
+    return 0;
+}
+
+int html_run(const char *dir, const struct runreport_opts *ro, const struct html_opts *o,
+             char **ret, size_t *ret_len, struct carma_err *e)
+{
+    size_t maxp = o && o->max_points ? o->max_points : DEFAULT_POINTS;
+    size_t bins = o && o->bins ? o->bins : DEFAULT_BINS;
+    struct runreport_timeline tl;
+    int r = runreport_timeline_load(dir, ro, bins, &tl, e);
+    if (r < 0)
+        return r;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        runreport_timeline_free(&tl);
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    }
+    const char *exp = jstr(tl.run_json, "experiment");
+    char title[300];
+    snprintf(title, sizeof title, "carma report: %s",
+             o && o->title ? o->title
+             : exp         ? exp
+             : tl.is_run   ? "carma run"
+                           : "carma stat");
+    char sub[1200];
+    snprintf(sub, sizeof sub, "%s, %s directory, %.3f s", dir,
+             tl.is_run ? "carma run" : "carma stat", tl.t1 - tl.t0);
+    page_open(f, o, title, sub);
+    fputs("<p class=\"sub\">From ", f);
+    utc(f, tl.t0);
+    fputs(" to ", f);
+    utc(f, tl.t1);
+    fputs(".</p>\n", f);
+    run_summary(f, &tl);
+    r = run_power_charts(f, &tl, maxp);
+    if (r == 0)
+        r = run_job_charts(f, &tl, maxp);
+    if (r == 0) {
+        run_windows(f, &tl);
+        run_drift(f, &tl);
+        run_settings(f, &tl);
+        warnings(f, tl.report, "warnings");
+        page_close(f, o);
+    }
+    runreport_timeline_free(&tl);
+    return finish(f, &buf, &len, ret, ret_len, r, e);
+}
+
+/* ---- srt-slurm log directories ---- */
+
+/* One chart of a series set (node, role, socket series), x relative to t0. */
+static int srt_set_chart(FILE *f, const struct srtlog_series_set *set, const char *id,
+                         const char *title, double t0, size_t maxp)
+{
+    if (set->n == 0)
+        return 0;
+    struct svg_series *s = calloc(set->n, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    for (size_t k = 0; k < set->n; k++)
+        s[k] = (struct svg_series){.label = set->v[k].label,
+                                   .x = set->v[k].t,
+                                   .y = set->v[k].w,
+                                   .n = set->v[k].n,
+                                   .color = (int)k};
+    struct svg_chart ch = {.id = id,
+                           .title = title,
+                           .x_label = "time since the first sample",
+                           .y_label = "W",
+                           .x0 = t0,
+                           .y_from_zero = true,
+                           .width = 1000,
+                           .height = 300,
+                           .max_points = maxp};
+    int r = svg_lines(f, &ch, s, set->n, false);
+    free(s);
+    return r;
+}
+
+static double first_time(const struct srtlog *log)
+{
+    double t0 = INFINITY;
+    const struct srtlog_series_set *sets[] = {&log->gpu_nodes, &log->cpu_nodes};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t k = 0; k < sets[i]->n; k++)
+            if (sets[i]->v[k].n > 0 && sets[i]->v[k].t[0] < t0)
+                t0 = sets[i]->v[k].t[0];
+    return isfinite(t0) ? t0 : 0;
+}
+
+static void srt_table(FILE *f, const json_t *reports)
+{
+    fputs("<section id=\"windows\"><h2>Per concurrency window</h2>\n<div class=\"scroll\"><table "
+          "id=\"srt-windows\"><tr><th>concurrency</th><th class=\"l\">benchmark</th><th>duration "
+          "(s)</th><th>GPU energy (J)</th><th>CPU energy (J)</th><th>combined (J)</th><th>output "
+          "tok/s</th><th>tok/s per GPU W</th><th>tok/s per combined W</th><th>J / output "
+          "token</th><th>J / total token</th></tr>\n",
+          f);
+    size_t i;
+    const json_t *w;
+    json_array_foreach(reports, i, w)
+    {
+        const json_t *pw = json_object_get(w, "perf_per_watt");
+        const json_t *tm = json_object_get(json_object_get(w, "timing"), "computed");
+        fputs("<tr><td>", f);
+        num(f, jnum(w, "concurrency"), 0);
+        fputs("</td>", f);
+        td_str(f, jstr(w, "benchmark_type"));
+        td_num(f, jnum(tm, "duration_seconds"));
+        td_num(f, jnum(w, "gpu_total_joules"));
+        td_num(f, jnum(w, "cpu_total_joules"));
+        td_num(f, jnum(w, "combined_total_joules"));
+        td_num(f, jnum(pw, "output_tokens_per_second"));
+        td_num(f, jnum(pw, "output_tokens_per_second_per_gpu_watt"));
+        td_num(f, jnum(pw, "output_tokens_per_second_per_combined_watt"));
+        td_num(f, jnum(w, "joules_per_output_token"));
+        td_num(f, jnum(w, "joules_per_total_token"));
+        fputs("</tr>\n", f);
+    }
+    fputs("</table></div>\n</section>\n", f);
+}
+
+/* Each window's breakdown rows, folded. */
+static void srt_details(FILE *f, const json_t *reports)
+{
+    fputs("<section id=\"window-details\"><h2>Breakdown per window</h2>\n", f);
+    size_t i;
+    const json_t *w;
+    json_array_foreach(reports, i, w)
+    {
+        char id[64];
+        snprintf(id, sizeof id, "window-%zu", i);
+        fputs("<details><summary>concurrency ", f);
+        num(f, jnum(w, "concurrency"), 0);
+        fputs("</summary>\n", f);
+        json_t *rows = json_array();
+        static const char *const keys[] = {"gpu_per_node", "gpu_per_role", "gpu_per_device",
+                                           "cpu_per_node", "cpu_per_socket"};
+        for (size_t k = 0; k < 5; k++)
+            json_array_extend(rows, json_object_get(w, keys[k]));
+        brow_table(f, id, rows, false);
+        json_decref(rows);
+        fputs("</details>\n", f);
+    }
+    fputs("</section>\n", f);
+}
+
+static int srt_perf_charts(FILE *f, const json_t *reports, size_t maxp)
+{
+    size_t n = json_array_size(reports);
+    if (n == 0)
+        return 0;
+    double *x = malloc(n * sizeof *x), *y = malloc(4 * n * sizeof *y);
+    if (!x || !y) {
+        free(x);
+        free(y);
+        return -ENOMEM;
+    }
+    /* in order of concurrency (a sweep may run them in any order) */
+    size_t *ord = malloc(n * sizeof *ord);
+    if (!ord) {
+        free(x);
+        free(y);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && jnum(json_array_get(reports, ord[j - 1]), "concurrency") >
+                                        jnum(json_array_get(reports, ord[j]), "concurrency");
+             j--) {
+            size_t tmp = ord[j];
+            ord[j] = ord[j - 1];
+            ord[j - 1] = tmp;
+        }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *w = json_array_get(reports, ord[i]);
+        const json_t *pw = json_object_get(w, "perf_per_watt");
+        x[i] = jnum(w, "concurrency");
+        y[i] = jnum(pw, "output_tokens_per_second_per_gpu_watt");
+        y[n + i] = jnum(pw, "output_tokens_per_second_per_combined_watt");
+        y[2 * n + i] = jnum(w, "joules_per_output_token");
+        y[3 * n + i] = jnum(w, "joules_per_total_token");
+    }
+    struct svg_series s[2] = {
+        {.label = "output tok/s per GPU W", .x = x, .y = y, .n = n, .color = 0},
+        {.label = "output tok/s per combined W", .x = x, .y = y + n, .n = n, .color = 1},
+    };
+    struct svg_chart ch = {.id = "perf-per-watt",
+                           .title = "Perf per watt against concurrency",
+                           .x_label = "concurrency",
+                           .y_label = "tok/s per W",
+                           .x_log2 = true,
+                           .y_from_zero = true,
+                           .width = 1000,
+                           .height = 300,
+                           .max_points = maxp};
+    fputs("<section id=\"perf\"><h2>Perf per watt</h2>\n", f);
+    int r = svg_lines(f, &ch, s, 2, true);
+    struct svg_series t[2] = {
+        {.label = "J per output token", .x = x, .y = y + 2 * n, .n = n, .color = 2},
+        {.label = "J per total token", .x = x, .y = y + 3 * n, .n = n, .color = 3},
+    };
+    ch.id = "joules-per-token";
+    ch.title = "Energy per token against concurrency";
+    ch.y_label = "J per token";
+    if (r == 0)
+        r = svg_lines(f, &ch, t, 2, true);
+    fputs("</section>\n", f);
+    free(ord);
+    free(x);
+    free(y);
+    return r;
+}
+
+int html_srt(const struct srtlog *log, const json_t *reports, const struct html_opts *o, char **ret,
+             size_t *ret_len, struct carma_err *e)
+{
+    size_t maxp = o && o->max_points ? o->max_points : DEFAULT_POINTS;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    char title[300];
+    snprintf(title, sizeof title, "carma report: %s",
+             o && o->title ? o->title : "srt-slurm benchmark");
+    char sub[1200];
+    snprintf(sub, sizeof sub, "%s: %zu window%s, GPU leg %s, CPU leg %s", log->log_dir,
+             json_array_size(reports), json_array_size(reports) == 1 ? "" : "s",
+             log->gpu_csv ? "present" : "absent", log->cpu_csv ? "present" : "absent");
+    page_open(f, o, title, sub);
+    srt_table(f, reports);
+    int r = srt_perf_charts(f, reports, maxp);
+    double t0 = first_time(log);
+    if (r == 0)
+        fputs("<section id=\"power\"><h2>Power over time</h2>\n", f);
+    if (r == 0)
+        r = srt_set_chart(f, &log->gpu_nodes, "power-gpu-nodes", "GPU power per node (W)", t0,
+                          maxp);
+    if (r == 0)
+        r = srt_set_chart(f, &log->gpu_roles, "power-gpu-roles", "GPU power per role (W)", t0,
+                          maxp);
+    if (r == 0)
+        r = srt_set_chart(f, &log->gpu_devices, "power-gpu-devices", "GPU power per device (W)", t0,
+                          maxp);
+    if (r == 0)
+        r = srt_set_chart(f, &log->cpu_nodes, "power-cpu-nodes", "CPU power per node (W)", t0,
+                          maxp);
+    if (r == 0)
+        r = srt_set_chart(f, &log->cpu_sockets, "power-cpu-sockets", "CPU power per socket (W)", t0,
+                          maxp);
+    if (r == 0) {
+        fputs("</section>\n", f);
+        srt_details(f, reports);
+        warnings(f, reports, "warnings");
+        page_close(f, o);
+    }
+    return finish(f, &buf, &len, ret, ret_len, r, e);
+}

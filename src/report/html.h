@@ -1,0 +1,40 @@
+/*
+ * html: `carma report DIR --format html`: one self-contained HTML file (inline CSS, charts as
+ * inline SVG from report/svg, no script, nothing fetched when it is opened) for a carma run
+ * or stat directory (report/runreport) or an srt-slurm log directory (report/srtlog +
+ * report/srtreport). Charts are downsampled for display; every number in a table comes from
+ * the full data (the same figures as `carma report --format json`). docs/report.md describes
+ * the page.
+ */
+#ifndef CARMA_REPORT_HTML_H
+#define CARMA_REPORT_HTML_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "core/err.h"
+#include "report/runreport.h"
+#include "report/srtlog.h"
+
+struct html_opts {
+    size_t max_points;   /* per chart series after downsampling (0: 1500) */
+    size_t bins;         /* attribution bins across a run (0: 1500) */
+    const char *title;   /* NULL: from the directory */
+    const char *version; /* carma's, for the page's footer */
+};
+
+/*
+ * The HTML report of the carma run or stat directory dir into *ret (malloc'ed, *ret_len bytes
+ * without the NUL that ends it). Errors as runreport_build's. Returns 0 or a negative errno.
+ */
+int html_run(const char *dir, const struct runreport_opts *ro, const struct html_opts *o,
+             char **ret, size_t *ret_len, struct carma_err *e);
+
+/*
+ * The HTML report of an srt-slurm log directory: log (loaded with srtlog_open) and its
+ * reports (srtreport_build's array). Returns 0, or -ENOMEM with e set.
+ */
+int html_srt(const struct srtlog *log, const json_t *reports, const struct html_opts *o, char **ret,
+             size_t *ret_len, struct carma_err *e);
+
+#endif

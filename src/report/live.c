@@ -1,0 +1,418 @@
+/*
+ * live: the live view of a run and its reader of a run directory (see live.h).
+ */
+#include "report/live.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TAIL_BYTES   (256 * 1024)
+#define LINE_MAX_LEN 65536
+
+/* ---- rendering ---- */
+
+static void hms(char *buf, size_t cap, double s)
+{
+    if (!isfinite(s) || s < 0)
+        s = 0;
+    long t = (long)s;
+    snprintf(buf, cap, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* One line: printed, then (ansi) the rest of the terminal line cleared. */
+static void line(FILE *f, bool ansi, int *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void line(FILE *f, bool ansi, int *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputs(ansi ? "\033[K\n" : "\n", f);
+    (*n)++;
+}
+
+static void watts(char *buf, size_t cap, double w)
+{
+    if (isfinite(w))
+        snprintf(buf, cap, "%.1f W", w);
+    else
+        snprintf(buf, cap, "-");
+}
+
+void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *lines)
+{
+    if (width <= 0)
+        width = 100;
+    if (ansi && lines && *lines > 0)
+        fprintf(f, "\033[%dA\r", *lines);
+    int n = 0;
+    char el[32], w[32];
+    hms(el, sizeof el, v->elapsed_s);
+    line(f, ansi, &n, "carma  %s  elapsed %s  %s", v->title, el,
+         v->finished ? "finished" : "running");
+    /* the node by domain */
+    char dom[512];
+    size_t o = 0;
+    watts(w, sizeof w, v->node_w);
+    o += (size_t)snprintf(dom + o, sizeof dom - o, "node %s", w);
+    for (size_t i = 0; i < v->ndomains && o < sizeof dom; i++) {
+        watts(w, sizeof w, v->domain[i].power_w);
+        o += (size_t)snprintf(dom + o, sizeof dom - o, "   %s %s%s", v->domain[i].kind, w,
+                              v->domain[i].estimated ? " (est.)" : "");
+    }
+    line(f, ansi, &n, "%s", dom);
+    if (!v->have_jobs) {
+        line(f, ansi, &n, "(no job figures yet)");
+    } else {
+        line(f, ansi, &n, "%-24s %12s %14s %14s", "job", "power", "energy", "CO2e (op.)");
+        int bar_room = width - 24 - 12 - 14 - 14 - 5;
+        for (size_t k = 0; k < v->njobs; k++) {
+            const struct live_job *j = &v->job[k];
+            char name[64], e[32], g[32], bar[128] = "";
+            snprintf(name, sizeof name, "%.18s%s%s", j->name, j->ended ? " (ended)" : "",
+                     j->estimated ? "*" : "");
+            watts(w, sizeof w, j->power_w);
+            snprintf(e, sizeof e, "%.4f Wh", j->energy_j / 3600.0);
+            snprintf(g, sizeof g, "%.4f g", j->g_co2e);
+            if (bar_room > 4 && isfinite(j->power_w) && isfinite(v->node_w) && v->node_w > 0) {
+                int len = (int)lround(j->power_w / v->node_w * bar_room);
+                len = len < 0 ? 0 : len > bar_room ? bar_room : len;
+                len = len > (int)sizeof bar - 1 ? (int)sizeof bar - 1 : len;
+                memset(bar, '#', (size_t)len);
+                bar[len] = '\0';
+            }
+            line(f, ansi, &n, "%-24s %12s %14s %14s  %s", name, w, e, g, bar);
+        }
+        bool est = false;
+        for (size_t k = 0; k < v->njobs; k++)
+            est |= v->job[k].estimated;
+        static const char *const rest[3] = {"idle", "other", "unattributed"};
+        const double rj[3] = {v->idle_j, v->other_j, v->unattributed_j};
+        for (size_t k = 0; k < 3; k++)
+            if (isfinite(rj[k]) && (k == 0 || rj[k] != 0)) {
+                char e[32];
+                snprintf(e, sizeof e, "%.4f Wh", rj[k] / 3600.0);
+                line(f, ansi, &n, "%-24s %12s %14s", rest[k], "", e);
+            }
+        if (est)
+            line(f, ansi, &n, "* estimated (a power model, not a sensor)");
+    }
+    if (ansi) {
+        fputs("\033[J", f); /* what a longer previous frame left below */
+    } else {
+        fputc('\n', f);
+    }
+    fflush(f);
+    if (lines)
+        *lines = n;
+}
+
+/* ---- reading a run directory ---- */
+
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* The bytes of path from *off to its end (at most 8 MiB a call), malloc'ed into *ret and *len;
+ * the first time (*off < 0) from TAIL_BYTES before the end. 0, -ENOENT, or -errno. */
+static int read_new(const char *path, off_t *off, char **ret, size_t *len)
+{
+    *ret = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    bool first = *off < 0;
+    if (first)
+        *off = st.st_size > TAIL_BYTES ? st.st_size - TAIL_BYTES : 0;
+    if (st.st_size < *off)
+        *off = 0; /* the file was replaced */
+    size_t want = (size_t)(st.st_size - *off);
+    if (want > (8u << 20))
+        want = 8u << 20;
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t k = pread(fd, buf + got, want - got, *off + (off_t)got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    buf[got] = '\0';
+    size_t skip = 0;
+    if (first && *off > 0) { /* from the middle of a line: from the next one */
+        char *nl = memchr(buf, '\n', got);
+        skip = nl ? (size_t)(nl - buf) + 1 : got;
+    }
+    memmove(buf, buf + skip, got - skip + 1);
+    *off += (off_t)skip;
+    *ret = buf;
+    *len = got - skip;
+    return 0;
+}
+
+static double jnum(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* One event_summaries.jsonl line into v. */
+static void take_summary(struct live_view *v, const char *s, size_t n)
+{
+    json_t *o = json_loadb(s, n, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return; /* a line cut short: the next poll has it whole */
+    }
+    v->have_jobs = true;
+    v->elapsed_s = jnum(o, "elapsed_s");
+    v->updated_unix = jnum(o, "timestamp_unix");
+    v->idle_j = jnum(o, "idle_j");
+    v->other_j = jnum(o, "other_j");
+    v->unattributed_j = jnum(o, "unattributed_j");
+    size_t i;
+    const json_t *w;
+    v->njobs = 0;
+    json_array_foreach(json_object_get(o, "workloads"), i, w)
+    {
+        if (v->njobs == LIVE_JOBS_MAX)
+            break;
+        struct live_job *j = &v->job[v->njobs++];
+        memset(j, 0, sizeof *j);
+        const char *name = json_string_value(json_object_get(w, "name"));
+        snprintf(j->name, sizeof j->name, "%s", name ? name : "?");
+        j->power_w = jnum(w, "power_w");
+        j->energy_j = jnum(w, "energy_j");
+        j->g_co2e = jnum(w, "g_co2e");
+        const char *m = json_string_value(json_object_get(w, "method"));
+        j->estimated = m && strcmp(m, "estimated") == 0;
+    }
+    json_decref(o);
+}
+
+/* Splits a samples.csv line at its commas (carma writes no quoted cell there) into f[], up to
+ * max; the count. */
+static int split(char *s, char **f, int max)
+{
+    int n = 0;
+    f[n++] = s;
+    for (char *p = s; *p && n < max; p++)
+        if (*p == ',') {
+            *p = '\0';
+            f[n++] = p + 1;
+        }
+    return n;
+}
+
+static void commit_tick(struct live_reader *r, struct live_view *v)
+{
+    if (r->ntick == 0)
+        return;
+    v->ndomains = r->ntick;
+    memcpy(v->domain, r->tick, r->ntick * sizeof r->tick[0]);
+    double sys = 0, sum = 0;
+    bool have_sys = false;
+    for (size_t i = 0; i < r->ntick; i++) {
+        if (strcmp(r->tick[i].kind, "system") == 0) {
+            sys += r->tick[i].power_w;
+            have_sys = true;
+        } else {
+            sum += r->tick[i].power_w;
+        }
+    }
+    v->node_w = have_sys ? sys : sum;
+    if (!v->have_jobs)
+        v->updated_unix = r->tick_t;
+    r->ntick = 0;
+}
+
+static void take_row(struct live_reader *r, struct live_view *v, char *s)
+{
+    char *f[16];
+    int n = split(s, f, 16);
+    int cols[] = {r->col_t, r->col_ch, r->col_kind, r->col_dom, r->col_meth, r->col_w};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        if (cols[i] >= n)
+            return;
+    char *end;
+    double t = strtod(f[r->col_t], &end);
+    if (end == f[r->col_t])
+        return;
+    if (r->ntick > 0 && t != r->tick_t)
+        commit_tick(r, v);
+    r->tick_t = t;
+    if (strcmp(f[r->col_dom], "total") != 0 || f[r->col_w][0] == '\0')
+        return;
+    double w = strtod(f[r->col_w], &end);
+    if (end == f[r->col_w] || !isfinite(w))
+        return;
+    size_t k;
+    for (k = 0; k < r->ntick; k++)
+        if (strcmp(r->tick[k].kind, f[r->col_kind]) == 0)
+            break;
+    if (k == r->ntick) {
+        if (r->ntick == LIVE_DOMAINS_MAX)
+            return;
+        memset(&r->tick[k], 0, sizeof r->tick[k]);
+        snprintf(r->tick[k].kind, sizeof r->tick[k].kind, "%s", f[r->col_kind]);
+        r->ntick++;
+    }
+    r->tick[k].power_w += w;
+    r->tick[k].channels++;
+    if (strcmp(f[r->col_meth], "estimated") == 0)
+        r->tick[k].estimated = true;
+}
+
+static int col(char **f, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(f[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int live_reader_open(struct live_reader *r, const char *dir, struct carma_err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->ev_off = r->s_off = -1;
+    if (!(r->dir = strdup(dir)))
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    char *path = join(dir, "samples.csv");
+    if (!path)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int err = -errno;
+        carma_err_set(e, err, "%s: %s", path, strerror(-err));
+        free(path);
+        live_reader_close(r);
+        return err;
+    }
+    char head[4096];
+    char *fl[16];
+    int n = 0;
+    if (fgets(head, sizeof head, f)) {
+        head[strcspn(head, "\r\n")] = '\0';
+        n = split(head, fl, 16);
+    }
+    fclose(f);
+    r->col_t = col(fl, n, "timestamp_unix");
+    r->col_ch = col(fl, n, "channel");
+    r->col_kind = col(fl, n, "kind");
+    r->col_dom = col(fl, n, "domain");
+    r->col_meth = col(fl, n, "method");
+    r->col_w = col(fl, n, "watts");
+    if (r->col_t < 0 || r->col_ch < 0 || r->col_kind < 0 || r->col_dom < 0 || r->col_meth < 0 ||
+        r->col_w < 0) {
+        carma_err_set(e, -EINVAL,
+                      "%s:1: not carma's samples.csv header (timestamp_unix, channel, kind, "
+                      "domain, method, watts)",
+                      path);
+        free(path);
+        live_reader_close(r);
+        return -EINVAL;
+    }
+    free(path);
+    return 0;
+}
+
+int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_err *e)
+{
+    snprintf(v->title, sizeof v->title, "%s", r->dir);
+    /* manifest.json: still running? */
+    char *path = join(r->dir, "manifest.json");
+    if (!path)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    json_t *m = json_load_file(path, 0, NULL);
+    const char *status = json_string_value(json_object_get(m, "status"));
+    v->finished = status && strcmp(status, "running") != 0;
+    json_decref(m);
+    free(path);
+    /* event_summaries.jsonl: its last whole line */
+    if (!(path = join(r->dir, "event_summaries.jsonl")))
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    char *buf;
+    size_t len;
+    int rc = read_new(path, &r->ev_off, &buf, &len);
+    if (rc == 0) {
+        char *last_nl = len ? memrchr(buf, '\n', len) : NULL;
+        if (last_nl) {
+            char *start = buf;
+            char *prev = last_nl > buf ? memrchr(buf, '\n', (size_t)(last_nl - buf)) : NULL;
+            if (prev)
+                start = prev + 1;
+            take_summary(v, start, (size_t)(last_nl - start));
+            r->ev_off += (off_t)(last_nl - buf) + 1;
+        }
+        free(buf);
+    } else if (rc != -ENOENT) {
+        carma_err_set(e, rc, "%s: %s", path, strerror(-rc));
+        free(path);
+        return rc;
+    }
+    free(path);
+    /* samples.csv: the ticks appended */
+    if (!(path = join(r->dir, "samples.csv")))
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    rc = read_new(path, &r->s_off, &buf, &len);
+    if (rc < 0) {
+        carma_err_set(e, rc, "%s: %s", path, strerror(-rc));
+        free(path);
+        return rc;
+    }
+    free(path);
+    size_t p = 0;
+    while (p < len) {
+        char *nl = memchr(buf + p, '\n', len - p);
+        if (!nl)
+            break;
+        *nl = '\0';
+        if (nl > buf + p && nl[-1] == '\r')
+            nl[-1] = '\0';
+        if (strncmp(buf + p, "timestamp_unix", 14) != 0)
+            take_row(r, v, buf + p);
+        p = (size_t)(nl - buf) + 1;
+    }
+    r->s_off += (off_t)p; /* a line not yet whole is read again next time */
+    free(buf);
+    if (v->finished)
+        commit_tick(r, v); /* no later tick will close it */
+    if (!v->have_jobs && isfinite(v->updated_unix))
+        v->elapsed_s = NAN;
+    return 0;
+}
+
+void live_reader_close(struct live_reader *r)
+{
+    free(r->dir);
+    memset(r, 0, sizeof *r);
+}
