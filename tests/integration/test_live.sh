@@ -11,9 +11,16 @@
 . "${CARMA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib.sh"
 
 command -v tmux >/dev/null || skip "no tmux (apt-get install tmux)"
-sock="$PWD/tmux.sock"
+# one tmux server per pane (a fresh socket each), each killed at the end
+sock="$PWD/tmux1.sock"
 tm() { tmux -S "$sock" "$@"; }
-cleanup_tmux() { tm kill-server 2>/dev/null || true; }
+cleanup_tmux() {
+    local s
+    for s in "$PWD"/tmux*.sock; do
+        [ -S "$s" ] && tmux -S "$s" kill-server 2>/dev/null
+    done
+    true
+}
 trap 'cleanup_tmux; _lib_cleanup' EXIT
 
 cat >exp.json <<JSON
@@ -84,7 +91,7 @@ print("top: last frame ok")
 PYEOF
 
 # 3. carma top on a terminal, the finished run; --once
-tm kill-server
+sock="$PWD/tmux2.sock"
 tm new-session -d -s live -c "$PWD" -x 120 -y 30 "'$CARMA' top '$run_dir'; sleep 60"
 wait_pane 'finished' 10
 grep -Eq '^spinner' pane.txt || fail "carma top (terminal): no spinner line"
