@@ -161,6 +161,11 @@ static json_t *manifest(struct run *r, const char *status)
     json_object_set_new(sv, "node_util_csv", json_integer(1));
     if (r->gpu)
         json_object_set_new(sv, "utilization_csv", json_integer(1));
+    for (size_t k = 0; k < r->x.n; k++)
+        if (r->x.w[k].profile_nsys) {
+            json_object_set_new(sv, "nsys_gpu_csv", json_integer(1)); /* import-nsys */
+            break;
+        }
     json_object_set_new(m, "schema_versions", sv);
     json_t *opts = json_object_get(m, "options");
     json_object_set_new(opts, "idle_policy", json_string(split_policy_name(r->policy)));

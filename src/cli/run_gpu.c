@@ -36,6 +36,7 @@ struct gpu_dev {
     bool util_valid; /* every reading since the last power/ row was valid */
     double jobs_j, idle_j, other_j, unattr_j, total_j;
     double basis_s[GPU_BASIS_N];
+    bool nsys_split; /* split again by Nsight kernels: the SM basis is kernel time */
     /* the shares read at the start of the pending period (the previous read) */
     struct gpu_weights prev;
     bool have_prev;
@@ -526,7 +527,10 @@ void run_gpu_text(struct run *r, FILE *f)
         for (int k = 0; k < GPU_BASIS_N; k++)
             if (v->basis_s[k] >= 0.05)
                 bl += (size_t)snprintf(basis + bl, sizeof basis - bl, "%s%s %.1fs", bl ? ", " : "",
-                                       gpu_basis_name((enum gpu_basis)k), v->basis_s[k]);
+                                       k == GPU_BASIS_SM && v->nsys_split
+                                           ? "kernels"
+                                           : gpu_basis_name((enum gpu_basis)k),
+                                       v->basis_s[k]);
         fprintf(f, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f %9s  %s%s\n", r->s->set.ch[v->ch].name,
                 v->total_j, v->jobs_j, v->idle_j, v->other_j, v->unattr_j, dr, basis,
                 v->invalid ? " (readings missing)" : "");
@@ -641,7 +645,8 @@ static void run_nsys_refresh(struct run *r, json_t *rep)
         v->other_j = jnum(o, "other_j");
         v->unattr_j = jnum(o, "unattributed_j");
         json_t *b = json_object_get(o, "nsys_basis_s");
-        /* report.txt's "split by": nsys's kernels count as SM, as both are utilization */
+        /* report.txt's "split by": the kernels' seconds in the SM slot, named "kernels" */
+        v->nsys_split = true;
         v->basis_s[GPU_BASIS_SM] = jnum(b, "kernels");
         v->basis_s[GPU_BASIS_CONTEXT] = jnum(b, "context");
         v->basis_s[GPU_BASIS_ALLOCATION] = jnum(b, "allocation");

@@ -98,6 +98,8 @@ done
 [ "$ok" = 1 ] || fail "the nsys split disagrees with the kernels' busy time (3 attempts)"
 grep -q "GPU (nsys)" "$dir/run.err" || { show "$dir/run.err"; fail "no nsys summary on stderr"; }
 grep -q "nvml/gpu0" "$RD/report.txt" || fail "report.txt"
+grep -Eq "nvml/gpu0 .*kernels [0-9]+\.[0-9]s" "$RD/report.txt" ||
+    { show "$RD/report.txt"; fail "report.txt does not say the split was by kernels"; }
 
 note "import-nsys --run again: the same split"
 cp "$RD/report.json" "$top/report1.json"
