@@ -359,6 +359,40 @@ double run_g_per_j(const struct run *r)
 
 /* Splits the energy gathered since the last fresh CPU times among the jobs (the GPUs split
  * by process are run_gpu.c's). */
+void run_metered_add(struct run *r, size_t ch, const struct split_out *o)
+{
+    if (!r->meter_node || !r->in_metered[ch])
+        return;
+    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
+        r->mw_job[k] += o->job_j[k];
+    r->mw_idle += o->idle_j;
+    r->mw_other += o->other_j;
+    r->mw_unattr += o->unattributed_j;
+}
+
+/*
+ * The split of a wall meter's energy de: in proportion to how the measured channels inside it
+ * were split since its last split (jobs, idle, other, unattributed), so that what the meter
+ * sees beyond them (power supply losses, fans, disks: the rest of the system) follows the
+ * measured energy. False when they hold no energy (nothing measured inside the meter): the
+ * caller splits by CPU time then.
+ */
+static bool meter_split(struct run *r, double de, struct split_out *o)
+{
+    double tot = r->mw_idle + r->mw_other + r->mw_unattr;
+    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
+        tot += r->mw_job[k];
+    if (!(tot > 0))
+        return false;
+    memset(o, 0, sizeof *o);
+    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
+        o->job_j[k] = de * (r->mw_job[k] / tot);
+    o->idle_j = de * (r->mw_idle / tot);
+    o->other_j = de * (r->mw_other / tot);
+    o->unattributed_j = de * (r->mw_unattr / tot);
+    return true;
+}
+
 static void split_pending(struct run *r, bool final)
 {
     const struct sampler *s = r->s;
@@ -428,9 +462,14 @@ static void split_pending(struct run *r, bool final)
             .policy = r->policy,
         };
         struct split_out o;
-        split_energy(&in, &o);
-        o.other_j += bg;
-        for (size_t k = 0; k < in.njobs; k++) {
+        bool metered = r->meter_node && r->in_node[i] && meter_split(r, de, &o);
+        if (!metered) {
+            split_energy(&in, &o);
+            o.other_j += bg;
+        }
+        run_metered_add(r, i, &o);
+        size_t nj = metered ? r->njobs : in.njobs;
+        for (size_t k = 0; k < nj; k++) {
             run_attr_row(r, i, r->jobs[k].spec->name, o.job_j[k]);
             if (r->in_node[i]) {
                 struct job *j = &r->jobs[k];
@@ -456,6 +495,11 @@ static void split_pending(struct run *r, bool final)
     r->sum_above += r->sum_above_next;
     r->sum_above_next = 0;
     r->pend_ns = 0;
+    if (r->meter_node) {
+        for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
+            r->mw_job[k] = 0;
+        r->mw_idle = r->mw_other = r->mw_unattr = 0;
+    }
     run_attr_flush(r);
 }
 
@@ -1055,6 +1099,13 @@ int cmd_run(int argc, char **argv)
     r->nnode = sampler_select_node(r->s, r->node_idx);
     for (size_t k = 0; k < r->nnode; k++)
         r->in_node[r->node_idx[k]] = true;
+    r->meter_node = r->nnode > 0 && channel_is_meter(&r->s->set.ch[r->node_idx[0]]);
+    if (r->meter_node) {
+        int parts[CHANNELS_MAX];
+        size_t np = sampler_select_metered(r->s, parts);
+        for (size_t k = 0; k < np; k++)
+            r->in_metered[parts[k]] = true;
+    }
     for (size_t i = 0; i < r->s->set.n; i++) {
         r->static_w[i] = r->s->set.ch[i].idle_w; /* a model's idle power, else NAN */
         if (!isnan(r->static_w[i]))

@@ -77,6 +77,11 @@ struct run {
     int node_idx[CHANNELS_MAX];
     size_t nnode;
     bool in_node[CHANNELS_MAX];
+    /* With a wall meter as the node: the measured channels it contains, and their attributed
+     * energy since the meter was last split (its split follows these shares). */
+    bool meter_node;
+    bool in_metered[CHANNELS_MAX];
+    double mw_job[SPLIT_JOBS_MAX], mw_idle, mw_other, mw_unattr;
     double idle_j, other_j, unattr_j, idle_g, other_g, unattr_g;
     double total_j;
     struct carbon_intensity ci;
@@ -139,5 +144,11 @@ void run_gpu_done(struct run *r, const char *status);
 int run_nsys_check(const struct experiment *x);
 char **run_nsys_argv(struct run *r, const struct job *j);
 void run_nsys_finish(struct run *r, json_t **rep, bool quiet);
+
+/*
+ * A split of a channel that the wall meter contains (r->in_metered): its shares are added to
+ * the weights of the meter's next split. No-op without a meter as the node.
+ */
+void run_metered_add(struct run *r, size_t ch, const struct split_out *o);
 
 #endif

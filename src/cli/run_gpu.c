@@ -273,6 +273,7 @@ static void split_device(struct run *r, struct run_gpu *g, struct gpu_dev *v, do
     };
     struct split_out o;
     split_energy(&in, &o);
+    run_metered_add(r, v->ch, &o);
     const struct channel *c = &r->s->set.ch[v->ch];
     bool node = r->in_node[v->ch];
     size_t d = (size_t)(v - g->dev);

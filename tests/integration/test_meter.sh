@@ -165,7 +165,8 @@ start_sim r --power 300 --period 0.5
 cat >exp.json <<EOF
 {
   "experiment_name": "metered",
-  "workloads": [{"name": "nap", "script": "sleep", "args": ["1"]}],
+  "workloads": [{"name": "nap", "script": "sleep", "args": ["1.5"]},
+                {"name": "spin", "script": "$BUSY", "args": ["1.5"]}],
   "monitoring": {"interval": "100ms", "baseline_s": 0, "meter": "wattsup:$SIM_TTY"}
 }
 EOF
@@ -186,8 +187,67 @@ assert abs(rest["meter_energy_j"] - rep["total_energy_j"]) < 1e-6 * rep["total_e
 assert rest["energy_j"] < rest["meter_energy_j"], rest
 exp = json.load(open(d + "/experiment.json"))
 assert exp["monitoring"]["meter"].startswith("wattsup:"), exp["monitoring"]
+# the meter's energy is split as the measured channels inside it were: the busy workload's
+# share of the meter is its share of RAPL; the meter's rows add up to the meter's energy
+rows = [l.rstrip("\r\n").split(",") for l in open(d + "/attribution.csv")][1:]
+def shares(ch):
+    by = {}
+    for t, c, job, j in rows:
+        if c == ch:
+            by[job] = by.get(job, 0.0) + float(j)
+    return by, sum(by.values())
+m, mt = shares("meter/wattsup")
+p, pt = shares("rapl/package-0")
+assert abs(mt - rest["meter_energy_j"]) < 1e-4 * mt + 1e-4, (mt, rest)
+assert pt > 0 and mt > 0, (m, p)
+for job in ("spin", "nap"):
+    assert abs(m.get(job, 0) / mt - p.get(job, 0) / pt) < 0.03, (job, m, p)
+assert m["spin"] / mt > 0.3 and m.get("nap", 0) / mt < 0.05, m
+w = {x["name"]: x for x in rep["workloads"]}
+assert abs(w["spin"]["energy_j"] - m["spin"]) < 1e-3 * m["spin"] + 1e-3, (w["spin"], m)
+print(f"meter split: spin {m['spin'] / mt:.3f} of the meter, {p['spin'] / pt:.3f} of RAPL")
 assert json.load(open(d + "/manifest.json"))["meters"][0]["records"] >= 1
 EOF
+# with a GPU inside the meter too (the fake NVML): a GPU job that uses no CPU gets the share of
+# the meter that its GPU energy is of the measured energy, not its (nil) share of CPU time
+start_sim g --power 700 --period 0.25
+mkdir -p clients
+cat >gexp.json <<EOF
+{
+  "experiment_name": "metered-gpu",
+  "workloads": [{"name": "gpu", "script": "$CARMA_BUILD/tests/fakes/carma-gpujob",
+                 "args": ["--dir", "$PWD/clients", "--device", "0", "--sm", "100", "1.5"]},
+                {"name": "spin", "script": "$BUSY", "args": ["1.5"]}],
+  "monitoring": {"interval": "100ms", "baseline_s": 0, "meter": "wattsup:$SIM_TTY"}
+}
+EOF
+rc=$(run_logged grun env CARMA_NVML_LIBRARY="$CARMA_BUILD/tests/fakes/libfake-nvml.so" \
+    CARMA_FAKE_NVML_SCENARIO="$CARMA_SRC/tests/fakes/nvml/shared.scenario" \
+    CARMA_FAKE_NVML_CLIENTS="$PWD/clients" "$CARMA" run --root live -o runs gexp.json)
+stop_sim
+assert_eq "$rc" 0 "carma run with a meter and a GPU: exit status"
+"$PY" - "$(head -n 1 grun.out)" <<'EOF' || { show grun.out grun.err; fail "the meter's split with a GPU"; }
+import json, sys
+d = sys.argv[1]
+rep = json.load(open(d + "/report.json"))
+inside = set(rep["rest_of_system"]["channels"])
+assert "nvml/gpu0" in inside, inside
+rows = [l.rstrip("\r\n").split(",") for l in open(d + "/attribution.csv")][1:]
+m, meas = {}, {}
+for t, c, job, j in rows:
+    if c == "meter/wattsup":
+        m[job] = m.get(job, 0.0) + float(j)
+    elif c in inside:
+        meas[job] = meas.get(job, 0.0) + float(j)
+mt, pt = sum(m.values()), sum(meas.values())
+for job in ("gpu", "spin"):
+    # the meter lags a record and the GPU shares a tick: close, not equal
+    assert abs(m.get(job, 0) / mt - meas.get(job, 0) / pt) < 0.08, (job, m, meas)
+assert m["gpu"] / mt > 0.2, m
+print(f"meter split with a GPU: gpu {m['gpu'] / mt:.3f} of the meter, {meas['gpu'] / pt:.3f} "
+      f"of the measured channels")
+EOF
+
 cat >bad.json <<'EOF'
 {
   "experiment_name": "metered",
