@@ -446,14 +446,40 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
 {
     const json_t *rep = tl->run_json;
     const json_t *ws = json_object_get(rep, "workloads");
-    fputs("<section id=\"summary\"><h2>Summary per job</h2>\n", f);
+    fprintf(f, "<section id=\"summary\"><h2>%s</h2>\n",
+            json_array_size(ws) ? "Summary per job" : "Summary");
     if (!json_array_size(ws)) {
         const json_t *win = json_array_get(tl->report, 0);
         fputs("<p>Node energy over the run: <b>", f);
         num_auto(f, jnum(win, "node_total_joules"));
         fputs(" J</b>; operational ", f);
         num_auto(f, jnum(json_object_get(win, "carbon"), "operational_g_co2e"));
-        fputs(" gCO2e.</p>\n</section>\n", f);
+        fputs(" gCO2e.</p>\n", f);
+        /* carma stat: the command's share of the node's CPU-side energy (summary.json) */
+        const json_t *cmd = json_object_get(rep, "command");
+        if (json_is_object(cmd)) {
+            fputs("<table id=\"command\"><tr><th class=\"l\">command</th><th>CPU energy "
+                  "(J)</th><th>share of the node's CPU energy</th><th>CPU time (s)</th><th>node "
+                  "busy time (s)</th><th>dynamic CPU energy (J)</th></tr>\n<tr><td class=\"l\">",
+                  f);
+            size_t q;
+            const json_t *a;
+            json_array_foreach(json_object_get(tl->manifest, "command"), q, a)
+            {
+                if (q)
+                    fputc(' ', f);
+                esc(f, json_string_value(a));
+            }
+            tag(f, jstr(cmd, "method"));
+            fputs("</td>", f);
+            td_num(f, jnum(cmd, "cpu_energy_j"));
+            td_num(f, jnum(cmd, "cpu_share"));
+            td_num(f, jnum(cmd, "cpu_time_s"));
+            td_num(f, jnum(cmd, "node_busy_time_s"));
+            td_num(f, jnum(cmd, "dynamic_cpu_energy_j"));
+            fputs("</tr>\n</table>\n", f);
+        }
+        fputs("</section>\n", f);
         return;
     }
     /* the kinds that have energy in some job */

@@ -404,8 +404,11 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
     }
     r->s_off += (off_t)p; /* a line not yet whole is read again next time */
     free(buf);
-    if (v->finished)
+    if (v->finished) {
         commit_tick(r, v); /* no later tick will close it */
+        for (size_t k = 0; k < v->njobs; k++)
+            v->job[k].ended = true; /* the run has ended: so have its workloads */
+    }
     if (!v->have_jobs && isfinite(v->updated_unix))
         v->elapsed_s = NAN;
     return 0;

@@ -80,7 +80,7 @@ import json, re, sys
 last = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 frame = open(sys.argv[2]).read().strip().split("\n\n")[-1]
 for w in last["workloads"]:
-    m = re.search(r"^%s\*?\s+\S+ W\s+([0-9.]+) Wh\s+([0-9.]+) g" % re.escape(w["name"]), frame, re.M)
+    m = re.search(r"^%s(?: \(ended\))?\*?\s+\S+ W\s+([0-9.]+) Wh\s+([0-9.]+) g" % re.escape(w["name"]), frame, re.M)
     if not m:
         sys.exit(f"no line for {w['name']} in:\n{frame}")
     if abs(float(m.group(1)) - w["energy_j"] / 3600) > 0.00006:
@@ -94,7 +94,7 @@ PYEOF
 sock="$PWD/tmux2.sock"
 tm new-session -d -s live -c "$PWD" -x 120 -y 30 "'$CARMA' top '$run_dir'; sleep 60"
 wait_pane 'finished' 10
-grep -Eq '^spinner' pane.txt || fail "carma top (terminal): no spinner line"
+grep -Eq '^spinner \(ended\)' pane.txt || fail "carma top (terminal): no ended spinner line"
 "$CARMA" top "$run_dir" --once >once.out || fail "--once"
 [ "$(grep -c '^carma ' once.out)" -eq 1 ] || fail "--once showed more than a frame"
 

@@ -320,6 +320,10 @@ static void test_html_run_gpu(void **state)
 
     p = page_of(fx("stat"));
     assert_non_null(strstr(p, "Node energy over the run"));
+    /* the command's CPU energy (summary.json: 140.327 J, a share of 0.4045) */
+    assert_non_null(strstr(p, "<table id=\"command\">"));
+    assert_non_null(strstr(p, "carma-busy 1 <span class=\"tag measured\">"));
+    assert_non_null(strstr(p, "<td>140.3</td><td>0.4045</td>"));
     assert_null(strstr(p, "id=\"jobs-power\""));
     free(p);
 }
