@@ -363,6 +363,8 @@ void run_metered_add(struct run *r, size_t ch, const struct split_out *o)
 {
     if (!r->meter_node || !r->in_metered[ch])
         return;
+    if (r->s->set.ch[ch].kind == KIND_GPU)
+        r->mw_gpu_seen = true;
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
         r->mw_job[k] += o->job_j[k];
     r->mw_idle += o->idle_j;
@@ -379,17 +381,19 @@ void run_metered_add(struct run *r, size_t ch, const struct split_out *o)
  */
 static bool meter_split(struct run *r, double de, struct split_out *o)
 {
-    double tot = r->mw_idle + r->mw_other + r->mw_unattr;
+    /* a part below zero (a counter's negative step) weighs nothing */
+    double idle = fmax(r->mw_idle, 0), other = fmax(r->mw_other, 0);
+    double unattr = fmax(r->mw_unattr, 0), tot = idle + other + unattr;
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
-        tot += r->mw_job[k];
+        tot += fmax(r->mw_job[k], 0);
     if (!(tot > 0))
         return false;
     memset(o, 0, sizeof *o);
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
-        o->job_j[k] = de * (r->mw_job[k] / tot);
-    o->idle_j = de * (r->mw_idle / tot);
-    o->other_j = de * (r->mw_other / tot);
-    o->unattributed_j = de * (r->mw_unattr / tot);
+        o->job_j[k] = de * (fmax(r->mw_job[k], 0) / tot);
+    o->idle_j = de * (idle / tot);
+    o->other_j = de * (other / tot);
+    o->unattributed_j = de * (unattr / tot);
     return true;
 }
 
@@ -422,12 +426,21 @@ static void split_pending(struct run *r, bool final)
     if (above < jobs_busy)
         above = jobs_busy;
     double g_per_j = run_g_per_j(r);
+    bool meter_waits = false;
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
         double de = r->pend_j[i];
         r->pend_j[i] = 0;
         if (de == 0.0)
             continue;
+        bool meter = r->meter_node && r->in_node[i];
+        if (meter && r->meter_has_gpu && !r->mw_gpu_seen && !final) {
+            /* the GPUs inside the meter are split on their own clock: the meter's energy
+             * waits for their shares of the same time */
+            r->pend_j[i] = de;
+            meter_waits = true;
+            continue;
+        }
         bool cpu_side = c->kind == KIND_CPU || c->kind == KIND_DRAM || c->kind == KIND_SOC ||
                         c->kind == KIND_SYSTEM;
         double st = isfinite(r->static_w[i]) ? r->static_w[i] * dt : 0.0;
@@ -462,7 +475,7 @@ static void split_pending(struct run *r, bool final)
             .policy = r->policy,
         };
         struct split_out o;
-        bool metered = r->meter_node && r->in_node[i] && meter_split(r, de, &o);
+        bool metered = meter && meter_split(r, de, &o);
         if (!metered) {
             split_energy(&in, &o);
             o.other_j += bg;
@@ -495,10 +508,11 @@ static void split_pending(struct run *r, bool final)
     r->sum_above += r->sum_above_next;
     r->sum_above_next = 0;
     r->pend_ns = 0;
-    if (r->meter_node) {
+    if (r->meter_node && !meter_waits) {
         for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
             r->mw_job[k] = 0;
         r->mw_idle = r->mw_other = r->mw_unattr = 0;
+        r->mw_gpu_seen = false;
     }
     run_attr_flush(r);
 }
@@ -713,8 +727,8 @@ static void tick(struct run *r)
         if (!r->gpu_split[i])
             r->pend_j[i] += r->s->st[i].tick_energy_j;
     r->pend_ns += r->s->t_now - r->s->t_prev;
+    run_gpu_tick(r, false); /* first: the meter's split takes the GPUs' shares of the tick */
     split_pending(r, false);
-    run_gpu_tick(r, false);
     if (r->s->t_now - r->last_event >= EVENT_PERIOD_NS) {
         event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
         r->last_event = r->s->t_now;
@@ -1103,8 +1117,10 @@ int cmd_run(int argc, char **argv)
     if (r->meter_node) {
         int parts[CHANNELS_MAX];
         size_t np = sampler_select_metered(r->s, parts);
-        for (size_t k = 0; k < np; k++)
+        for (size_t k = 0; k < np; k++) {
             r->in_metered[parts[k]] = true;
+            r->meter_has_gpu |= r->s->set.ch[parts[k]].kind == KIND_GPU;
+        }
     }
     for (size_t i = 0; i < r->s->set.n; i++) {
         r->static_w[i] = r->s->set.ch[i].idle_w; /* a model's idle power, else NAN */
@@ -1227,8 +1243,8 @@ int cmd_run(int argc, char **argv)
     r->pend_ns += r->s->t_now - r->s->t_prev;
     sampler_refresh_util(r->s);
     node_util_row(r);
-    split_pending(r, true);
     run_gpu_tick(r, true);
+    split_pending(r, true);
     event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
     pstree_snapshot(r);
     live_frame(r, true);

@@ -82,6 +82,8 @@ struct run {
     bool meter_node;
     bool in_metered[CHANNELS_MAX];
     double mw_job[SPLIT_JOBS_MAX], mw_idle, mw_other, mw_unattr;
+    bool meter_has_gpu; /* a GPU is inside the meter: its split waits for the GPUs' */
+    bool mw_gpu_seen;   /* a GPU inside the meter was split since the meter last was */
     double idle_j, other_j, unattr_j, idle_g, other_g, unattr_g;
     double total_j;
     struct carbon_intensity ci;

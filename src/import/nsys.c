@@ -211,8 +211,12 @@ static int load_kernels(sqlite3 *db, const char *path, struct nsys_profile *p,
         for (int c = 0; c < 4; c++)
             null = null || sqlite3_column_type(st, c) == SQLITE_NULL;
         int64_t s = sqlite3_column_int64(st, 0), en = sqlite3_column_int64(st, 1);
-        /* 0 and 0: CUPTI could not time the kernel */
-        if (null || (s == 0 && en == 0) || en < s) {
+        int64_t us, ue;
+        /* 0 and 0: CUPTI could not time the kernel; a time past 2262 (a damaged file): skipped
+         * as well */
+        if (null || (s == 0 && en == 0) || en < s ||
+            __builtin_add_overflow(p->session_start_unix_ns, s, &us) ||
+            __builtin_add_overflow(p->session_start_unix_ns, en, &ue)) {
             p->skipped++;
             continue;
         }
@@ -231,8 +235,8 @@ static int load_kernels(sqlite3 *db, const char *path, struct nsys_profile *p,
             cap = nc;
         }
         struct nsys_kernel *k = &p->k[p->n++];
-        k->start_ns = p->session_start_unix_ns + s;
-        k->end_ns = p->session_start_unix_ns + en;
+        k->start_ns = us;
+        k->end_ns = ue;
         k->pid = nsys_pid(sqlite3_column_int64(st, 3));
         k->device = sqlite3_column_int(st, 2);
         int g = m ? devmap_gpu(m, nm, k->pid, k->device) : -1;

@@ -45,8 +45,8 @@ static bool parse_unix_ns(const char *s, int64_t *ret)
                 nd++;
             }
     }
-    if (*p)
-        return false;
+    if (*p || sec > INT64_MAX / 1000000000LL - 1)
+        return false; /* past 2262 in ns */
     for (; nd < 9; nd++)
         frac *= 10;
     *ret = sec * 1000000000LL + frac;

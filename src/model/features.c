@@ -624,6 +624,11 @@ static int load_utilization(struct loader *L)
         if (more && ((rc = fxc_num(&c, kt, "timestamp_unix", false, &t, L->e)) < 0 ||
                      (rc = fxc_num(&c, kg, "gpu", false, &g, L->e)) < 0))
             goto done;
+        if (more && !(g >= 0 && g < 4096 && g == floor(g))) {
+            rc = carma_err_set(L->e, -EINVAL, "%s:%zu: gpu: '%s' is not a GPU index", c.path,
+                               c.f.row.line, fxc_field(&c, kg));
+            goto done;
+        }
         if (!more || t != gt || (int)g != gg) {
             /* close the group (gt, gg) */
             if (gg >= 0) {

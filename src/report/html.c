@@ -136,9 +136,16 @@ static void utc(FILE *f, double t)
         fputs("–", f);
         return;
     }
+    if (!(fabs(t) < 1e15)) { /* beyond any date gmtime knows */
+        fputs("–", f);
+        return;
+    }
     time_t s = (time_t)floor(t);
     struct tm tm;
-    gmtime_r(&s, &tm);
+    if (!gmtime_r(&s, &tm)) {
+        fputs("–", f);
+        return;
+    }
     char buf[40];
     strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
     fputs(buf, f);

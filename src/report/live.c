@@ -21,22 +21,28 @@
 
 static void hms(char *buf, size_t cap, double s)
 {
-    if (!isfinite(s) || s < 0)
+    if (!isfinite(s) || s < 0 || s > 1e12)
         s = 0;
     long t = (long)s;
     snprintf(buf, cap, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-/* One line: printed, then (ansi) the rest of the terminal line cleared. */
-static void line(FILE *f, bool ansi, int *n, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* One line: printed, then (ansi) the rest of the terminal line cleared. On a terminal a line
+ * is cut to width - 1 columns: a line that wrapped would take two rows, and the next frame,
+ * going up by lines, would start too low. */
+static void line(FILE *f, bool ansi, int width, int *n, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
-static void line(FILE *f, bool ansi, int *n, const char *fmt, ...)
+static void line(FILE *f, bool ansi, int width, int *n, const char *fmt, ...)
 {
+    char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    if (ansi && width > 1 && strlen(buf) > (size_t)(width - 1))
+        buf[width - 1] = '\0'; /* the view is ASCII but for names: a cut name is fine */
+    fputs(buf, f);
     fputs(ansi ? "\033[K\n" : "\n", f);
     (*n)++;
 }
@@ -58,7 +64,7 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
     int n = 0;
     char el[32], w[32];
     hms(el, sizeof el, v->elapsed_s);
-    line(f, ansi, &n, "carma  %s  elapsed %s  %s", v->title, el,
+    line(f, ansi, width, &n, "carma  %s  elapsed %s  %s", v->title, el,
          v->finished ? "finished" : "running");
     /* the node by domain */
     char dom[512];
@@ -70,11 +76,11 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
         o += (size_t)snprintf(dom + o, sizeof dom - o, "   %s %s%s", v->domain[i].kind, w,
                               v->domain[i].estimated ? " (est.)" : "");
     }
-    line(f, ansi, &n, "%s", dom);
+    line(f, ansi, width, &n, "%s", dom);
     if (!v->have_jobs) {
-        line(f, ansi, &n, "(no job figures yet)");
+        line(f, ansi, width, &n, "(no job figures yet)");
     } else {
-        line(f, ansi, &n, "%-24s %12s %14s %14s", "job", "power", "energy", "CO2e (op.)");
+        line(f, ansi, width, &n, "%-24s %12s %14s %14s", "job", "power", "energy", "CO2e (op.)");
         int bar_room = width - 24 - 12 - 14 - 14 - 5;
         for (size_t k = 0; k < v->njobs; k++) {
             const struct live_job *j = &v->job[k];
@@ -91,7 +97,7 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
                 memset(bar, '#', (size_t)len);
                 bar[len] = '\0';
             }
-            line(f, ansi, &n, "%-24s %12s %14s %14s  %s", name, w, e, g, bar);
+            line(f, ansi, width, &n, "%-24s %12s %14s %14s  %s", name, w, e, g, bar);
         }
         bool est = false;
         for (size_t k = 0; k < v->njobs; k++)
@@ -102,10 +108,10 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
             if (isfinite(rj[k]) && (k == 0 || rj[k] != 0)) {
                 char e[32];
                 snprintf(e, sizeof e, "%.4f Wh", rj[k] / 3600.0);
-                line(f, ansi, &n, "%-24s %12s %14s", rest[k], "", e);
+                line(f, ansi, width, &n, "%-24s %12s %14s", rest[k], "", e);
             }
         if (est)
-            line(f, ansi, &n, "* estimated (a power model, not a sensor)");
+            line(f, ansi, width, &n, "* estimated (a power model, not a sensor)");
     }
     if (ansi) {
         fputs("\033[J", f); /* what a longer previous frame left below */
@@ -402,6 +408,8 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
             take_row(r, v, buf + p);
         p = (size_t)(nl - buf) + 1;
     }
+    if (p == 0 && len >= LINE_MAX_LEN)
+        p = len;          /* no line end in LINE_MAX_LEN bytes: not a samples line, skipped */
     r->s_off += (off_t)p; /* a line not yet whole is read again next time */
     free(buf);
     if (v->finished) {

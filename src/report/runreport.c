@@ -1336,13 +1336,14 @@ static void bin_spread(double *bins, size_t n, double t0, double dt, double a, d
     double lo = fmax(ra, 0), hi = fmin(rb, end);
     if (!(hi > lo))
         return;
+    /* the bins touched, [i0, i1) within [0, n) whatever the rounding of lo / dt and hi / dt */
     size_t i0 = (size_t)(lo / dt), i1 = (size_t)ceil(hi / dt);
+    if (i0 > n - 1)
+        i0 = n - 1;
     if (i1 > n)
         i1 = n;
     if (i1 <= i0)
         i1 = i0 + 1;
-    if (i0 >= n)
-        i0 = n - 1;
     bool whole = ra >= 0 && rb <= end; /* the period lies in the range */
     if (i1 - i0 == 1) {
         bins[i0] += whole ? j : j * (hi - lo) / (rb - ra);

@@ -124,7 +124,8 @@ static void frame_init(struct frame *f, const struct svg_chart *c, double xlo, d
     }
     f->xlo = f->log2 ? log2(xlo) : (xlo - f->x0) / f->xdiv;
     f->xhi = f->log2 ? log2(xhi) : (xhi - f->x0) / f->xdiv;
-    if (!(f->xhi > f->xlo)) {
+    /* a range of a few ulps (times 0.1 µs apart on an epoch axis) is widened like an empty one */
+    if (!(f->xhi - f->xlo > 1e-9 * fmax(fabs(f->xlo), fabs(f->xhi)))) {
         f->xlo -= 0.5;
         f->xhi += 0.5;
     }
@@ -134,8 +135,13 @@ static void frame_init(struct frame *f, const struct svg_chart *c, double xlo, d
     }
     if (c->y_from_zero && ylo > 0)
         ylo = 0;
-    if (!(yhi > ylo)) {
-        yhi = ylo + (ylo != 0 ? fabs(ylo) * 0.1 : 1);
+    if (!(yhi - ylo > 1e-9 * fmax(fabs(ylo), fabs(yhi)))) {
+        /* flat, or flat to a few ulps: a range around it */
+        double mid = ylo;
+        ylo = mid - (mid != 0 ? fabs(mid) * 0.1 : 1);
+        yhi = mid + (mid != 0 ? fabs(mid) * 0.1 : 1);
+        if (c->y_from_zero && ylo > 0)
+            ylo = 0;
     }
     double first, step = svg_nice_step(ylo, yhi, 6, &first);
     f->ylo = floor(ylo / step + 1e-9) * step;
@@ -165,7 +171,11 @@ static void axes(FILE *out, const struct svg_chart *c, const struct frame *f)
     char buf[64];
     fputs("<g class=\"axes\">\n", out);
     double first, step = svg_nice_step(f->ylo, f->yhi, 6, &first);
-    for (double v = first; v <= f->yhi + step * 1e-9; v += step) {
+    /* counted, not stepped: a step below the values' resolution must not loop forever */
+    for (int q = 0; q <= 64; q++) {
+        double v = first + q * step;
+        if (v > f->yhi + step * 1e-9)
+            break;
         double y = py(f, v);
         tick_label(buf, sizeof buf, v, step);
         fprintf(out,
@@ -174,7 +184,7 @@ static void axes(FILE *out, const struct svg_chart *c, const struct frame *f)
                 f->L, f->W - f->R, y, y, f->L - 6, y + 4, buf);
     }
     if (f->log2) {
-        for (double e = ceil(f->xlo - 1e-9); e <= f->xhi + 1e-9; e++) {
+        for (double e = ceil(f->xlo - 1e-9); e <= f->xhi + 1e-9 && e < ceil(f->xlo) + 64; e++) {
             double x = f->L + (e - f->xlo) / (f->xhi - f->xlo) * (f->W - f->L - f->R);
             fprintf(out,
                     "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>"
@@ -183,7 +193,10 @@ static void axes(FILE *out, const struct svg_chart *c, const struct frame *f)
         }
     } else {
         double xs = svg_nice_step(f->xlo, f->xhi, 8, &first);
-        for (double v = first; v <= f->xhi + xs * 1e-9; v += xs) {
+        for (int q = 0; q <= 64; q++) {
+            double v = first + q * xs;
+            if (v > f->xhi + xs * 1e-9)
+                break;
             double x = f->L + (v - f->xlo) / (f->xhi - f->xlo) * (f->W - f->L - f->R);
             tick_label(buf, sizeof buf, v, xs);
             fprintf(out,

@@ -133,6 +133,8 @@ int wattsup_parse_packet(const char *pkt, size_t len, struct meter_record *ret)
     char *field[WATTSUP_PACKET_MAX / 2 + 1];
     size_t n = 0;
     for (char *p = buf;;) {
+        if (n == sizeof field / sizeof field[0])
+            return -EINVAL; /* more fields than any record has: garbage from the line */
         field[n++] = p;
         char *comma = strchr(p, ',');
         if (!comma)
@@ -220,9 +222,10 @@ int meter_parse_watts(const char *text, size_t len, double *ret)
         bool dot = text[i] == '.' && i + 1 < len && isdigit((unsigned char)text[i + 1]);
         if (!digit && !dot)
             continue;
-        /* a number standing on its own: "sensor2" or "v1.5" is not one */
-        if (i > 0 &&
-            (isalnum((unsigned char)text[i - 1]) || text[i - 1] == '.' || text[i - 1] == '_'))
+        /* a number standing on its own: "sensor2" or "v1.5" is not one, nor is "-5" (no meter
+         * draws negative watts: a reading that says so is not taken) */
+        if (i > 0 && (isalnum((unsigned char)text[i - 1]) || text[i - 1] == '.' ||
+                      text[i - 1] == '_' || text[i - 1] == '-'))
             continue;
         size_t j = i;
         while (j < len && isdigit((unsigned char)text[j]))
@@ -479,8 +482,13 @@ static void *wattsup_thread(void *arg)
             {.fd = m->stop_fd, .events = POLLIN},
         };
         int k = poll(p, 2, 250);
-        if (k < 0 && errno != EINTR)
+        if (k < 0 && errno != EINTR) {
+            int err = -errno;
+            char why[128];
+            snprintf(why, sizeof why, "the reader stopped: poll: %s", strerror(-err));
+            meter_set_error(m, err, true, why);
             break;
+        }
         if (p[1].revents & POLLIN)
             break;
         int64_t now = time_mono_ns();
@@ -671,9 +679,11 @@ static int cmd_run_once(struct meter *m, double *ret, char *why, size_t n)
         if (err_open)
             drain(err[0], m->errout, &m->err_len, sizeof m->errout);
     } else {
-        kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
     }
+    /* whatever the command left running in its group ("cmd &") goes too: the group cannot be
+     * another's yet, its leader is not reaped */
+    kill(-pid, SIGKILL);
     int iws;
     while (waitpid(pid, &iws, __WALL) < 0 && errno == EINTR)
         ;

@@ -206,6 +206,28 @@ static void test_svg_stacked(void **state)
     assert_int_equal(svg_stacked(stdout, &c, x, 1, s, 2), -EINVAL);
 }
 
+/* Ranges a few ulps wide (a flat negative series, epoch times 0.1 µs apart) end their ticks:
+ * the tick loops once stepped by less than the values' resolution and never ended. */
+static void test_svg_flat(void **state)
+{
+    (void)state;
+    double x[2] = {1796046807.0, 1796046807.0000001}, y[2] = {-5.0, -5.000000000000001};
+    struct svg_series s = {.label = "flat", .x = x, .y = y, .n = 2};
+    struct svg_chart c = {.id = "flat", .title = "F", .y_from_zero = true};
+    int r;
+    char *out = capture_lines(&c, &s, 1, &r);
+    assert_int_equal(r, 0);
+    assert_non_null(strstr(out, "data-label=\"flat\""));
+    assert_true(strlen(out) < 20000);
+    free(out);
+    double z[2] = {0, 0};
+    s.x = z;
+    out = capture_lines(&c, &s, 1, &r);
+    assert_int_equal(r, 0);
+    assert_true(strlen(out) < 20000);
+    free(out);
+}
+
 /* ---- the run's timeline ---- */
 
 static double jget(const json_t *o, const char *k)
@@ -256,6 +278,27 @@ static void test_timeline_sums(void **state)
         double node = jget(run, "node_total_joules");
         tu_assert_near(total, node, 1e-5 * (1 + node));
         assert_int_equal(tl.bin_t[tl.nbins - 1] == tl.t1, 1);
+        runreport_timeline_free(&tl);
+    }
+    /* attribution.csv with a row past the run's last tick (a hand-edited directory): its period
+     * starts where the window ends and falls outside every bin (it once wrote one past them) */
+    tu_copy_fixture("rundir/run-cpu");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/attribution.csv", tu_dir);
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("1796046810.289353,rapl/package-0,full,5.0\r\n", f);
+    fclose(f);
+    for (size_t nb = 2; nb < 3000; nb += 97) {
+        struct runreport_timeline tl;
+        struct carma_err e = {0};
+        if (runreport_timeline_load(tu_dir, NULL, nb, &tl, &e) < 0)
+            fail_msg("%s", e.msg);
+        double sum = 0;
+        for (size_t k = 0; k < tl.njobs; k++)
+            sum += tl.jobs[k].energy_j;
+        tu_assert_near(sum, jget(json_array_get(tl.report, 0), "node_total_joules"),
+                       1e-5 * (1 + sum));
         runreport_timeline_free(&tl);
     }
     /* a stat directory: no attribution, no bins */
@@ -345,7 +388,9 @@ int main(void)
         cmocka_unit_test(test_lttb_small),    cmocka_unit_test(test_lttb_peak),
         cmocka_unit_test(test_lttb_gaps),     cmocka_unit_test(test_nice_step),
         cmocka_unit_test(test_svg_lines),     cmocka_unit_test(test_svg_stacked),
-        cmocka_unit_test(test_timeline_sums), cmocka_unit_test(test_html_run_gpu),
+        cmocka_unit_test(test_svg_flat),
+        cmocka_unit_test_setup_teardown(test_timeline_sums, tu_setup, tu_teardown),
+        cmocka_unit_test(test_html_run_gpu),
         cmocka_unit_test(test_html_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,6 +106,15 @@ static void test_record_bad(void **state)
     assert_int_equal(parse("#d,-,2,1234,2301,652;", &r), -EINVAL);
     assert_int_equal(parse("#d,-,18,1234;", &r), -EINVAL);
     assert_int_equal(parse("#d;", &r), -EINVAL);
+    /* more fields than a record has (a 256-byte packet of commas from a noisy line): refused,
+     * not written past the parser's field table */
+    char many[WATTSUP_PACKET_MAX + 1];
+    many[0] = '#';
+    many[1] = 'd';
+    memset(many + 2, ',', WATTSUP_PACKET_MAX - 3);
+    many[WATTSUP_PACKET_MAX - 1] = ';';
+    many[WATTSUP_PACKET_MAX] = '\0';
+    assert_int_equal(wattsup_parse_packet(many, WATTSUP_PACKET_MAX, &r), -EINVAL);
     /* numbers: ASCII digits only; watts required */
     assert_int_equal(parse("#d,-,3,12.5,2301,652;", &r), -EINVAL);
     assert_int_equal(parse("#d,-,3,-5,2301,652;", &r), -EINVAL);
@@ -250,6 +259,8 @@ static void test_parse_watts(void **state)
     tu_assert_near(w, -1, 0); /* untouched */
     /* only len bytes are read */
     assert_int_equal(meter_parse_watts("abc 77", 4, &w), -EINVAL);
+    /* no meter draws negative watts: "-5 W" holds no reading */
+    assert_int_equal(watts("-5 W", &w), -EINVAL);
 }
 
 /* ---- the source through the sampler ---- */

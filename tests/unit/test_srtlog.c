@@ -1751,6 +1751,45 @@ static void test_host_shared_times(void **state)
     assert_util(&L.gpu_util.v[0], "gpu/a/gpu0", "gpu_util_pct", 2, (const double[]){10, 11},
                 (const double[]){50, 60});
     assert_util(&L.gpu_util.v[1], "gpu/a/gpu1", "gpu_util_pct", 3, t3, (const double[]){3, 1, 2});
+
+    /* a device first seen after its host's first scrape has its own times; a device keeps
+     * sharing through a time another added first (a0@10, a1@10, a1@11, a0@11); a device that
+     * goes on after its node's times went back; the same device twice at one time */
+    assert_int_equal(load_gpu(GPU_HDR_V2 "2,10.0,0,a,0,u,100.0,1.0,\r\n"
+                                         "2,11.0,1,a,1,u,11.0,2.0,\r\n"
+                                         "2,11.0,1,a,0,u,110.0,3.0,\r\n"
+                                         "2,12.0,2,a,0,u,120.0,4.0,\r\n"
+                                         "2,12.0,2,a,1,u,12.0,5.0,\r\n"
+                                         "2,9.0,3,a,1,u,9.0,6.0,\r\n"
+                                         "2,13.0,4,a,0,u,130.0,7.0,\r\n"
+                                         "2,13.0,5,a,0,u,131.0,8.0,\r\n",
+                              NULL, 0),
+                     0);
+    assert_series(&L.gpu_nodes.v[0], "gpu/a", 5, (const double[]){9, 10, 11, 12, 13},
+                  (const double[]){9, 100, 121, 132, 261});
+    assert_series(&L.gpu_devices.v[0], "gpu/a/gpu0", 5, (const double[]){10, 11, 12, 13, 13},
+                  (const double[]){100, 110, 120, 130, 131});
+    assert_false(L.gpu_devices.v[0].t_shared); /* its node went unsorted, then sorted */
+    assert_series(&L.gpu_devices.v[1], "gpu/a/gpu1", 3, (const double[]){9, 11, 12},
+                  (const double[]){9, 11, 12});
+    assert_false(L.gpu_devices.v[1].t_shared);
+    assert_util(&L.gpu_util.v[0], "gpu/a/gpu0", "gpu_util_pct", 5,
+                (const double[]){10, 11, 12, 13, 13}, (const double[]){1, 3, 4, 7, 8});
+    assert_util(&L.gpu_util.v[1], "gpu/a/gpu1", "gpu_util_pct", 3, (const double[]){9, 11, 12},
+                (const double[]){6, 2, 5});
+
+    /* sharing through a time another device added first, nothing going back */
+    assert_int_equal(load_gpu(GPU_HDR_V2 "2,10.0,0,a,0,u,100.0,,\r\n"
+                                         "2,10.0,0,a,1,u,10.0,,\r\n"
+                                         "2,11.0,1,a,1,u,11.0,,\r\n"
+                                         "2,11.0,1,a,0,u,110.0,,\r\n",
+                              NULL, 0),
+                     0);
+    assert_true(L.gpu_devices.v[0].t_shared && L.gpu_devices.v[1].t_shared);
+    assert_series(&L.gpu_devices.v[0], "gpu/a/gpu0", 2, (const double[]){10, 11},
+                  (const double[]){100, 110});
+    assert_series(&L.gpu_devices.v[1], "gpu/a/gpu1", 2, (const double[]){10, 11},
+                  (const double[]){10, 11});
 }
 
 /* ---- the GPU line fast path against the split rows (differential) ---- */
