@@ -385,9 +385,12 @@ static void test_html_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lttb_small),    cmocka_unit_test(test_lttb_peak),
-        cmocka_unit_test(test_lttb_gaps),     cmocka_unit_test(test_nice_step),
-        cmocka_unit_test(test_svg_lines),     cmocka_unit_test(test_svg_stacked),
+        cmocka_unit_test(test_lttb_small),
+        cmocka_unit_test(test_lttb_peak),
+        cmocka_unit_test(test_lttb_gaps),
+        cmocka_unit_test(test_nice_step),
+        cmocka_unit_test(test_svg_lines),
+        cmocka_unit_test(test_svg_stacked),
         cmocka_unit_test(test_svg_flat),
         cmocka_unit_test_setup_teardown(test_timeline_sums, tu_setup, tu_teardown),
         cmocka_unit_test(test_html_run_gpu),
