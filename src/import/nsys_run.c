@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "analysis/split.h"
+#include "core/array.h"
 #include "core/csv.h"
 #include "core/file.h"
 #include "core/fmt.h"
@@ -78,14 +79,8 @@ static int add_owner(struct nsys_run_info *ri, size_t *cap, uint32_t pid, int jo
     for (size_t i = 0; i < ri->nown; i++)
         if (ri->own[i].pid == pid)
             return 0; /* the first claim stands */
-    if (ri->nown == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        struct nsys_run_owner *t = realloc(ri->own, nc * sizeof *t);
-        if (!t)
-            return -ENOMEM;
-        ri->own = t;
-        *cap = nc;
-    }
+    if (array_grow(&ri->own, cap, ri->nown + 1, sizeof *ri->own) < 0)
+        return -ENOMEM;
     ri->own[ri->nown++] = (struct nsys_run_owner){.pid = pid, .job = job};
     return 0;
 }
@@ -147,15 +142,9 @@ static int load_ticks(const char *dir, struct nsys_run_info *ri, struct carma_er
             continue; /* the header */
         if (ri->nticks && t <= ri->ticks[ri->nticks - 1])
             continue; /* the same tick's other channels */
-        if (ri->nticks == cap) {
-            size_t nc = cap ? cap * 2 : 1024;
-            int64_t *tt = realloc(ri->ticks, nc * sizeof *tt);
-            if (!tt) {
-                r = carma_err_set(e, -ENOMEM, "out of memory");
-                break;
-            }
-            ri->ticks = tt;
-            cap = nc;
+        if (array_grow(&ri->ticks, &cap, ri->nticks + 1, sizeof *ri->ticks) < 0) {
+            r = carma_err_set(e, -ENOMEM, "out of memory");
+            break;
         }
         ri->ticks[ri->nticks++] = t;
     }
@@ -319,15 +308,9 @@ static int load_attr(char *text, size_t len, const char *name, struct arow **ret
             r = carma_err_set(e, -EINVAL, "%s:%zu: too few fields", name, f.row.line);
             goto out;
         }
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 1024;
-            struct arow *t = realloc(a, nc * sizeof *t);
-            if (!t) {
-                r = carma_err_set(e, -ENOMEM, "out of memory");
-                goto out;
-            }
-            a = t;
-            cap = nc;
+        if (array_grow(&a, &cap, n + 1, sizeof *a) < 0) {
+            r = carma_err_set(e, -ENOMEM, "out of memory");
+            goto out;
         }
         struct arow *w = &a[n++];
         *w = (struct arow){.ts = f.row.fields[c[0]],
@@ -393,15 +376,9 @@ static int load_busy(char *text, size_t len, const char *name, const struct nsys
             r = carma_err_set(e, -EINVAL, "%s:%zu: not a row of nsys_gpu.csv", name, f.row.line);
             goto out;
         }
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 1024;
-            struct brow *t = realloc(b, nc * sizeof *t);
-            if (!t) {
-                r = carma_err_set(e, -ENOMEM, "out of memory");
-                goto out;
-            }
-            b = t;
-            cap = nc;
+        if (array_grow(&b, &cap, n + 1, sizeof *b) < 0) {
+            r = carma_err_set(e, -ENOMEM, "out of memory");
+            goto out;
         }
         const char *wname = f.row.fields[c[4]];
         b[n++] = (struct brow){.t0 = t0,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
 #include "core/csv.h"
 #include "core/file.h"
 #include "core/parse.h"
@@ -162,21 +163,6 @@ static int fxc_num(const struct fx_csv *c, int k, const char *col, bool blank_ok
 
 /* ---- growable arrays and cumulative series ---- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 /* A cumulative quantity sampled at increasing times: interpolated linearly in between,
  * constant before the first point and after the last. */
 struct cum {
@@ -190,8 +176,8 @@ static int cum_add(struct cum *s, double t, double v)
 {
     if (s->n && t < s->t[s->n - 1])
         return 0; /* out of order: the earlier point stands */
-    if (grow((void **)&s->t, &s->cap, s->n + 1, sizeof *s->t) < 0 ||
-        grow((void **)&s->v, &s->capv, s->n + 1, sizeof *s->v) < 0)
+    if (array_grow((void **)&s->t, &s->cap, s->n + 1, sizeof *s->t) < 0 ||
+        array_grow((void **)&s->v, &s->capv, s->n + 1, sizeof *s->v) < 0)
         return -ENOMEM;
     s->t[s->n] = t;
     s->v[s->n] = v;
@@ -374,8 +360,9 @@ static int load_samples(struct loader *L)
                                    c.f.row.line, FX_CHAN_MAX);
                 goto out;
             }
-            if (grow((void **)&L->chan, &L->capc, L->nchan + 1, sizeof *L->chan) < 0 ||
-                grow((void **)&L->chan_kind, &L->capck, L->nchan + 1, sizeof *L->chan_kind) < 0) {
+            if (array_grow((void **)&L->chan, &L->capc, L->nchan + 1, sizeof *L->chan) < 0 ||
+                array_grow((void **)&L->chan_kind, &L->capck, L->nchan + 1, sizeof *L->chan_kind) <
+                    0) {
                 rc = -ENOMEM;
                 goto out;
             }
@@ -398,7 +385,7 @@ static int load_samples(struct loader *L)
                                    c.path, c.f.row.line);
                 goto out;
             }
-            if (grow((void **)&L->ticks, &L->capt, L->nt + 1, sizeof *L->ticks) < 0) {
+            if (array_grow((void **)&L->ticks, &L->capt, L->nt + 1, sizeof *L->ticks) < 0) {
                 rc = -ENOMEM;
                 goto out;
             }
@@ -485,7 +472,8 @@ static int load_features(struct loader *L)
             (rc = fxc_num(&c, ky, "cycles", true, &cyc, L->e)) < 0)
             goto out;
         if (!L->nft || L->feat_times[L->nft - 1] != t) {
-            if (grow((void **)&L->feat_times, &L->capft, L->nft + 1, sizeof *L->feat_times) < 0) {
+            if (array_grow((void **)&L->feat_times, &L->capft, L->nft + 1, sizeof *L->feat_times) <
+                0) {
                 rc = -ENOMEM;
                 goto out;
             }

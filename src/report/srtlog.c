@@ -29,6 +29,7 @@
 
 #include "core/csv.h"
 #include "core/parse.h"
+#include "core/array.h"
 #include "report/series.h"
 
 /* Bytes read from a file at a time. */
@@ -37,26 +38,6 @@
 #define CELL_QUOTE 40
 
 /* ---- small helpers ---- */
-
-/* Makes room for need elements of size in *pp (capacity *cap, doubled). 0 or -ENOMEM. */
-static int grow(void *pp, size_t *cap, size_t need, size_t size)
-{
-    void **p = pp;
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 8;
-    while (nc < need) {
-        if (nc > SIZE_MAX / 2 / size)
-            return -ENOMEM;
-        nc *= 2;
-    }
-    void *q = realloc(*p, nc * size);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
 
 /* qsort, which must not see a NULL base even for no elements. */
 static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
@@ -395,7 +376,7 @@ static int py_repr_append(char **buf, size_t *len, size_t *cap, const char *s)
 {
     char q = strchr(s, '\'') && !strchr(s, '"') ? '"' : '\'';
     size_t n = strlen(s);
-    if (grow(buf, cap, *len + 4 * n + 3, 1) < 0)
+    if (array_grow(buf, cap, *len + 4 * n + 3, 1) < 0)
         return -ENOMEM;
     char *o = *buf + *len;
     *o++ = q;
@@ -433,7 +414,7 @@ struct strvec {
 
 static int strvec_push(struct strvec *sv, char *s)
 {
-    if (!s || grow(&sv->v, &sv->cap, sv->n + 1, sizeof *sv->v) < 0) {
+    if (!s || array_grow(&sv->v, &sv->cap, sv->n + 1, sizeof *sv->v) < 0) {
         free(s);
         return -ENOMEM;
     }
@@ -456,7 +437,7 @@ struct srcvec {
 
 static int srcvec_push(struct srcvec *sv, long long conc, char *path)
 {
-    if (!path || grow(&sv->v, &sv->cap, sv->n + 1, sizeof *sv->v) < 0) {
+    if (!path || array_grow(&sv->v, &sv->cap, sv->n + 1, sizeof *sv->v) < 0) {
         free(path);
         return -ENOMEM;
     }
@@ -673,7 +654,7 @@ static int lines_fill(struct lines *l)
         l->len -= l->pos;
         l->pos = 0;
     }
-    if (grow(&l->buf, &l->cap, l->len + CHUNK + 1, 1) < 0)
+    if (array_grow(&l->buf, &l->cap, l->len + CHUNK + 1, 1) < 0)
         return -ENOMEM;
     for (;;) {
         ssize_t n = read(l->fd, l->buf + l->len, CHUNK);
@@ -1632,7 +1613,7 @@ static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struc
             return carma_err_set(e, -EINVAL, "%s:%zu: a record longer than %u bytes", r->path,
                                  r->line, SRTLOG_LINE_MAX);
         }
-        if (grow(&r->buf, &r->cap, r->len + CHUNK + 1, 1) < 0)
+        if (array_grow(&r->buf, &r->cap, r->len + CHUNK + 1, 1) < 0)
             return oom(e);
         ssize_t n = read(r->fd, r->buf + r->len, CHUNK);
         if (n < 0 && errno == EINTR)
@@ -2104,7 +2085,7 @@ static int strtab_id(struct strtab *t, const char *s, size_t *ret, bool *ret_new
         *ret = id;
         return 0;
     }
-    if (grow(&t->names, &t->cap, t->n + 1, sizeof *t->names) < 0)
+    if (array_grow(&t->names, &t->cap, t->n + 1, sizeof *t->names) < 0)
         return -ENOMEM;
     char *copy = strdup(s);
     if (!copy)
@@ -2288,7 +2269,7 @@ static int vec_give(struct vec *v, size_t *n, double **t, double **w)
 static struct srtlog_series *series_add(struct srtlog_series_set *set, size_t *cap, char *label,
                                         const char *host, long long index)
 {
-    if (!label || grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0) {
+    if (!label || array_grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0) {
         free(label);
         return NULL;
     }
@@ -2309,7 +2290,7 @@ static struct srtlog_series *series_add(struct srtlog_series_set *set, size_t *c
 static int util_add(struct srtlog_util_set *set, size_t *cap, const char *label, const char *column,
                     size_t series, struct vec *v, double *shared_t)
 {
-    if (grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0)
+    if (array_grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0)
         return -ENOMEM;
     struct srtlog_util *u = &set->v[set->n];
     memset(u, 0, sizeof *u);
@@ -2581,7 +2562,7 @@ static int cpu_socket(struct cload *L, size_t host, long long socket, struct cso
     uint64_t h = hash_pair(host, socket);
     size_t id = idmap_find(&L->sockmap, h, sock_eq, L, &k);
     if (id == SIZE_MAX) {
-        if (grow(&L->socks, &L->cap, L->nsocks + 1, sizeof *L->socks) < 0 ||
+        if (array_grow(&L->socks, &L->cap, L->nsocks + 1, sizeof *L->socks) < 0 ||
             idmap_put(&L->sockmap, h, L->nsocks) < 0)
             return -ENOMEM;
         id = L->nsocks++;
@@ -2607,7 +2588,7 @@ static int cpu_sensor(struct csock *s, const char *name, struct csens **ret)
             return 0;
         }
     }
-    if (grow(&s->sens, &s->cap, s->nsens + 1, sizeof *s->sens) < 0)
+    if (array_grow(&s->sens, &s->cap, s->nsens + 1, sizeof *s->sens) < 0)
         return -ENOMEM;
     struct csens *c = &s->sens[s->nsens];
     memset(c, 0, sizeof *c);
@@ -2687,7 +2668,7 @@ static int cpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
         return r;
     if (host >= L->nodes_cap) {
         size_t old = L->nodes_cap;
-        if (grow(&L->nodes, &L->nodes_cap, host + 1, sizeof *L->nodes) < 0)
+        if (array_grow(&L->nodes, &L->nodes_cap, host + 1, sizeof *L->nodes) < 0)
             return oom(e);
         memset(L->nodes + old, 0, (L->nodes_cap - old) * sizeof *L->nodes);
     }
@@ -3132,7 +3113,7 @@ static int role_series(struct gload *G, size_t role, size_t host, size_t *ret)
     uint64_t h = hash_pair(role, (long long)host);
     size_t id = idmap_find(&G->rsmap, h, rs_eq, G, key);
     if (id == SIZE_MAX) {
-        if (grow(&G->rs, &G->rscap, G->nrs + 1, sizeof *G->rs) < 0 ||
+        if (array_grow(&G->rs, &G->rscap, G->nrs + 1, sizeof *G->rs) < 0 ||
             idmap_put(&G->rsmap, h, G->nrs) < 0)
             return -ENOMEM;
         id = G->nrs++;
@@ -3161,7 +3142,7 @@ static int gpu_device(struct gload *G, size_t host, long long index, struct gdev
 {
     size_t id = gpu_device_find(G, host, index);
     if (id == SIZE_MAX) {
-        if (grow(&G->devs, &G->cap, G->ndevs + 1, sizeof *G->devs) < 0 ||
+        if (array_grow(&G->devs, &G->cap, G->ndevs + 1, sizeof *G->devs) < 0 ||
             idmap_put(&G->devmap, hash_pair(host, index), G->ndevs) < 0)
             return -ENOMEM;
         id = G->ndevs++;
@@ -3252,7 +3233,7 @@ static int gpu_host(struct gload *G, const char *name, size_t len, size_t *ret)
         return -ENOMEM;
     if (new_host && host >= G->nodes_cap) {
         size_t old = G->nodes_cap;
-        if (grow(&G->nodes, &G->nodes_cap, host + 1, sizeof *G->nodes) < 0)
+        if (array_grow(&G->nodes, &G->nodes_cap, host + 1, sizeof *G->nodes) < 0)
             return -ENOMEM;
         memset(G->nodes + old, 0, (G->nodes_cap - old) * sizeof *G->nodes);
         uint32_t *dt = realloc(G->dtab, G->nodes_cap * DTAB_INDEX * sizeof *dt);
@@ -4043,7 +4024,7 @@ int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog
     } else if (cpu.n > 1) {
         for (size_t i = 0; i < cpu.n; i++) {
             size_t n = strlen(cpu.v[i]);
-            if (grow(&listing, &lcap, llen + n + 3, 1) < 0) {
+            if (array_grow(&listing, &lcap, llen + n + 3, 1) < 0) {
                 r = oom(e);
                 goto out;
             }
@@ -4064,7 +4045,7 @@ int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog
         cpu.v[0] = NULL;
     }
     if (gpu.n > 1) {
-        if (grow(&listing, &lcap, 2, 1) < 0) {
+        if (array_grow(&listing, &lcap, 2, 1) < 0) {
             r = oom(e);
             goto out;
         }
@@ -4072,14 +4053,14 @@ int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog
         llen = 1;
         for (size_t i = 0; i < gpu.n; i++) {
             const char *pre = i > 0 ? ", PosixPath(" : "PosixPath(";
-            if (grow(&listing, &lcap, llen + strlen(pre) + 1, 1) < 0) {
+            if (array_grow(&listing, &lcap, llen + strlen(pre) + 1, 1) < 0) {
                 r = oom(e);
                 goto out;
             }
             memcpy(listing + llen, pre, strlen(pre) + 1);
             llen += strlen(pre);
             if (py_repr_append(&listing, &llen, &lcap, gpu.v[i]) < 0 ||
-                grow(&listing, &lcap, llen + 3, 1) < 0) {
+                array_grow(&listing, &lcap, llen + 3, 1) < 0) {
                 r = oom(e);
                 goto out;
             }
