@@ -63,7 +63,7 @@ else
 fi
 
 export PKG_CONFIG_PATH=$pc
-opts=(--buildtype=release -Dtests=false "-Dpkg_config_path=$pc")
+opts=(--buildtype=release -Dtests=disabled "-Dpkg_config_path=$pc")
 if [[ -f $builddir/build.ninja ]]; then
     meson setup --reconfigure "${opts[@]}" "$builddir" "$repo" >"$out/setup.log" 2>&1 ||
         { cat "$out/setup.log" >&2; exit 1; }

@@ -223,7 +223,7 @@ try_build() {
         return 1
     fi
     rm -rf "$bdir"
-    step build_setup 120 - "${meson_cmd[@]}" setup --buildtype=release -Dtests=false \
+    step build_setup 120 - "${meson_cmd[@]}" setup --buildtype=release -Dtests=disabled \
         "$bdir" "$repo" || return 1
     step build_ninja 180 - ninja -C "$bdir" carma || return 1
     carma=$bdir/carma carma_source="built here (meson, release)"
