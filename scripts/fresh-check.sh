@@ -16,11 +16,11 @@
 # Exit status 2: the check could not run (not root, no debootstrap, no network, a bad REV).
 #
 # The chroot has /proc and /sys (carma reads them), its own /dev (the base's device nodes, its
-# own /dev/pts and /dev/shm) and the host's /etc/resolv.conf. Every
-# mount is made in a private mount namespace (unshare), so none is ever visible outside it and
-# none outlives the check, whatever ends it; they are unmounted on exit anyway, and the folder
-# is removed (--one-file-system) only once nothing is mounted under it. Services that packages
-# would start are not started (policy-rc.d), and processes left in the chroot are stopped.
+# own /dev/pts and /dev/shm) and the host's /etc/resolv.conf. Every mount is made in a private
+# mount namespace (unshare), so none is ever visible outside it and none outlives the check,
+# whatever ends it; they are unmounted on exit anyway, and the folder is removed
+# (--one-file-system) only once nothing is mounted under it. Services that packages would
+# start are not started (policy-rc.d), and processes left in the chroot are stopped.
 #
 # Cache (CARMA_FRESH_CACHE, default /var/cache/carma-fresh-check): the debootstrap result is
 # kept as a tar file taken before anything else touches it, and later runs unpack it into a
@@ -241,6 +241,11 @@ if [[ $mirror == http* ]] && ! getent hosts "$host" >/dev/null 2>&1; then
     cannot "no network: $host (the Debian mirror, from /etc/apt) does not resolve"
 fi
 
+# chroot needs /proc and /sys mounted: a container without CAP_SYS_ADMIN cannot
+if ! unshare --mount --propagation private -- mount -t tmpfs none /mnt 2>/dev/null; then
+    cannot "cannot mount in a private mount namespace here (a container without CAP_SYS_ADMIN?): the check needs a VM or a privileged container"
+fi
+
 if ! command -v debootstrap >/dev/null 2>&1; then
     command -v apt-get >/dev/null 2>&1 || cannot "debootstrap is missing and there is no apt-get"
     say "installing debootstrap (apt-get install debootstrap) ..."
@@ -256,18 +261,21 @@ fi
 work=$(mktemp -d "${CARMA_FRESH_WORK:-/var/tmp}/carma-fresh.XXXXXX")
 root=$work/root
 mkdir "$root"
-remove_work() {
-    local rc=$?
+clean_work() {
     # the mounts live in the inner mount namespace, so none is here; never remove a folder
     # with something mounted under it all the same
     if grep -qF " $work/" /proc/self/mountinfo; then
         say "something is still mounted under $work: left as it is" >&2
-        [[ $rc -ne 0 ]] || rc=1
+        return 1
     elif [[ ${CARMA_FRESH_KEEP:-0} == 1 ]]; then
         say "kept: $root"
     else
         rm -rf --one-file-system "$work"
     fi
+}
+remove_work() {
+    local rc=$?
+    clean_work || [[ $rc -ne 0 ]] || rc=1
     exit "$rc"
 }
 trap remove_work EXIT
@@ -353,6 +361,10 @@ fi
 rc=0
 FRESH_ROOT=$root FRESH_LOG=$log FRESH_ARCHIVES=$archives FRESH_MIRROR=$mirror FRESH_PHASES=5 \
     FRESH_TIMEOUT=$timeout_s unshare --mount --propagation private -- bash "$0" --inner || rc=$?
+t0=$(now)
+trap - EXIT
+clean_work || [[ $rc -ne 0 ]] || rc=1
+[[ ${CARMA_FRESH_KEEP:-0} == 1 ]] || say "[cleanup] the chroot's folder removed ($(since "$t0"))"
 if [[ $rc -eq 0 ]]; then
     say "passed in $(since "$t_all"): a bare Debian 12 builds and runs carma with the README's commands (log: $log)"
 else
