@@ -603,6 +603,8 @@ static int outcome(struct collector *c, size_t i, uint64_t seq, int64_t cycle_re
 
 /* ---- the run directory ---- */
 
+/* Claims -o DIR (new or empty) or makes a new collect_<stamp>. 0, 2 when DIR holds something
+ * (refused, printed), 1 on another error (printed). */
 static int make_dir(struct collector *c)
 {
     const char *dir = c->o->out_dir;

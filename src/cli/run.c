@@ -296,7 +296,9 @@ static void say_stopping(struct run *r, int sig)
     time_format_duration(r->grace_ns, grace, sizeof grace);
     if (waiting)
         snprintf(rest, sizeof rest, "; %zu not started yet will not start", waiting);
-    if (r->signals >= 2)
+    if (!running)
+        cli_error("%s received: no workload is running%s", name, rest);
+    else if (r->signals >= 2)
         cli_error("%s received again: SIGKILL to %zu workload%s now%s", name, running,
                   running == 1 ? "" : "s", rest);
     else

@@ -98,6 +98,24 @@ w = load(sys.argv[1])[0]["warnings"]
 assert any(x.startswith("interrupted by SIGINT (signal 2) at ") for x in w), w
 ' repj.out
 
+# --- a signal during the baseline: nothing was running, nothing starts; interrupted
+cat >base.json <<EOF
+{"experiment_name": "base", "workloads": [{"name": "t", "script": "touch", "args": ["$here/ran"]}],
+ "monitoring": {"interval": "50ms", "baseline_s": 5}}
+EOF
+BG_NAME=base carma_bg -- run --root "$ROOT" -o runs base.json
+for ((i = 0; i < 100; i++)); do [ -s base.out ] && break; sleep 0.05; done
+sleep 0.3
+kill -TERM "$BG_PID"
+wait "$BG_PID"
+check_grep base.err "carma: SIGTERM received: no workload is running; 1 not started yet will not start" \
+    "SIGTERM during the baseline: said"
+[ -e ran ] && check_fail "SIGTERM during the baseline: the workload started"
+rd=$(head -n 1 base.out)
+check_eq "$(json_get "$rd/manifest.json" 'j["status"]')" interrupted "SIGTERM during the baseline: status"
+check_grep "$rd/report.txt" "interrupted by SIGTERM (signal 15) at 20" \
+    "SIGTERM during the baseline: report.txt"
+
 # --- a run that ends by itself: complete, no interruption, no warning of one
 cat >ok.json <<EOF
 {"experiment_name": "ok", "workloads": [{"name": "t", "script": "true"}],
