@@ -536,7 +536,9 @@ static void print_summary(struct stat_run *r, const json_t *j)
     if (r->stop.sig) {
         char what[128];
         interruption_text(&r->stop, what, sizeof what);
-        fprintf(f, "  interrupted by %s: forwarded to the command, which ended then\n\n", what);
+        fprintf(
+            f, "  interrupted by %s: forwarded to the command; the figures cover it to its end\n\n",
+            what);
     }
     if (s->set.n == 0) {
         fprintf(f, "  no power channel: nothing measured or estimated (see `carma sensors`)\n");
@@ -630,6 +632,8 @@ static int check_writable(const char *path)
     return 0;
 }
 
+/* Claims -o DIR and opens its samples.csv and manifest. 0 (also without -o), 2 when DIR holds
+ * something, 1 on another error (printed). */
 static int setup_run_dir(struct stat_run *r)
 {
     if (!r->o->run_dir)
