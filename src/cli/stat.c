@@ -78,6 +78,7 @@ struct stat_run {
     int forwarded_signal;
     struct interruption stop; /* the first signal carma received, and when */
     bool dir_created;         /* -o DIR was made by this carma (else it was empty) */
+    bool start_failed;        /* the command could not be started */
     int forwarded_count;      /* terminating signals forwarded to the command's group */
     int64_t kill_deadline;    /* monotonic ns when the group gets SIGKILL; 0: none */
     struct carbon_intensity ci;
@@ -369,9 +370,10 @@ static json_t *manifest_json(const struct stat_run *r, bool final)
         json_array_append_new(argv, json_string(*a));
     json_object_set_new(m, "command", argv);
     json_object_set_new(m, "status",
-                        json_string(!final        ? "running"
-                                    : r->stop.sig ? "interrupted"
-                                                  : "complete"));
+                        json_string(!final            ? "running"
+                                    : r->start_failed ? "failed"
+                                    : r->stop.sig     ? "interrupted"
+                                                      : "complete"));
     json_object_set_new(m, "interruption", interruption_json(&r->stop));
     return m;
 }
@@ -740,6 +742,8 @@ int cmd_stat(int argc, char **argv)
     if (sr < 0) {
         cli_error("%s", e.msg);
         status = sr == -ENOENT ? 127 : 126;
+        r.start_failed = true;
+        write_manifest(&r, true);
         goto out;
     }
     cpu_attrib_init(&r.attrib,

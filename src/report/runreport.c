@@ -1206,6 +1206,9 @@ static void status_warning(struct rr *rr)
         else
             warn(rr->run_warn, "interrupted by a signal: the run was cut short, its figures "
                                "cover it up to then");
+    } else if (st && strcmp(st, "failed") == 0) {
+        warn(rr->run_warn, "manifest.json says \"failed\": the command could not be started "
+                           "(carma's message said why), nothing of it was measured");
     } else if (st && strcmp(st, "running") == 0) {
         warn(rr->run_warn, "manifest.json says \"running\": carma is still measuring, or was "
                            "killed before it could finish (its figures end with the last samples)");

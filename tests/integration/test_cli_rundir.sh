@@ -157,6 +157,15 @@ check_grep other.err "carma: stat: -o other_dir: other_dir is not empty (it hold
     "a directory of other files: refused, its entries named"
 check_eq "$(ls other_dir | tr '\n' ' ')" "notes.txt sub " "a directory of other files: untouched"
 
+# a command that cannot be started: the manifest says failed, not running
+rc=$(run_logged nocmd "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
+    -o nocmd -- ./no-such-command)
+check_rc nocmd 127 "$rc"
+check_eq "$(json_get nocmd/manifest.json 'j["status"]')" failed "a command not found: status"
+"$CARMA" report nocmd >nocmd.report 2>&1
+check_grep nocmd.report 'manifest.json says "failed": the command could not be started' \
+    "a command not found: carma report says so"
+
 # two carmas given the same new directory at once: one measures, the other is refused
 for i in 1 2 3; do
     "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms -o "race$i" -- sleep 0.3 \
