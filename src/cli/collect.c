@@ -17,9 +17,10 @@
  * A target that fails (no answer, an HTTP status other than 200, a body too large or
  * unparseable) gets a row with blank cells, a warning when it goes down and a note when it
  * comes back (nothing in between), and is retried with exponential backoff (cycles skipped: 1,
- * 2, 4, ... up to 30 s worth), never holding up the others. SIGINT and SIGTERM are blocked and
- * waited for between cycles (sigtimedwait is the sleep): one that arrives during a cycle ends
- * the run after it; the files are flushed and manifest.json says how it went.
+ * 2, 4, ... up to 30 s worth), never holding up the others. SIGINT, SIGTERM and SIGHUP are
+ * blocked (and taken even when inherited ignored) and waited for between cycles (sigtimedwait is
+ * the sleep): one that arrives during a cycle ends the run after it; the files are flushed and
+ * manifest.json says how it went.
  */
 #include "cli/cli.h"
 
@@ -41,6 +42,8 @@
 #include <unistd.h>
 
 #include "cli/common.h"
+#include "cli/interrupt.h"
+#include "cli/outdir.h"
 #include "core/file.h"
 #include "collect/collector.h"
 #include "collect/promparse.h"
@@ -48,6 +51,7 @@
 #include "core/timeutil.h"
 #include "export/srt_cpu.h"
 #include "cli/follow_opt.h"
+#include "workload/launcher.h"
 
 #define DEFAULT_INTERVAL_NS NS_PER_S
 #define MAX_TIMEOUT_NS      (5 * NS_PER_S)
@@ -117,6 +121,7 @@ struct collector {
     bool write_failed;  /* ever */
     bool cpu_write_failing, cpu_write_failed;
     bool interrupted;
+    struct interruption stop; /* the signal that ended the run, and when */
     bool ran;                 /* the clock started (else the run failed before its first cycle) */
     uint64_t rows;            /* samples.csv rows, kept when it is closed */
     struct follower follower; /* --report-follow */
@@ -132,7 +137,7 @@ static void help(void)
         "per node per cycle), nodes.csv (node power, energy and CPU utilization) and\n"
         "manifest.json. The directory's path is the first line of stdout. A target that is\n"
         "down gets a row with blank cells, a warning, and retries with backoff; the others go\n"
-        "on. SIGINT/SIGTERM end the run after the current cycle.\n\n"
+        "on. SIGINT/SIGTERM/SIGHUP end the run after the current cycle.\n\n"
         "targets:\n"
         "  --target T          HOST, HOST:PORT, [IPV6]:PORT or an http:// URL (repeatable);\n"
         "                      the port defaults to 9405 (--port), the path to /metrics\n"
@@ -141,11 +146,12 @@ static void help(void)
         "                      expanded with scontrol show hostnames), each at --port\n"
         "  --port P            port of targets given without one (default 9405)\n\n"
         "options:\n"
-        "  -o, --output DIR    the run directory (default: collect_<YYYYmmdd-HHMMSS>)\n"
+        "  -o, --output DIR    the run directory: a new or empty one, an earlier run is never\n"
+        "                      overwritten (default: a new collect_<YYYYmmdd-HHMMSS>)\n"
         "  --interval T        scrape period, 10ms..1h (default 1s)\n"
         "  --timeout T         request timeout (default: the interval, at most 5s; never\n"
         "                      more than 95 %% of the interval)\n"
-        "  --duration T        stop after T (default: run until SIGINT/SIGTERM)\n"
+        "  --duration T        stop after T (default: run until SIGINT/SIGTERM/SIGHUP)\n"
         "  --required          a target down in the first cycle is fatal (exit 1)\n"
         "  --srt-cpu           also write srt-slurm's CPU power leg, power/cpu/samples.csv\n"
         "                      and power/cpu/cpu_manifest.json, from cpu_power_acpi_watts /\n"
@@ -597,20 +603,17 @@ static int outcome(struct collector *c, size_t i, uint64_t seq, int64_t cycle_re
 
 /* ---- the run directory ---- */
 
+/* Claims -o DIR (new or empty) or makes a new collect_<stamp>. 0, 2 when DIR holds something
+ * (refused, printed), 1 on another error (printed). */
 static int make_dir(struct collector *c)
 {
     const char *dir = c->o->out_dir;
     if (dir) {
-        int r = file_mkdirs(dir);
-        if (r < 0) {
-            cli_error("collect: cannot create %s: %s", dir, strerror(-r));
-            return -1;
-        }
-        struct stat st;
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            cli_error("collect: cannot create %s: %s", dir, strerror(ENOTDIR));
-            return -1;
-        }
+        /* new or empty, claimed: an earlier run there is never overwritten (2: refused) */
+        bool created;
+        int r = outdir_claim("collect", "-o", dir, &created);
+        if (r != 0)
+            return r;
         snprintf(c->dir, sizeof c->dir, "%s", dir);
         return 0;
     }
@@ -628,11 +631,11 @@ static int make_dir(struct collector *c)
             return 0;
         if (errno != EEXIST) {
             cli_error("collect: cannot create %s: %s", c->dir, strerror(errno));
-            return -1;
+            return 1;
         }
     }
     cli_error("collect: cannot create collect_%s: every name up to -999 exists", stamp);
-    return -1;
+    return 1;
 }
 
 static json_t *jstr_or_null(const char *s)
@@ -651,6 +654,9 @@ static const char *status_of(const struct collector *c, bool final, bool fatal)
         return "running";
     if (fatal || !c->ran)
         return "failed";
+    /* without --duration a signal is the ordinary end of the run; with one, it cut it short */
+    if (c->stop.sig && c->o->duration_ns)
+        return "interrupted";
     bool gaps = c->missed || c->write_failed || c->cpu_write_failed;
     for (size_t i = 0; i < c->n && !gaps; i++)
         gaps = c->tg[i].errors || c->tg[i].skipped;
@@ -729,6 +735,7 @@ static int write_manifest(struct collector *c, bool final, bool fatal)
               : c->o->duration_ns ? "duration"
                                   : "error";
     json_object_set_new(m, "stop_reason", jstr_or_null(why));
+    json_object_set_new(m, "interruption", interruption_json(&c->stop));
     json_t *rc = json_array();
     if (final) {
         bool errs = false;
@@ -757,38 +764,48 @@ static int write_manifest(struct collector *c, bool final, bool fatal)
 
 /* ---- the clock ---- */
 
-/* Waits until mono time t or a signal of set. Returns true when a signal came. */
-static bool wait_until(int64_t t, const sigset_t *set)
+/* Waits until mono time t or a signal of set. Returns the signal that came, or 0. */
+static int wait_until(int64_t t, const sigset_t *set)
 {
     for (;;) {
         int64_t left = t - time_mono_ns();
         if (left <= 0)
-            return false;
+            return 0;
         struct timespec ts = {(time_t)(left / NS_PER_S), (long)(left % NS_PER_S)};
         int s = sigtimedwait(set, NULL, &ts);
         if (s > 0)
-            return true;
+            return s;
         if (s < 0 && errno != EAGAIN && errno != EINTR)
-            return false;
+            return 0;
     }
 }
 
-/* A signal of set pending? Takes it. */
-static bool signal_pending(const sigset_t *set)
+/* A signal of set pending? Takes every one; returns the first, or 0. */
+static int signal_pending(const sigset_t *set)
 {
     sigset_t pend;
     if (sigpending(&pend) < 0)
-        return false;
+        return 0;
     bool any = false;
     for (int s = 1; s < NSIG; s++)
         if (sigismember(set, s) == 1 && sigismember(&pend, s) == 1)
             any = true;
+    int first = 0;
     if (any) {
         struct timespec zero = {0, 0};
-        while (sigtimedwait(set, NULL, &zero) > 0)
-            ;
+        int s;
+        while ((s = sigtimedwait(set, NULL, &zero)) > 0)
+            if (!first)
+                first = s;
     }
-    return any;
+    return first;
+}
+
+/* Notes the signal that ends the run. */
+static void stopped_by(struct collector *c, int sig)
+{
+    c->interrupted = true;
+    interruption_note(&c->stop, sig);
 }
 
 /* Runs cycle seq (its slot starts at mono tick). Returns the number of targets that failed. */
@@ -847,6 +864,7 @@ int cmd_collect(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
     bool masked = false;
 
     int pr = parse_args(&o, argc, argv);
@@ -855,9 +873,11 @@ int cmd_collect(int argc, char **argv)
         return pr > 0 ? 0 : 2;
     }
     c.n = o.targets.n;
-    /* from here on SIGINT and SIGTERM are taken by sigtimedwait between cycles */
-    if (sigprocmask(SIG_BLOCK, &sigs, &old_mask) == 0)
+    /* from here on SIGINT, SIGTERM and SIGHUP are taken by sigtimedwait between cycles */
+    if (sigprocmask(SIG_BLOCK, &sigs, &old_mask) == 0) {
         masked = true;
+        launcher_signals_take(&sigs); /* also when inherited ignored */
+    }
     /* The bodies' parses and libcurl's transfers allocate and free the same sizes every cycle:
      * keep the heap (no trimming, no mmap for blocks up to 32 MiB) instead of giving pages
      * back to the kernel and faulting them in again each cycle. */
@@ -878,8 +898,11 @@ int cmd_collect(int argc, char **argv)
     for (size_t i = 0; i < c.n; i++)
         c.tg[i].t = &o.targets.t[i];
 
-    if (make_dir(&c) < 0)
+    int md = make_dir(&c);
+    if (md != 0) {
+        ret = md;
         goto out;
+    }
     printf("%s\n", c.dir);
     fflush(stdout);
     snprintf(c.manifest_path, sizeof c.manifest_path, "%s/manifest.json", c.dir);
@@ -924,8 +947,9 @@ int cmd_collect(int argc, char **argv)
         int64_t tick = c.start_mono + (int64_t)seq * o.interval_ns;
         if (o.duration_ns && tick - c.start_mono >= o.duration_ns)
             break;
-        if (wait_until(tick, &sigs)) {
-            c.interrupted = true;
+        int sig = wait_until(tick, &sigs);
+        if (sig) {
+            stopped_by(&c, sig);
             break;
         }
         size_t failures = run_cycle(&c, seq, tick);
@@ -937,8 +961,8 @@ int cmd_collect(int argc, char **argv)
             fatal = true;
             break;
         }
-        if (signal_pending(&sigs)) {
-            c.interrupted = true;
+        if ((sig = signal_pending(&sigs))) {
+            stopped_by(&c, sig);
             break;
         }
         /* the next slot; one that has already passed whole is missed */

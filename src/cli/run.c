@@ -45,6 +45,7 @@
 #include "workload/proctree.h"
 #include "cli/run.h"
 #include "cli/follow_opt.h"
+#include "cli/interrupt.h"
 
 static void help(void)
 {
@@ -173,6 +174,7 @@ static json_t *manifest(struct run *r, const char *status)
     if (!r->have_base)
         json_object_set_new(opts, "cgroups_unavailable", json_string(r->cgroup_note));
     json_object_set_new(m, "status", json_string(status));
+    json_object_set_new(m, "interruption", interruption_json(&r->stop));
     return m;
 }
 
@@ -195,7 +197,6 @@ static void start_job(struct run *r, struct job *j)
         .cwd = j->spec->cwd ? j->spec->cwd : r->x.dir,
         .stdout_path = out,
         .stderr_path = err,
-        .mask = &r->old_mask,
         .cgroup = j->have_cg ? &j->cg : NULL,
         .env = j->spec->env,
     };
@@ -282,6 +283,31 @@ static void reap(struct run *r)
     }
 }
 
+/* Says on stderr what carma does about the terminating signal sig (the count-th). */
+static void say_stopping(struct run *r, int sig)
+{
+    size_t running = 0, waiting = 0;
+    for (size_t k = 0; k < r->njobs; k++) {
+        running += r->jobs[k].started && !r->jobs[k].done;
+        waiting += !r->jobs[k].started;
+    }
+    char name[32], grace[32], rest[96] = "";
+    interruption_signal_name(sig, name, sizeof name);
+    time_format_duration(r->grace_ns, grace, sizeof grace);
+    if (waiting)
+        snprintf(rest, sizeof rest, "; %zu not started yet will not start", waiting);
+    if (!running)
+        cli_error("%s received: no workload is running%s", name, rest);
+    else if (r->signals >= 2)
+        cli_error("%s received again: SIGKILL to %zu workload%s now%s", name, running,
+                  running == 1 ? "" : "s", rest);
+    else
+        cli_error("%s received: stopping %zu workload%s (%s to each one's process group, "
+                  "SIGKILL after %s)%s",
+                  name, running, running == 1 ? "" : "s", name, grace, rest);
+    fflush(stderr);
+}
+
 static void handle_signals(struct run *r)
 {
     struct signalfd_siginfo si;
@@ -292,6 +318,8 @@ static void handle_signals(struct run *r)
             continue;
         }
         r->signals++;
+        interruption_note(&r->stop, sig);
+        say_stopping(r, sig);
         for (size_t k = 0; k < r->njobs; k++) {
             struct job *j = &r->jobs[k];
             if (!j->started) {
@@ -801,6 +829,8 @@ static json_t *report_json(struct run *r)
     json_object_set_new(o, "experiment", json_string(r->x.name));
     json_object_set_new(o, "run_dir", json_string(r->dir));
     json_object_set_new(o, "duration_s", json_real(sampler_window_s(r->s)));
+    json_object_set_new(o, "status", json_string(r->stop.sig ? "interrupted" : "complete"));
+    json_object_set_new(o, "interruption", interruption_json(&r->stop));
     json_t *a = json_object();
     json_object_set_new(a, "idle_policy", json_string(split_policy_name(r->policy)));
     json_object_set_new(a, "static_source",
@@ -889,6 +919,12 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
     fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n\n", r->x.name,
             json_real_value(json_object_get(rep, "duration_s")), split_policy_name(r->policy),
             run_method(r));
+    if (r->stop.sig) {
+        char what[128];
+        interruption_text(&r->stop, what, sizeof what);
+        fprintf(f, "interrupted by %s: the run was cut short, its figures cover it up to then\n\n",
+                what);
+    }
     fprintf(f, "%-20s %6s %9s %11s %10s %9s %9s %9s %9s %9s %9s %12s %12s\n", "workload", "exit",
             "time s", "energy J", "Wh", "avg W", "cpu J", "dram J", "soc J", "system J", "gpu J",
             "oper. gCO2e", "embod. gCO2e");
@@ -1211,6 +1247,12 @@ int cmd_run(int argc, char **argv)
             if (j->linger_deadline && (!next || j->linger_deadline < next))
                 next = j->linger_deadline;
             if (j->kill_deadline && now >= j->kill_deadline) {
+                if (r->stop.sig && job_alive(j)) {
+                    char name[32], grace[32];
+                    time_format_duration(r->grace_ns, grace, sizeof grace);
+                    cli_error("%s: still running %s after %s: SIGKILL", j->spec->name, grace,
+                              interruption_signal_name(r->stop.sig, name, sizeof name));
+                }
                 signal_job(j, SIGKILL);
                 j->kill_deadline = 0;
             }
@@ -1303,7 +1345,7 @@ int cmd_run(int argc, char **argv)
     if (text && co.verbose >= 0)
         fputs(text, stdout);
     free(text);
-    write_json(r, "manifest.json", manifest(r, "complete"));
+    write_json(r, "manifest.json", manifest(r, r->stop.sig ? "interrupted" : "complete"));
     write_html(r);
     gpu_status = r->signals ? "incomplete" : "complete";
 out:

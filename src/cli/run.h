@@ -16,6 +16,7 @@
 #include "analysis/carbon.h"
 #include "analysis/gpu_split.h"
 #include "analysis/split.h"
+#include "cli/interrupt.h"
 #include "core/csv.h"
 #include "sampler/samples_csv.h"
 #include "sampler/sampler.h"
@@ -89,6 +90,7 @@ struct run {
     struct carbon_intensity ci;
     int64_t grace_ns, t_start, last_event, last_pstree;
     int signals;
+    struct interruption stop; /* the signal that stopped the run, if one did */
     bool tty;
     bool live;                        /* the live view on stdout (a terminal): report/live */
     int live_lines;                   /* the last frame's length */

@@ -24,6 +24,8 @@
 #include "analysis/carbon.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/interrupt.h"
+#include "cli/outdir.h"
 #include "core/file.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
@@ -74,8 +76,11 @@ struct stat_run {
     const char *static_source; /* "baseline", "model" or NULL */
     int64_t cmd_start_real, cmd_end_real, cmd_start_mono, cmd_end_mono;
     int forwarded_signal;
-    int forwarded_count;   /* terminating signals forwarded to the command's group */
-    int64_t kill_deadline; /* monotonic ns when the group gets SIGKILL; 0: none */
+    struct interruption stop; /* the first signal carma received, and when */
+    bool dir_created;         /* -o DIR was made by this carma (else it was empty) */
+    bool start_failed;        /* the command could not be started */
+    int forwarded_count;      /* terminating signals forwarded to the command's group */
+    int64_t kill_deadline;    /* monotonic ns when the group gets SIGKILL; 0: none */
     struct carbon_intensity ci;
 };
 
@@ -87,7 +92,8 @@ static void help(void)
            "node's CPU busy time) and the operational CO2e. Exits with CMD's exit status\n"
            "(128+N if a signal N killed it, 127 if it was not found).\n\n"
            "options:\n" COMMON_OPTIONS_HELP
-           "  -o, --output DIR    keep a run directory: manifest.json, samples.csv, summary.json\n"
+           "  -o, --output DIR    keep a run directory: manifest.json, samples.csv, summary.json;\n"
+           "                      DIR is new or empty (an earlier run is never overwritten)\n"
            "  --json-out FILE     write the summary as JSON to FILE\n"
            "  --baseline T        measure the node's idle power for T before starting CMD, so\n"
            "                      that CMD's dynamic (above-idle) CPU energy can be reported\n"
@@ -269,13 +275,21 @@ static bool handle_signals(struct stat_run *r)
             reap(r);
             continue;
         }
+        interruption_note(&r->stop, sig);
+        char name[32], grace[32];
+        interruption_signal_name(sig, name, sizeof name);
+        time_format_duration(r->o->grace_ns, grace, sizeof grace);
         if (r->pid > 0) {
             /* forwarded to the whole group; the group gets SIGKILL after the grace period,
              * or at once on a second signal */
             r->forwarded_signal = sig;
             if (++r->forwarded_count >= 2) {
+                cli_error("%s received again: SIGKILL to the command's process group", name);
                 kill(-r->pid, SIGKILL);
             } else {
+                cli_error("%s received: forwarded to the command's process group (SIGKILL "
+                          "after %s if it still runs)",
+                          name, grace);
                 kill(-r->pid, sig);
                 r->kill_deadline = time_mono_ns() + r->o->grace_ns;
             }
@@ -355,7 +369,12 @@ static json_t *manifest_json(const struct stat_run *r, bool final)
     for (char **a = r->o->argv; *a; a++)
         json_array_append_new(argv, json_string(*a));
     json_object_set_new(m, "command", argv);
-    json_object_set_new(m, "status", json_string(final ? "complete" : "running"));
+    json_object_set_new(m, "status",
+                        json_string(!final            ? "running"
+                                    : r->start_failed ? "failed"
+                                    : r->stop.sig     ? "interrupted"
+                                                      : "complete"));
+    json_object_set_new(m, "interruption", interruption_json(&r->stop));
     return m;
 }
 
@@ -390,6 +409,8 @@ static json_t *summary_json(struct stat_run *r)
     const struct sampler *s = r->s;
     json_t *j = json_object();
     json_object_set_new(j, "exit_status", json_integer(r->exit_status));
+    json_object_set_new(j, "status", json_string(r->stop.sig ? "interrupted" : "complete"));
+    json_object_set_new(j, "interruption", interruption_json(&r->stop));
     double dur = (double)(r->cmd_end_mono - r->cmd_start_mono) / (double)NS_PER_S;
     json_set_num(j, "duration_s", dur);
     json_set_num(j, "start_unix", (double)s->real_win / 1e9);
@@ -514,6 +535,13 @@ static void print_summary(struct stat_run *r, const json_t *j)
         fprintf(f, "' killed by signal %d after %.3f s\n\n", WTERMSIG(r->wstatus), dur);
     else
         fprintf(f, "' exited with status %d after %.3f s\n\n", r->exit_status, dur);
+    if (r->stop.sig) {
+        char what[128];
+        interruption_text(&r->stop, what, sizeof what);
+        fprintf(
+            f, "  interrupted by %s: forwarded to the command; the figures cover it to its end\n\n",
+            what);
+    }
     if (s->set.n == 0) {
         fprintf(f, "  no power channel: nothing measured or estimated (see `carma sensors`)\n");
     } else {
@@ -606,21 +634,22 @@ static int check_writable(const char *path)
     return 0;
 }
 
+/* Claims -o DIR and opens its samples.csv and manifest. 0 (also without -o), 2 when DIR holds
+ * something, 1 on another error (printed). */
 static int setup_run_dir(struct stat_run *r)
 {
     if (!r->o->run_dir)
         return 0;
-    int e = file_mkdirs(r->o->run_dir);
-    if (e < 0) {
-        cli_error("cannot create run directory %s: %s", r->o->run_dir, strerror(-e));
-        return -1;
-    }
+    int c = outdir_claim("stat", "-o", r->o->run_dir, &r->dir_created);
+    if (c != 0)
+        return c;
     snprintf(r->csv_path, sizeof r->csv_path, "%s/samples.csv", r->o->run_dir);
     struct carma_err err = {0};
     r->csv = samples_csv_open(r->csv_path, r->s, &err);
     if (!r->csv) {
         cli_error("%s", err.msg);
-        return -1;
+        file_unclaim_dir(r->o->run_dir, OUTDIR_CLAIM, r->dir_created);
+        return 1;
     }
     write_manifest(r, false);
     return 0;
@@ -679,10 +708,14 @@ int cmd_stat(int argc, char **argv)
      * their CPU time */
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     signal(SIGPIPE, SIG_IGN); /* a closed stderr must not cost the JSON summary */
-    if (setup_run_dir(&r) < 0)
-        goto out;
     if (o.json_out && check_writable(o.json_out) < 0) {
         status = 2;
+        goto out;
+    }
+    /* -o DIR is claimed before anything is measured: 2 when it holds something */
+    int sd = setup_run_dir(&r);
+    if (sd != 0) {
+        status = sd;
         goto out;
     }
     if (sampler_start(r.s) < 0) {
@@ -696,6 +729,7 @@ int cmd_stat(int argc, char **argv)
         if (b == -EINTR) {
             cli_error("interrupted during the baseline; the command was not started");
             status = 128 + r.forwarded_signal;
+            write_manifest(&r, true);
             goto out;
         }
     }
@@ -703,11 +737,13 @@ int cmd_stat(int argc, char **argv)
     sampler_window_start(r.s);
     r.cmd_start_real = time_real_ns();
     r.cmd_start_mono = time_mono_ns();
-    struct launch_opts lo = {.argv = o.argv, .mask = &r.old_mask, .foreground = true};
+    struct launch_opts lo = {.argv = o.argv, .foreground = true};
     int sr = launcher_spawn(&lo, &r.pid, &e);
     if (sr < 0) {
         cli_error("%s", e.msg);
         status = sr == -ENOENT ? 127 : 126;
+        r.start_failed = true;
+        write_manifest(&r, true);
         goto out;
     }
     cpu_attrib_init(&r.attrib,
@@ -730,6 +766,12 @@ int cmd_stat(int argc, char **argv)
         if (r.exited && (r.forwarded_count == 0 || kill(-r.pid, 0) < 0))
             break;
         if (r.kill_deadline && time_mono_ns() >= r.kill_deadline) {
+            if (kill(-r.pid, 0) == 0) {
+                char name[32], grace[32];
+                time_format_duration(o.grace_ns, grace, sizeof grace);
+                cli_error("the command's process group still runs %s after %s: SIGKILL", grace,
+                          interruption_signal_name(r.stop.sig, name, sizeof name));
+            }
             kill(-r.pid, SIGKILL);
             r.kill_deadline = 0;
         }

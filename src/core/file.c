@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -153,4 +154,85 @@ int file_replace(const char *path, const void *p, size_t n)
         close(dfd);
     }
     return 0;
+}
+
+/* 1 when the directory fd holds no entry but . and .., 0 when it holds one, or -errno. */
+static int dir_is_empty(int dfd)
+{
+    int fd = dup(dfd);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    int empty = 1;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            empty = 0;
+            break;
+        }
+    }
+    closedir(d);
+    return empty;
+}
+
+int file_claim_dir(const char *path, const char *claim, bool *ret_created)
+{
+    char parent[4096];
+    size_t n = strlen(path);
+    if (n == 0 || !claim || !*claim || strchr(claim, '/'))
+        return -EINVAL;
+    if (n >= sizeof parent)
+        return -ENAMETOOLONG;
+    memcpy(parent, path, n + 1);
+    while (n > 1 && parent[n - 1] == '/')
+        parent[--n] = '\0';
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        int r = file_mkdirs(parent);
+        if (r < 0)
+            return r;
+    }
+    bool created = mkdir(path, 0755) == 0;
+    if (!created && errno != EEXIST)
+        return -errno;
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return errno == ENOTDIR ? -ENOTDIR : -errno;
+    int r = 0;
+    if (!created) {
+        r = dir_is_empty(dfd);
+        if (r == 0)
+            r = -ENOTEMPTY;
+        if (r < 0)
+            goto out;
+    }
+    /* the claim proper: of two processes that both made or found the directory empty, only
+     * one creates the file */
+    int fd = openat(dfd, claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        r = errno == EEXIST ? -ENOTEMPTY : -errno;
+        goto out;
+    }
+    close(fd);
+    r = 0;
+    *ret_created = created;
+out:
+    close(dfd);
+    return r;
+}
+
+void file_unclaim_dir(const char *path, const char *claim, bool created)
+{
+    char p[4200];
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", path, claim) >= sizeof p)
+        return;
+    unlink(p);
+    if (created)
+        rmdir(path); /* fails, harmlessly, when something else is there */
 }

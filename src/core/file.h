@@ -1,11 +1,13 @@
 /*
  * file: reading a whole (small) file into memory, with a size limit (the files a user gives
  * carma: experiments, intensity series, CPU tables; sysfs/procfs go through fsroot instead),
- * writing a buffer whole, and making a directory with its parents.
+ * writing a buffer whole, making a directory with its parents, and claiming a directory for a
+ * new measurement.
  */
 #ifndef CARMA_CORE_FILE_H
 #define CARMA_CORE_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -30,5 +32,19 @@ int file_mkdirs(const char *path);
  * errno (the temporary file is removed on failure; the old file is left as it was).
  */
 int file_replace(const char *path, const void *p, size_t n);
+
+/*
+ * Claims path as the directory of a new measurement, so that nothing already there is ever
+ * overwritten: makes it (with its missing parents) or takes an existing directory only when it
+ * is empty, and creates the (empty) file claim in it with O_EXCL. Of two processes claiming the
+ * same path at once, one wins (its mkdir, or its O_EXCL create in an empty directory) and the
+ * other gets -ENOTEMPTY. Returns 0 (*ret_created: whether path was made here), -ENOTEMPTY when
+ * path holds anything, -ENOTDIR when it is not a directory, or another negative errno.
+ */
+int file_claim_dir(const char *path, const char *claim, bool *ret_created);
+
+/* Undoes file_claim_dir while nothing else was written: removes the claim file, and path when
+ * it was made by the claim (created). */
+void file_unclaim_dir(const char *path, const char *claim, bool created);
 
 #endif

@@ -592,6 +592,9 @@ static void run_settings(FILE *f, const struct runreport_timeline *tl)
     const json_t *host = json_object_get(tl->manifest, "host");
     kv_row(f, "producer", json_object_get(tl->manifest, "producer"));
     kv_row(f, "carma version", json_object_get(tl->manifest, "carma_version"));
+    kv_row(f, "status", json_object_get(tl->manifest, "status"));
+    if (json_is_object(json_object_get(tl->manifest, "interruption")))
+        kv_row(f, "interruption", json_object_get(tl->manifest, "interruption"));
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)host, k, v)

@@ -1188,6 +1188,33 @@ static void rr_free(struct rr *rr)
     series_scratch_done(&rr->sc);
 }
 
+/* What manifest.json's status says of how the run ended, as a warning of the whole run: one
+ * stopped by a signal (status "interrupted", docs/formats.md), or one carma never finished. */
+static void status_warning(struct rr *rr)
+{
+    const char *st = json_string_value(json_object_get(rr->manifest, "status"));
+    if (st && strcmp(st, "interrupted") == 0) {
+        const json_t *in = json_object_get(rr->manifest, "interruption");
+        const char *sig = json_string_value(json_object_get(in, "signal"));
+        const char *when = json_string_value(json_object_get(in, "time_utc"));
+        json_int_t num = json_integer_value(json_object_get(in, "signal_number"));
+        if (sig && when)
+            warn(rr->run_warn,
+                 "interrupted by %s (signal %lld) at %s: the run was cut short, its figures "
+                 "cover it up to then",
+                 sig, (long long)num, when);
+        else
+            warn(rr->run_warn, "interrupted by a signal: the run was cut short, its figures "
+                               "cover it up to then");
+    } else if (st && strcmp(st, "failed") == 0) {
+        warn(rr->run_warn, "manifest.json says \"failed\": the command could not be started "
+                           "(carma's message said why), nothing of it was measured");
+    } else if (st && strcmp(st, "running") == 0) {
+        warn(rr->run_warn, "manifest.json says \"running\": carma is still measuring, or was "
+                           "killed before it could finish (its figures end with the last samples)");
+    }
+}
+
 /* Loads an optional JSON file: absent is fine (NULL, with a warning when warn_absent). */
 static int load_optional(struct rr *rr, const char *name, json_t **ret, bool warn_absent,
                          struct carma_err *e)
@@ -1224,6 +1251,7 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
         return r;
     }
     rr->is_run = strcmp(prod, "carma run") == 0;
+    status_warning(rr);
     rr->interval_s = jget_num(json_object_get(rr->manifest, "options"), "interval_s");
     if (!(rr->interval_s > 0))
         rr->interval_s = 0.1;

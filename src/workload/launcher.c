@@ -22,8 +22,35 @@ int launcher_signals_open(sigset_t *old)
     sigaddset(&set, SIGQUIT);
     if (sigprocmask(SIG_BLOCK, &set, old) < 0)
         return -errno;
+    launcher_signals_take(&set);
     int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     return fd < 0 ? -errno : fd;
+}
+
+void launcher_signals_take(const sigset_t *set)
+{
+    /* a process started in the background by a non-interactive shell inherits SIGINT and
+     * SIGQUIT ignored (and nohup ignores SIGHUP); an ignored signal may be dropped, and a
+     * SIGCHLD ignored would reap the children behind carma's back */
+    struct sigaction sa = {.sa_handler = SIG_DFL};
+    sigemptyset(&sa.sa_mask);
+    for (int s = 1; s < NSIG; s++)
+        if (sigismember(set, s) == 1)
+            sigaction(s, &sa, NULL);
+}
+
+/* In the child: every signal's disposition back to the default, and nothing blocked, whatever
+ * carma inherited or set for itself. */
+static void signals_default(void)
+{
+    struct sigaction sa = {.sa_handler = SIG_DFL};
+    sigemptyset(&sa.sa_mask);
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &sa, NULL); /* fails, harmlessly, for the few libc keeps */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 static int redirect(const char *path, int target)
@@ -86,7 +113,6 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
             tcsetpgrp(STDIN_FILENO, getpid());
             signal(SIGTTOU, SIG_DFL);
         }
-        signal(SIGPIPE, SIG_DFL);
         /* what failed, and its errno, for the parent's message */
         int fail[2] = {STEP_EXEC, 0};
         int r;
@@ -104,8 +130,7 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
         if (fail[0] != STEP_EXEC) {
             fail[1] = errno;
         } else {
-            if (o->mask)
-                sigprocmask(SIG_SETMASK, o->mask, NULL);
+            signals_default();
             execvp(o->argv[0], o->argv);
             fail[1] = errno;
         }

@@ -13,17 +13,25 @@
 #include "workload/cgroup.h"
 
 /*
- * Blocks SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGQUIT in the calling thread and returns a
- * signalfd (O_CLOEXEC, non-blocking) that receives them; *old gets the previous mask, which
- * launched commands get back. Returns the fd or -errno.
+ * Blocks SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGQUIT in the calling thread, takes them
+ * (launcher_signals_take: also when they were inherited ignored) and returns a signalfd
+ * (O_CLOEXEC, non-blocking) that receives them; *old gets the previous mask. Returns the fd
+ * or -errno.
  */
 int launcher_signals_open(sigset_t *old);
+
+/*
+ * Sets the disposition of every signal of set to the default, so that a signal blocked and
+ * waited for (signalfd, sigtimedwait) reaches carma even when carma was started with it
+ * ignored, as a non-interactive shell starts its background jobs with SIGINT and SIGQUIT.
+ * Call with set blocked.
+ */
+void launcher_signals_take(const sigset_t *set);
 
 struct launch_opts {
     char *const *argv;                     /* argv[0] looked up in PATH */
     const char *cwd;                       /* NULL: inherit */
     const char *stdout_path, *stderr_path; /* NULL: inherit */
-    const sigset_t *mask;                  /* the mask to restore in the child */
     const struct cgroup_dir *cgroup;       /* when set, the command starts in this cgroup */
     char *const *env; /* "KEY=VALUE" set over carma's environment, NULL-ended */
     bool foreground;  /* when stdin is a terminal and carma's group is its foreground group,
@@ -36,8 +44,9 @@ struct launch_opts {
 void launcher_reclaim_tty(void);
 
 /*
- * Forks and execs the command in a new process group (its pgid = its pid). Returns 0 and
- * *ret_pid once exec succeeded; when exec fails, returns the negative errno (-ENOENT for a
+ * Forks and execs the command in a new process group (its pgid = its pid), with every signal's
+ * disposition the default and an empty signal mask, whatever carma inherited or blocked. Returns 0
+ * and *ret_pid once exec succeeded; when exec fails, returns the negative errno (-ENOENT for a
  * command not found, -EACCES for one that cannot be executed) with a message in e, and the
  * child has already been reaped.
  */

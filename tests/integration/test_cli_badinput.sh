@@ -407,7 +407,7 @@ done
 # started for nothing
 rc=$(run_logged unw "$CARMA" stat -q --root "$F/vm-empty" -o /etc/passwd/x -- touch ran)
 [ "$rc" != 0 ] || check_fail "-o /etc/passwd/x: exit status 0"
-check_grep unw.err "carma: cannot create run directory /etc/passwd/x: Not a directory" \
+check_grep unw.err "carma: stat: cannot create /etc/passwd/x: Not a directory" \
     "-o under a regular file"
 [ -e ran ] && check_fail "-o /etc/passwd/x: the command ran although its run directory failed"
 rm -f ran

@@ -3,7 +3,8 @@
 # channels with kind/domain/method, options, status), samples.csv (exact header, CRLF, RFC
 # 4180 quoting, ISO 8601 local timestamps with their UTC offset, one row per channel per
 # tick, cumulative joules that never decrease and end at the summary's energy) and
-# summary.json (the same bytes as --json-out).
+# summary.json (the same bytes as --json-out); an existing measurement or other files in -o DIR
+# refused (exit 2) and left whole, an empty DIR used, two carmas racing for one DIR: one wins.
 . "${CARMA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib_cli.sh"
 
 HEADER='timestamp_unix,timestamp_local,channel,source,kind,domain,method,watts,joules_total'
@@ -121,20 +122,64 @@ assert (c["kind"], c["domain"], c["socket"]) == ("other", "component", 0), c
 assert sum(1 for r in rows[1:] if r[2] == name) == load(sys.argv[3])["ticks"], "rows of %s" % name
 ' odd/samples.csv odd/manifest.json odd/summary.json
 
-# --- -o creates missing parents, and a second run into the same directory replaces the files
+# --- -o creates missing parents; a second run into the same directory is refused before it
+# measures anything (exit 2), naming what is there, and the first run's files are left whole
 rc=$(run_logged nest "$CARMA" stat -q --root "$CARMA_FIXTURES/amd-server" --interval 20ms \
     -o deep/er/run -- true)
 check_rc nest 0 "$rc"
 need_file deep/er/run/manifest.json deep/er/run/samples.csv deep/er/run/summary.json
+sum_before=$(cat deep/er/run/* | md5sum)
+rm -f ran
 rc=$(run_logged again "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
-    -o deep/er/run -- true)
-check_rc again 0 "$rc"
-check_py "second run into the same directory" '
-rows = csv_rows(sys.argv[1])
-assert rows[0] == sys.argv[3].split(","), rows[0]
-assert set(r[2] for r in rows[1:]) == {"model/cpu0"}, set(r[2] for r in rows[1:])
-m = load(sys.argv[2])
-assert [c["name"] for c in m["channels"]] == ["model/cpu0"] and m["status"] == "complete", m
-' deep/er/run/samples.csv deep/er/run/manifest.json "$HEADER"
+    -o deep/er/run -- touch ran)
+check_rc again 2 "$rc"
+check_grep again.err "carma: stat: -o deep/er/run: deep/er/run already holds a measurement (manifest.json: carma stat, status complete, written 20" \
+    "second run into the same directory: refused, naming the measurement"
+check_grep again.err "also samples.csv, summary.json), which carma never overwrites: give another -o DIR, or remove deep/er/run first" \
+    "second run into the same directory: what is there and what to do"
+[ -e ran ] && check_fail "second run into the same directory: the command ran"
+check_eq "$(cat deep/er/run/* | md5sum)" "$sum_before" "second run: the first run's files unchanged"
+check_eq "$(ls deep/er/run | tr '\n' ' ')" "manifest.json samples.csv summary.json " \
+    "second run: nothing added"
+
+# an empty directory is used; one holding anything else is refused, its entries named
+mkdir empty_dir
+rc=$(run_logged empty "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
+    -o empty_dir -- true)
+check_rc empty 0 "$rc"
+need_file empty_dir/manifest.json empty_dir/samples.csv empty_dir/summary.json
+mkdir -p other_dir/sub
+: >other_dir/notes.txt
+rc=$(run_logged other "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
+    -o other_dir -- true)
+check_rc other 2 "$rc"
+check_grep other.err "carma: stat: -o other_dir: other_dir is not empty (it holds notes.txt, sub); carma measures into a new or an empty directory only" \
+    "a directory of other files: refused, its entries named"
+check_eq "$(ls other_dir | tr '\n' ' ')" "notes.txt sub " "a directory of other files: untouched"
+
+# a command that cannot be started: the manifest says failed, not running
+rc=$(run_logged nocmd "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
+    -o nocmd -- ./no-such-command)
+check_rc nocmd 127 "$rc"
+check_eq "$(json_get nocmd/manifest.json 'j["status"]')" failed "a command not found: status"
+"$CARMA" report nocmd >nocmd.report 2>&1
+check_grep nocmd.report 'manifest.json says "failed": the command could not be started' \
+    "a command not found: carma report says so"
+
+# two carmas given the same new directory at once: one measures, the other is refused
+for i in 1 2 3; do
+    "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms -o "race$i" -- sleep 0.3 \
+        >"race${i}a.out" 2>"race${i}a.err" &
+    pa=$!
+    "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms -o "race$i" -- sleep 0.3 \
+        >"race${i}b.out" 2>"race${i}b.err" &
+    pb=$!
+    ra=0 rb=0
+    wait "$pa" || ra=$?
+    wait "$pb" || rb=$?
+    check_eq "$(printf '%s\n' "$ra" "$rb" | sort | tr '\n' ' ')" "0 2 " \
+        "two carmas into race$i: exit statuses"
+    check_eq "$(json_get "race$i/manifest.json" 'j["status"]')" complete "race$i: the winner's manifest"
+done
 
 cli_done

@@ -3,7 +3,9 @@
 # process group, carma exits with the command's status (128+N when a signal N killed it) and
 # still writes its summary; nothing of the command's group outlives carma; a signal during the
 # baseline stops carma before the command starts; and carma killed with SIGKILL leaves a
-# samples.csv made of whole rows.
+# samples.csv made of whole rows. Started from a script (SIGINT inherited ignored), SIGINT still
+# stops carma, which says what it does; the command starts with default signal dispositions;
+# the interruption is recorded (manifest, summary, carma report's text, JSON and HTML).
 . "${CARMA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib_cli.sh"
 
 ROOT="$CARMA_FIXTURES/vm-empty"
@@ -123,6 +125,86 @@ assert m["status"] == "running", m["status"]
 assert len(m["channels"]) == 6, m["channels"]
 ' "$d/manifest.json"
     [ -e "$d/summary.json" ] && check_fail "$d: a summary.json although carma was killed"
+    "$CARMA" report "$d" >"$d.report" 2>&1
+    check_grep "$d.report" 'manifest.json says "running": carma is still measuring, or was killed' \
+        "carma killed after ${delay}s: carma report says it never finished"
 done
+
+# --- started from a script (a non-interactive shell's background job inherits SIGINT and
+# SIGQUIT ignored): SIGINT still reaches carma, which forwards it and says so; the command
+# starts with default dispositions and nothing blocked; the run is recorded as interrupted by
+# SIGINT in manifest.json, summary.json, the printed summary and `carma report`
+cat >sigcmd.sh <<'EOF'
+grep -E '^Sig(Ign|Blk)' /proc/self/status >sigcmd.status
+trap 'echo INT >sigcmd.got; exit 3' INT
+trap 'echo TERM >sigcmd.got; exit 4' TERM
+while :; do sleep 0.05; done
+EOF
+rm -f sigcmd.got sigcmd.status
+bash -c '"$1" stat --root "$2" --interval 20ms -o ign -- sh sigcmd.sh >ign.out 2>ign.err &
+echo $! >ign.pid; wait' _ "$CARMA" "$ROOT" &
+shell=$!
+for ((i = 0; i < 200; i++)); do [ -s sigcmd.status ] && break; sleep 0.02; done
+pid=$(cat ign.pid)
+ign=$(awk '/^SigIgn/ { print $2 }' "/proc/$pid/status")
+check_eq "$(((0x${ign:-ff} >> 1) & 1))" 0 "from a script: carma's SIGINT not left ignored"
+t0=$(date +%s.%N)
+kill -INT "$pid"
+wait "$shell"
+t1=$(date +%s.%N)
+check_eq "$(cat sigcmd.got 2>/dev/null)" INT "from a script: the command got SIGINT"
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 3) }' ||
+    check_fail "from a script: carma took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s after SIGINT (the command ignored it?)"
+check_eq "$(awk '/^SigIgn/ { print $2 }' sigcmd.status)" 0000000000000000 \
+    "the command's ignored signals (SigIgn)"
+check_eq "$(awk '/^SigBlk/ { print $2 }' sigcmd.status)" 0000000000000000 \
+    "the command's blocked signals (SigBlk)"
+check_grep ign.err "carma: SIGINT received: forwarded to the command's process group (SIGKILL after 5s if it still runs)" \
+    "from a script: what carma does, on stderr"
+check_grep ign.err "  interrupted by SIGINT (signal 2) at 20" "from a script: the summary says interrupted"
+check_py "interrupted by SIGINT: manifest.json and summary.json" '
+m, s = load(sys.argv[1] + "/manifest.json"), load(sys.argv[1] + "/summary.json")
+assert m["status"] == "interrupted" and s["status"] == "interrupted", (m["status"], s["status"])
+i = m["interruption"]
+assert i == s["interruption"], (i, s["interruption"])
+assert (i["signal"], i["signal_number"], i["signals_received"]) == ("SIGINT", 2, 1), i
+assert s["command_start_unix"] <= i["time_unix"] <= s["command_end_unix"], (i, s)
+import datetime
+t = datetime.datetime.strptime(i["time_utc"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+assert abs(t.timestamp() - i["time_unix"]) < 0.002, (t, i)
+' ign
+rc=$(run_logged ignrep "$CARMA" report ign)
+check_rc ignrep 0 "$rc"
+check_grep ignrep.out "  warning: interrupted by SIGINT (signal 2) at 20" "carma report: interrupted"
+rc=$(run_logged ignjson "$CARMA" report ign --format json)
+check_py "carma report --format json: interrupted" '
+w = load(sys.argv[1])[0]["warnings"]
+assert any(x.startswith("interrupted by SIGINT (signal 2) at ") for x in w), w
+' ignjson.out
+rc=$(run_logged ignhtml "$CARMA" report ign --format html)
+check_grep ignhtml.out "interrupted by SIGINT (signal 2) at 20" "carma report --format html: interrupted"
+
+# --- a command that outlives the grace period: carma says it sends SIGKILL
+BG_NAME=late carma_bg -- stat --root "$ROOT" --interval 20ms --grace 300ms -- \
+    sh -c "trap '' TERM; $LOOP"
+PG=$(wait_child_of "$BG_PID") || fail "late: the command did not start: $(cat late.err)"
+sleep 0.3
+kill -TERM "$BG_PID"
+wait "$BG_PID"
+check_grep late.err "carma: SIGTERM received: forwarded to the command's process group (SIGKILL after 300ms if it still runs)" \
+    "grace: the forwarding said"
+check_grep late.err "carma: the command's process group still runs 300ms after SIGTERM: SIGKILL" \
+    "grace: the SIGKILL said"
+check_grep late.err "killed by signal 9" "grace: the command killed"
+check_group_gone "SIGTERM ignored past the grace"
+
+# --- a signal during the baseline with -o: the manifest says interrupted
+BG_NAME=baseo carma_bg -- stat --root "$ROOT" --interval 20ms --baseline 3s -o baseo -- true
+sleep 0.4
+kill -HUP "$BG_PID"
+wait "$BG_PID"
+check_eq "$(json_get baseo/manifest.json 'j["status"]')" interrupted "SIGHUP during the baseline: status"
+check_eq "$(json_get baseo/manifest.json 'j["interruption"]["signal"]')" SIGHUP \
+    "SIGHUP during the baseline: the signal"
 
 cli_done

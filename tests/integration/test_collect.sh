@@ -12,8 +12,10 @@
 #     (file:line); --slurm (a fake scontrol; not in a job; scontrol missing or failing);
 #   - --srt-cpu against srt-slurm's Rust exporter bodies (formats doc §5.2): the v1 CSV rows
 #     and cpu_manifest.json;
-#   - SIGTERM/SIGINT (exit 0, manifest written), an unwritable directory, a full disk (a file
-#     size limit): the error names the file, the rows before stay.
+#   - SIGTERM/SIGINT/SIGHUP (exit 0, manifest written with the signal; "interrupted" when a
+#     --duration was cut short; SIGINT taken when inherited ignored), -o naming an earlier run
+#     or other files (refused, exit 2, nothing scraped or changed), an unwritable directory, a
+#     full disk (a file size limit): the error names the file, the rows before stay.
 . "${CARMA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib_cli.sh"
 
 TARGETS="$CARMA_SRC/tests/integration/collect_targets.py"
@@ -166,6 +168,7 @@ fi
 } >targets.txt
 for attempt in 1 2 3; do
     : >a.conns
+    rm -rf basic # an earlier attempt's: carma never overwrites a run directory
     rc=$(run_logged basic "$CARMA" collect --targets-file targets.txt -o basic --required \
         --duration 4s --interval 500ms)
     if [ "$rc" != 0 ] || ! busy basic "127.0.0.1:${TPORT[a]}" "localhost:${TPORT[b]}" \
@@ -253,6 +256,7 @@ check_eq "$(grep -c "^req ${TPORT[a]} " a.conns)" 8 "basic: requests to target a
 # ---- a target killed mid-run, restarted; a body that changes ----
 for attempt in 1 2 3; do
     carma_body a.prom node-a rapl/package-0:31.5:1000.5 rapl/package-0/dram:4.25:100.125
+    rm -rf down
     BG_NAME=down carma_bg -- collect --target "127.0.0.1:${TPORT[a]}" \
         --target "127.0.0.1:${TPORT[b]}" -o down --duration 7s --interval 500ms
     COLLECT_PID=$BG_PID
@@ -315,6 +319,7 @@ assert len(rows) == 28, len(rows)
 # ---- a slow target is abandoned at the timeout; the cycle keeps its time ----
 start_target slow a.prom --mode slow --delay 3
 for attempt in 1 2 3; do
+    rm -rf slow
     t0=$(date +%s%N)
     rc=$(run_logged slow "$CARMA" collect --target "127.0.0.1:${TPORT[a]}" \
         --target "127.0.0.1:${TPORT[slow]}" -o slow --duration 2s --interval 500ms --timeout 200ms)
@@ -509,6 +514,7 @@ grep -v 'type="total"' acpi.prom >acpi_nototal.prom
 start_target acpi acpi.prom
 start_target dcgm dcgm.prom
 for attempt in 1 2 3; do
+    rm -rf srt
     rc=$(run_logged srt "$CARMA" collect --srt-cpu --target "127.0.0.1:${TPORT[acpi]}" \
         --target "localhost:${TPORT[dcgm]}" --target "127.0.0.1:$dead" -o srt --duration 1s \
         --interval 500ms)
@@ -556,8 +562,9 @@ lines = open("srt2/power/cpu/samples.csv", "rb").read().decode().split("\r\n")[1
 assert [l.split(",", 4)[4] for l in lines] == ["CPU Power Socket 0,0,48.1,", "SysIO Power Socket 0,0,5.2,"], lines
 '
 
-# ---- SIGTERM / SIGINT: the cycle finishes, the files are flushed, exit 0 ----
-for sig in TERM INT; do
+# ---- SIGTERM / SIGINT / SIGHUP: the cycle finishes, the files are flushed, exit 0; the signal
+# and its time are in the manifest (without --duration a signal is the ordinary end) ----
+for sig in TERM INT HUP; do
     BG_NAME=sig$sig carma_bg -- collect --target "127.0.0.1:${TPORT[a]}" -o "sig$sig" \
         --interval 200ms
     pid=$BG_PID
@@ -575,8 +582,59 @@ m = load(sys.argv[1] + "/manifest.json")
 assert m["status"] in ("complete", "incomplete"), m["status"]
 assert m["stopped_unix"] is not None and m["cycles"] >= 2, m
 assert len(rows) == m["sample_row_count"] and len(by_seq(rows)) == m["cycles"], (len(rows), m)
-' "sig$sig"
+import time
+i = m["interruption"]
+assert i["signal"] == "SIG" + sys.argv[2] and i["signal_number"] == int(sys.argv[3]), i
+assert m["started_unix"] <= i["time_unix"] <= m["stopped_unix"], (i, m["stopped_unix"])
+assert i["time_utc"].endswith("Z") and i["time_utc"].startswith(
+    time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(int(i["time_unix"])))), i
+' "sig$sig" "$sig" "$(kill -l "$sig")"
 done
+
+# a signal that cuts a --duration short: "interrupted"; started as a script's background job
+# (SIGINT inherited ignored), SIGINT still reaches carma
+bash -c '"$1" collect --target "127.0.0.1:$2" -o sigdur --interval 200ms --duration 60s \
+    >sigdur.out 2>sigdur.err & echo $! >sigdur.pid; wait' _ "$CARMA" "${TPORT[a]}" &
+shell=$!
+_cleanup_pids+=("$shell")
+for ((i = 0; i < 100; i++)); do [ -s sigdur/samples.csv ] && break; sleep 0.05; done
+pid=$(cat sigdur.pid)
+_cleanup_pids+=("$pid")
+ign=$(awk '/^SigIgn/ { print $2 }' "/proc/$pid/status")
+check_eq "$(((0x${ign:-ff} >> 1) & 1))" 0 "collect from a script: SIGINT taken, not left ignored"
+sleep 0.5
+kill -INT "$pid"
+rc=0
+wait "$shell" || rc=$?
+check_eq "$rc" 0 "SIGINT cutting --duration short: exit status"
+check_eq "$(json_get sigdur/manifest.json 'j["status"]')" interrupted "SIGINT before --duration: status"
+check_eq "$(json_get sigdur/manifest.json 'j["interruption"]["signal"]')" SIGINT \
+    "SIGINT before --duration: the signal"
+check_eq "$(json_get sigdur/manifest.json 'j["stop_reason"]')" signal "SIGINT before --duration: stop_reason"
+
+# ---- -o naming an earlier run: refused before any scrape (exit 2), the earlier files whole;
+# (an --srt-cpu run's power/cpu/samples.csv would be left beside another run's manifest) ----
+rc=$(run_logged prev "$CARMA" collect --srt-cpu --target "127.0.0.1:${TPORT[a]}" -o prev \
+    --duration 300ms --interval 100ms)
+check_rc prev 0 "$rc"
+need_file prev/manifest.json prev/samples.csv prev/power/cpu/samples.csv
+before=$(find prev -type f -exec md5sum {} + | sort)
+reqs=$(grep -c "^req ${TPORT[a]} " a.conns)
+rc=$(run_logged prev2 "$CARMA" collect --target "127.0.0.1:${TPORT[a]}" -o prev \
+    --duration 300ms --interval 100ms)
+check_rc prev2 2 "$rc"
+check_grep prev2.err "carma: collect: -o prev: prev already holds a measurement (manifest.json: carma collect, status complete, written 20" \
+    "collect into an earlier run: refused, naming it"
+check_grep prev2.err "also nodes.csv, power, samples.csv), which carma never overwrites: give another -o DIR, or remove prev first" \
+    "collect into an earlier run: what is there, what to do"
+check_eq "$(find prev -type f -exec md5sum {} + | sort)" "$before" "collect into an earlier run: files unchanged"
+check_eq "$(grep -c "^req ${TPORT[a]} " a.conns)" "$reqs" "collect into an earlier run: nothing scraped"
+check_no_grep prev2.out prev "collect into an earlier run: no directory printed"
+mkdir empty_out
+rc=$(run_logged emptyo "$CARMA" collect --target "127.0.0.1:${TPORT[a]}" -o empty_out \
+    --duration 300ms --interval 100ms)
+check_rc emptyo 0 "$rc"
+check_eq "$(json_get empty_out/manifest.json 'j["status"]')" complete "collect into an empty directory"
 
 # ---- an unwritable directory; a full disk ----
 echo x >afile
@@ -585,9 +643,9 @@ check_rc unw 1 "$rc"
 check_grep unw.err "carma: collect: cannot create afile/sub: Not a directory" "unwritable: names it"
 mkdir -p isdir/samples.csv
 rc=$(run_logged isdir "$CARMA" collect --target "127.0.0.1:${TPORT[a]}" -o isdir --duration 1s)
-check_rc isdir 1 "$rc"
-check_grep isdir.err "carma: collect: cannot create isdir/samples.csv: Is a directory" \
-    "samples.csv a directory: names it"
+check_rc isdir 2 "$rc"
+check_grep isdir.err "carma: collect: -o isdir: isdir is not empty (it holds samples.csv); carma measures into a new or an empty directory only" \
+    "a directory of other things: refused, naming them"
 rc=0
 (
     ulimit -f 4 # KiB: samples.csv outgrows it after about 15 cycles
@@ -628,6 +686,7 @@ else
         [ -n "$eport" ] || fail "carma exporter on $fx did not start: $(cat "exp_$fx.log")"
         sleep 0.5 # its first readings (a counter gives a power after two)
         for attempt in 1 2 3; do
+            rm -rf "real_$fx"
             rc=$(run_logged "real_$fx" "$CARMA" collect --target "127.0.0.1:$eport" \
                 -o "real_$fx" --srt-cpu --required --duration 2s --interval 500ms)
             if [ "$rc" != 0 ] || ! busy "real_$fx" "127.0.0.1:$eport"; then

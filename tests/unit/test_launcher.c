@@ -235,7 +235,7 @@ static void test_signals_fd(void **state)
 
     /* a command that ends: SIGCHLD arrives on the fd */
     char *argv[] = {"true", NULL};
-    struct launch_opts o = {.argv = argv, .mask = &old};
+    struct launch_opts o = {.argv = argv};
     struct carma_err e = {0};
     pid_t pid;
     assert_int_equal(launcher_spawn(&o, &pid, &e), 0);
@@ -244,7 +244,7 @@ static void test_signals_fd(void **state)
     assert_int_equal((pid_t)si.ssi_pid, pid);
     assert_int_equal(wait_status(pid), 0);
 
-    /* the command gets the old mask back: SIGTERM still kills it */
+    /* the command starts with nothing blocked: SIGTERM still kills it */
     char *sl[] = {"sleep", "30", NULL};
     o.argv = sl;
     assert_int_equal(launcher_spawn(&o, &pid, &e), 0);
@@ -262,6 +262,93 @@ static void test_signals_fd(void **state)
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The hex value of /proc status line "KEY:\t..." in text; ~0 when absent. */
+static unsigned long long status_mask(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    if (!p)
+        return ~0ULL;
+    return strtoull(p + strlen(key), NULL, 16);
+}
+
+/* Whatever carma ignores or blocks (inherited from a shell, or its own signalfd's set), the
+ * command starts with every signal's default disposition and an empty mask. */
+static void test_child_signals_default(void **state)
+{
+    (void)state;
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit, old_usr1, old_pipe;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    sigaction(SIGUSR1, &ign, &old_usr1);
+    sigaction(SIGPIPE, &ign, &old_pipe);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGUSR2);
+    sigaddset(&block, SIGALRM);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    int fd = launcher_signals_open(NULL); /* blocks SIGINT, SIGTERM, ... too */
+    assert_true(fd >= 0);
+
+    char out[400], buf[8192];
+    snprintf(out, sizeof out, "%s/status.txt", tu_dir);
+    char *argv[] = {"cat", "/proc/self/status", NULL};
+    struct launch_opts o = {.argv = argv, .stdout_path = out};
+    struct carma_err e = {0};
+    pid_t pid;
+    assert_int_equal(launcher_spawn(&o, &pid, &e), 0);
+    assert_int_equal(wait_status(pid), 0);
+    tu_slurp(out, buf, sizeof buf);
+    assert_true(status_mask(buf, "SigIgn:") == 0);
+    assert_true(status_mask(buf, "SigBlk:") == 0);
+
+    close(fd);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    sigaction(SIGUSR1, &old_usr1, NULL);
+    sigaction(SIGPIPE, &old_pipe, NULL);
+}
+
+/* carma started with SIGINT and SIGCHLD ignored (a script's background job, a parent that set
+ * SIGCHLD to SIG_IGN) still takes SIGINT on its fd and still reaps its commands itself. */
+static void test_signals_taken_when_ignored(void **state)
+{
+    (void)state;
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_chld, now;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGCHLD, &ign, &old_chld);
+    sigset_t old;
+    int fd = launcher_signals_open(&old);
+    assert_true(fd >= 0);
+    sigaction(SIGINT, NULL, &now);
+    assert_true(now.sa_handler == SIG_DFL);
+    sigaction(SIGCHLD, NULL, &now);
+    assert_true(now.sa_handler == SIG_DFL);
+
+    assert_int_equal(kill(getpid(), SIGINT), 0);
+    struct signalfd_siginfo si = next_signal(fd);
+    assert_int_equal(si.ssi_signo, SIGINT);
+    /* with SIGCHLD ignored the kernel would reap the command: no exit status to report */
+    char *argv[] = {"sh", "-c", "exit 9", NULL};
+    struct carma_err e = {0};
+    pid_t pid;
+    assert_int_equal(launcher_spawn(&(struct launch_opts){.argv = argv}, &pid, &e), 0);
+    assert_int_equal(wait_status(pid), 9);
+
+    close(fd);
+    struct timespec zero = {0, 0};
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    while (sigtimedwait(&chld, NULL, &zero) > 0)
+        ;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGCHLD, &old_chld, NULL);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
@@ -275,6 +362,8 @@ int main(void)
         T(test_cwd_and_redirect),
         T(test_setup_errors),
         cmocka_unit_test(test_signals_fd),
+        T(test_child_signals_default),
+        cmocka_unit_test(test_signals_taken_when_ignored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

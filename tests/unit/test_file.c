@@ -1,0 +1,145 @@
+/*
+ * Unit tests for core/file's directory claim: a new directory (and its parents) is made and
+ * claimed, an empty one is taken, one that holds anything is refused and left as it was, and of
+ * many processes claiming the same directory at once exactly one wins.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/file.h"
+#include "testutil.h"
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void test_claim_new(void **state)
+{
+    (void)state;
+    char dir[400], claim[500];
+    snprintf(dir, sizeof dir, "%s/a/b/run", tu_dir);
+    bool created = false;
+    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), 0);
+    assert_true(created);
+    snprintf(claim, sizeof claim, "%s/manifest.json", dir);
+    assert_true(exists(claim));
+    /* claimed once: a second claim of the same directory is refused */
+    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), -ENOTEMPTY);
+    /* undone: the directory made by the claim goes too */
+    file_unclaim_dir(dir, "manifest.json", true);
+    assert_false(exists(dir));
+}
+
+static void test_claim_empty_existing(void **state)
+{
+    (void)state;
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/empty", tu_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    bool created = true;
+    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), 0);
+    assert_false(created);
+    file_unclaim_dir(dir, "manifest.json", false);
+    assert_true(exists(dir)); /* not made by the claim: kept */
+}
+
+static void test_claim_refuses_what_is_there(void **state)
+{
+    (void)state;
+    char dir[400], path[500], buf[64];
+    snprintf(dir, sizeof dir, "%s/old", tu_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    tu_put("old/samples.csv", "earlier rows\n");
+    bool created;
+    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), -ENOTEMPTY);
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    assert_false(exists(path));
+    snprintf(path, sizeof path, "%s/samples.csv", dir);
+    tu_slurp(path, buf, sizeof buf);
+    assert_string_equal(buf, "earlier rows\n");
+    /* a hidden file counts too */
+    snprintf(dir, sizeof dir, "%s/hidden", tu_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    tu_put("hidden/.x", "");
+    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), -ENOTEMPTY);
+    /* a file is not a directory; the trailing slash is fine */
+    tu_put("file", "x");
+    snprintf(path, sizeof path, "%s/file", tu_dir);
+    assert_int_equal(file_claim_dir(path, "manifest.json", &created), -ENOTDIR);
+    snprintf(path, sizeof path, "%s/file/sub", tu_dir);
+    assert_int_equal(file_claim_dir(path, "manifest.json", &created), -ENOTDIR);
+    snprintf(path, sizeof path, "%s/slash/", tu_dir);
+    assert_int_equal(file_claim_dir(path, "manifest.json", &created), 0);
+    assert_true(created);
+}
+
+/* Many processes claim one path (new, then empty) at the same moment: exactly one wins. */
+static void race(const char *dir)
+{
+    enum { N = 8 };
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pid[N];
+    for (int k = 0; k < N; k++) {
+        pid[k] = fork();
+        assert_true(pid[k] >= 0);
+        if (pid[k] == 0) {
+            close(go[1]);
+            char c;
+            if (read(go[0], &c, 1) < 0)
+                _exit(3);
+            bool created;
+            int r = file_claim_dir(dir, "manifest.json", &created);
+            _exit(r == 0 ? 0 : r == -ENOTEMPTY ? 1 : 2);
+        }
+    }
+    close(go[0]);
+    close(go[1]); /* every child starts now */
+    int won = 0, lost = 0;
+    for (int k = 0; k < N; k++) {
+        int st;
+        assert_int_equal(waitpid(pid[k], &st, 0), pid[k]);
+        assert_true(WIFEXITED(st));
+        won += WEXITSTATUS(st) == 0;
+        lost += WEXITSTATUS(st) == 1;
+    }
+    assert_int_equal(won, 1);
+    assert_int_equal(lost, N - 1);
+}
+
+static void test_claim_race(void **state)
+{
+    (void)state;
+    char dir[400];
+    for (int round = 0; round < 20; round++) {
+        snprintf(dir, sizeof dir, "%s/new%d", tu_dir, round);
+        race(dir);
+        snprintf(dir, sizeof dir, "%s/empty%d", tu_dir, round);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        race(dir);
+    }
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_claim_new),
+        T(test_claim_empty_existing),
+        T(test_claim_refuses_what_is_there),
+        T(test_claim_race),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
