@@ -29,6 +29,14 @@ Marks: HTML comments on the lines just before the block's fence.
                                             alive by carma-plant (tests/fakes/plant/FIXTURE.conf,
                                             else a mirror of /proc/stat) until the document ends
     <!-- doctest: exit N -->               every command of the block must exit with N
+    <!-- doctest: quiet -->                its figures need this machine's CPUs mostly idle
+                                            (a power model's fit needs the load to vary):
+                                            skipped, with the figure, when other processes
+                                            keep more than half of them busy
+    <!-- doctest: retry N -->              up to N tries (for figures that depend on this
+                                            machine's load: a fit needs the load to vary);
+                                            before a new try the block's background jobs are
+                                            ended and the files it made removed
 
 Every document runs in its own temporary directory, its blocks in order (a later block sees
 the files an earlier one made), with the repository's top-level entries (examples/, tests/,
@@ -37,7 +45,7 @@ top, and carma plus the test fakes (carma-busy, carma-gpujob, carma-plant, ...) 
 PATH. stdin is /dev/null; stdout and stderr are read together.
 
 Shape: each line of the document's output and of the actual output is normalized (every
-number, with its sign, commas and exponent, becomes N; the temporary directory and the
+number, with its sign, commas and exponent, becomes N, and so do nan and inf; the temporary directory and the
 repository root are removed from paths; runs of blanks become one; leading blanks become one
 blank; trailing ones go). A document line that is "..." stands for any number of lines (none
 included); "..." inside a line for any text. Every other line must match one actual line, in
@@ -63,7 +71,7 @@ COMMAND_WORDS = ("carma", "make", "bash", "ninja", "meson", "python3", "sbatch",
                  "build/", "./")
 SCRIPT_LANGS = ("sh", "bash", "shell")
 MARK_RE = re.compile(r"^\s*<!--\s*doctest:\s*(.*?)\s*-->\s*$")
-NUM_RE = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+NUM_RE = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|(?<![\w.])[-+]?(?:nan|inf)(?!\w)")
 
 
 class DocError(Exception):
@@ -115,7 +123,8 @@ def parse_blocks(path, text):
         for m in marks:
             word = m.split()[0] if m.split() else ""
             word = word.split("(")[0]
-            if word not in ("skip", "synopsis", "vm", "fake-nvml", "plant", "exit"):
+            if word not in ("skip", "synopsis", "vm", "fake-nvml", "plant", "exit", "retry",
+                            "quiet"):
                 raise DocError("%s:%d: unknown doctest mark '%s'" % (path, start + 1, m))
         blocks.append(Block(path, start + 1, lang, body, marks))
     return blocks
@@ -226,6 +235,19 @@ def first_mismatch(items, actual):
     return "the output has lines the document does not show (add them, or a '...' line)"
 
 
+def machine_busy(seconds):
+    """The fraction of all CPUs' time that was busy over the next seconds (/proc/stat)."""
+    def read():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v[:8]) - idle, sum(v[:8])
+    b0, t0 = read()
+    time.sleep(seconds)
+    b1, t1 = read()
+    return (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+
+
 class Shell:
     """One bash per document: its commands run there in order, as typed at a prompt (an
     export, a cd or a background job stays for the next command). No job control: every
@@ -237,11 +259,13 @@ class Shell:
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, start_new_session=True)
         self.buf = b""
+        self.block_pids = []  # the background jobs of the block being run
 
     def run(self, cmd, timeout, background=False):
         """(exit status, output) of cmd; None for the status when it ran past timeout."""
         if background:
-            script = "%s </dev/null >/dev/null 2>&1 & sleep 0.3\n" % cmd
+            script = ("%s </dev/null >/dev/null 2>&1 &\nprintf '%s_BG %%d\\n' $!; sleep 0.3\n"
+                      % (cmd, self.token))
         else:
             script = "{ %s\n} </dev/null 2>&1\n" % cmd
         script += "printf '\\n%s %%d\\n' $?\n" % self.token
@@ -251,6 +275,9 @@ class Shell:
         pat = re.compile(rb"\n" + self.token.encode() + rb" (\d+)\n")
         fd = self.p.stdout.fileno()
         while True:
+            for bg in re.finditer(rb"(?m)^" + self.token.encode() + rb"_BG (\d+)\n", self.buf):
+                self.block_pids.append(int(bg.group(1)))
+            self.buf = re.sub(rb"(?m)^" + self.token.encode() + rb"_BG \d+\n", b"", self.buf)
             m = pat.search(self.buf)
             if m:
                 out, self.buf = self.buf[:m.start()], self.buf[m.end():]
@@ -437,6 +464,12 @@ class Runner:
             self.skipped.append((b.where(), "needs a machine without sensors: "
                                  + self.host_measured()))
             return True
+        if b.mark("quiet") is not None:
+            busy = machine_busy(1.0)
+            if busy > 0.5:
+                self.skipped.append((b.where(), "needs a quiet machine: other processes kept "
+                                     "%.0f%% of the CPUs busy" % (100 * busy)))
+                return True
         plant = b.mark("plant")
         if plant is not None:
             self.start_plant(b, cwd, plant)
@@ -444,10 +477,41 @@ class Runner:
         cmds = console_commands(b)
         if not cmds:
             raise DocError("%s: a console block without a '$ ' command" % b.where())
+        tries = int(b.mark("retry") or 1)
+        before = set(os.listdir(cwd))
+        for attempt in range(1, tries + 1):
+            fails, alive = self.run_commands(b, cwd, subs, shell, cmds, want_rc)
+            if not fails or not alive or attempt == tries:
+                break
+            print("# %s: try %d of %d failed (%s), again from a clean directory" % (
+                b.where(), attempt, tries, fails[0][1].split("\n")[0]))
+            for pid in shell.block_pids:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.2)
+            for name in set(os.listdir(cwd)) - before:
+                p = os.path.join(cwd, name)
+                if os.path.isdir(p) and not os.path.islink(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    os.unlink(p)
+        for where, msg in fails:
+            self.fail(where, msg)
+        self.ran += 1
+        if not fails:
+            print("ok   %s (%d command%s)" % (b.where(), len(cmds), "" if len(cmds) == 1 else "s"))
+        return alive
+
+    def run_commands(self, b, cwd, subs, shell, cmds, want_rc):
+        """([(where, message)] of the failures, whether the shell can go on)."""
         setenv, unsetenv = self.nvml_env(b, cwd)
         if setenv:
             shell.run(setenv, 10)
-        ok = alive = True
+        shell.block_pids = []
+        fails = []
+        alive = True
         for ln, cmd, expected in cmds:
             where = "%s:%d" % (b.path, ln)
             bare = re.sub(r"\s+#[^'\"]*$", "", cmd).rstrip()
@@ -462,14 +526,13 @@ class Runner:
                 print("# %s (%.1f s, exit %s)\n$ %s" % (where, secs, rc, cmd))
                 print("\n".join(lines))
             if rc is None:
-                self.fail(where, "'%s' ran past %d s; its output:\n%s" % (
-                    cmd, self.args.timeout, "\n".join("    " + x for x in lines)))
-                ok = alive = False
+                fails.append((where, "'%s' ran past %d s; its output:\n%s" % (
+                    cmd, self.args.timeout, "\n".join("    " + x for x in lines))))
+                alive = False
                 break
             if rc != want_rc:
-                self.fail(where, "'%s' exited with status %d, not %d; its output:\n%s" % (
-                    cmd, rc, want_rc, "\n".join("    " + x for x in lines)))
-                ok = False
+                fails.append((where, "'%s' exited with status %d, not %d; its output:\n%s" % (
+                    cmd, rc, want_rc, "\n".join("    " + x for x in lines))))
                 continue
             if not expected or background:
                 continue
@@ -480,18 +543,14 @@ class Runner:
             while actual and not actual[-1]:
                 actual.pop()
             if not match(items, actual):
-                self.fail(where, "the output of '%s' does not have the document's shape: %s\n"
-                          "  document:\n%s\n  output:\n%s" % (
-                              cmd, first_mismatch(items, actual),
-                              "\n".join("    " + x for x in expected),
-                              "\n".join("    " + x for x in lines)))
-                ok = False
+                fails.append((where, "the output of '%s' does not have the document's shape: "
+                              "%s\n  document:\n%s\n  output:\n%s" % (
+                                  cmd, first_mismatch(items, actual),
+                                  "\n".join("    " + x for x in expected),
+                                  "\n".join("    " + x for x in lines))))
         if alive and unsetenv:
             shell.run(unsetenv, 10)
-        self.ran += 1
-        if ok:
-            print("ok   %s (%d command%s)" % (b.where(), len(cmds), "" if len(cmds) == 1 else "s"))
-        return alive
+        return fails, alive
 
 
 def main():
