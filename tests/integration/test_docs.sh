@@ -51,6 +51,19 @@ self_case marked 0 '<!-- doctest: skip (a reason) -->
 ```
 carma run examples/quickstart/experiment.json
 ```'
+# a background job is ended when its page is done; "..." inside a line stands for any text
+self_case background 0 "\`\`\`console
+\$ sh -c 'echo \$\$ >$PWD/bg.pid; exec carma-busy --duty 0.01 60' &
+\$ carma validate tests/experiments/good/minimal.json
+tests/experiments/good/minimal.json: ... (N workload)
+\`\`\`"
+[ -s bg.pid ] || fail "the background command of background.md did not run"
+# (killed, it may stay a zombie a moment: its parent, the page's shell, is gone too)
+state=$(ps -o stat= -p "$(cat bg.pid)" 2>/dev/null) || state=
+if [ -n "$state" ] && [ "${state#Z}" = "$state" ]; then
+    kill "$(cat bg.pid)"
+    fail "the background job of background.md was left running"
+fi
 grep -q "^FAIL .*/column.md:4: the output of" column.log || fail "no line named: $(cat column.log)"
 note "doctest.py passes a right document and fails stale ones"
 
