@@ -106,11 +106,13 @@ def parse_blocks(path, text):
         if not m:
             i += 1
             continue
-        fence, lang, start = m.group(2), m.group(3), i
+        indent, fence, lang, start = len(m.group(1)), m.group(2), m.group(3), i
         body = []
         i += 1
         while i < len(lines) and not re.match(r"^\s*" + fence + r"\s*$", lines[i]):
-            body.append((i + 1, lines[i]))
+            text = lines[i]
+            k = len(text) - len(text.lstrip(" "))
+            body.append((i + 1, text[min(k, indent):]))  # a block in a list item is indented
             i += 1
         if i >= len(lines):
             raise DocError("%s:%d: a code block that is never closed" % (path, start + 1))
