@@ -10,7 +10,7 @@ Blocks, in each FILE (fenced with three backquotes):
   next one); the lines after a command, up to the next command or the block's end, are its
   expected output. A command with no output lines is run and must exit 0; its output is not
   compared. A command ending with "&" is started in the background (its output is not
-  compared) and ended, by its pid, when the document is done.
+  compared) and ended with the document's shell.
 - ```sh, ```bash, ```shell, and plain blocks one of whose lines starts with a command
   (carma, make, bash, ...): these are not run; each must be marked, or the test fails.
 
@@ -42,15 +42,19 @@ Every document runs in its own temporary directory, its blocks in order (a later
 the files an earlier one made), with the repository's top-level entries (examples/, tests/,
 data/, build/ ...) linked into it, so that the commands run as written from a fresh clone's
 top, and carma plus the test fakes (carma-busy, carma-gpujob, carma-plant, ...) first on
-PATH. stdin is /dev/null; stdout and stderr are read together.
+PATH. Its commands run in one bash, as typed at a prompt (an export, a cd, a background job
+stays for the next command: `kill %1` works); when the document is done, that shell's process
+group (every process it started) is ended by its id. stdin is /dev/null; stdout and stderr
+are read together.
 
 Shape: each line of the document's output and of the actual output is normalized (every
-number, with its sign, commas and exponent, becomes N, and so do nan and inf; the temporary directory and the
-repository root are removed from paths; runs of blanks become one; leading blanks become one
-blank; trailing ones go). A document line that is "..." stands for any number of lines (none
-included); "..." inside a line for any text. Every other line must match one actual line, in
-order, and no actual line may be left over. --show prints every command's actual output, to
-paste into the document when it changes on purpose.
+number, with its sign, commas and exponent, becomes N, and so do nan and inf; the temporary
+directory and the repository root are removed from paths; runs of blanks become one; leading
+blanks become one blank; trailing ones go; blank lines at the start and end of the output
+are dropped). A document line that is "..." stands for any number of lines (none included);
+"..." inside a line for any text. Every other line must match one actual line, in order, and
+no actual line may be left over. --show prints every command's actual output, to paste into
+the document when it changes on purpose.
 
 Exit status: 0 when every block ran as written (skips counted), 1 otherwise, 2 for usage.
 """
