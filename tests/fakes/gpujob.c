@@ -1,9 +1,10 @@
 /*
  * carma-gpujob: a fake GPU job for the fake NVML (fake_nvml.c), with exact ground truth.
  *
- *   carma-gpujob --dir DIR --device N --sm PCT [--delay S] [--child] [--mem MIB] [--tag T]
+ *   carma-gpujob [--dir DIR] --device N --sm PCT [--delay S] [--child] [--mem MIB] [--tag T]
  *                SECONDS [EXIT_CODE]
  *
+ * DIR defaults to $CARMA_FAKE_NVML_CLIENTS (the folder the fake NVML reads its clients from).
  * Waits --delay seconds (default 0), then registers itself as a client of GPU N of the fake
  * NVML: the file DIR/<pid> (written to DIR/.<pid>.tmp and renamed) holds one line
  *   dev=N sm=PCT start=S end=-     (then " mem=MIB" and " tag=T" when given)
@@ -45,8 +46,9 @@ static void usage(const char *why)
 {
     if (why)
         fprintf(stderr, "carma-gpujob: %s\n", why);
-    fputs("usage: carma-gpujob --dir DIR --device N --sm PCT [--delay S] [--child] [--mem MIB]\n"
-          "                    [--tag T] SECONDS [EXIT_CODE]\n",
+    fputs("usage: carma-gpujob [--dir DIR] --device N --sm PCT [--delay S] [--child] [--mem MIB]\n"
+          "                    [--tag T] SECONDS [EXIT_CODE]\n"
+          "--dir defaults to $CARMA_FAKE_NVML_CLIENTS, the fake NVML's clients' folder\n",
           why ? stderr : stdout);
     exit(why ? 2 : 0);
 }
@@ -216,8 +218,10 @@ int main(int argc, char **argv)
             usage(msg);
         }
     }
+    if (!j.dir)
+        j.dir = getenv("CARMA_FAKE_NVML_CLIENTS");
     if (!j.dir || !j.dir[0])
-        usage("--dir is required");
+        usage("--dir is required (or CARMA_FAKE_NVML_CLIENTS in the environment)");
     if (j.device < 0)
         usage("--device is required");
     if (j.sm < 0)
