@@ -52,7 +52,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    cli_error("unknown command '%s'", cmd);
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[i] = commands[i].name;
+    char near[256];
+    if (cli_suggest(cmd, names, sizeof names / sizeof names[0], "", near, sizeof near) > 0)
+        cli_error("unknown command '%s': did you mean %s?", cmd, near);
+    else
+        cli_error("unknown command '%s'", cmd);
     usage(stderr);
     return 2;
 }

@@ -1013,7 +1013,7 @@ int cmd_run(int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qvho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "qvho:", longopts, "run")) != -1) {
         int h = common_opts_handle(&co, c, optarg);
         if (h < 0)
             return 2;
@@ -1031,18 +1031,12 @@ int cmd_run(int argc, char **argv)
             runs = optarg;
             break;
         case OPT_BASELINE:
-            if (strcmp(optarg, "0") == 0)
-                baseline_ns = 0;
-            else if (parse_duration_ns(optarg, &baseline_ns) < 0 || baseline_ns > 600 * NS_PER_S) {
-                cli_error("--baseline: '%s' is not a duration up to 10m", optarg);
+            if (cli_duration("--baseline", optarg, 0, 600 * NS_PER_S, &baseline_ns) < 0)
                 return 2;
-            }
             break;
         case OPT_GRACE:
-            if (parse_duration_ns(optarg, &grace_ns) < 0 || grace_ns > 3600 * NS_PER_S) {
-                cli_error("--grace: '%s' is not a duration up to 1h", optarg);
+            if (cli_duration("--grace", optarg, 0, 3600 * NS_PER_S, &grace_ns) < 0)
                 return 2;
-            }
             break;
         case 'h':
             help();
@@ -1053,10 +1047,6 @@ int cmd_run(int argc, char **argv)
     }
     if (optind + 1 != argc) {
         cli_error("run: give one experiment file (usage: carma run [OPTIONS] EXPERIMENT.json)");
-        return 2;
-    }
-    if (co.json) {
-        cli_error("run: --json is not an option of run: the report is in report.json");
         return 2;
     }
     struct run *r = calloc(1, sizeof *r);
@@ -1137,7 +1127,8 @@ int cmd_run(int argc, char **argv)
     status = 1;
     if (make_run_dir(r, runs) < 0)
         goto out;
-    printf("%s\n", r->dir);
+    if (!co.json) /* --json: the directory is in the one JSON document at the end */
+        printf("%s\n", r->dir);
     fflush(stdout);
     if (follower_start(&follower, &fo, NULL, "run") < 0)
         goto out;
@@ -1299,9 +1290,14 @@ int cmd_run(int argc, char **argv)
         if (tf)
             fclose(tf);
     }
+    /* --json: report.json (which write_json takes) and the directory, one document on stdout */
+    json_t *doc = co.json ? json_pack("{s:s, s:O}", "run_dir", r->dir, "report", rep) : NULL;
     write_json(r, "report.json", rep);
-    if (text && co.verbose >= 0)
+    if (doc)
+        cli_print_json(stdout, doc);
+    else if (text && co.verbose >= 0)
         fputs(text, stdout);
+    json_decref(doc);
     free(text);
     write_json(r, "manifest.json", manifest(r, "complete"));
     write_html(r);

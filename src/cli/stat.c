@@ -124,7 +124,7 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+qvho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "+qvho:", longopts, "stat")) != -1) {
         int r = common_opts_handle(&o->c, c, optarg);
         if (r < 0)
             return -1;
@@ -138,13 +138,8 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
             o->json_out = optarg;
             break;
         case OPT_BASELINE:
-            if (strcmp(optarg, "0") == 0) {
-                o->baseline_ns = 0;
-            } else if (parse_duration_ns(optarg, &o->baseline_ns) < 0 ||
-                       o->baseline_ns > 600 * NS_PER_S) {
-                cli_error("--baseline: '%s' is not a duration up to 10m", optarg);
+            if (cli_duration("--baseline", optarg, 0, 600 * NS_PER_S, &o->baseline_ns) < 0)
                 return -1;
-            }
             break;
         case OPT_REGION:
             o->region = optarg;
@@ -165,10 +160,8 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
             }
             break;
         case OPT_GRACE:
-            if (parse_duration_ns(optarg, &o->grace_ns) < 0 || o->grace_ns > 3600 * NS_PER_S) {
-                cli_error("--grace: '%s' is not a duration up to 1h", optarg);
+            if (cli_duration("--grace", optarg, 0, 3600 * NS_PER_S, &o->grace_ns) < 0)
                 return -1;
-            }
             break;
         case 'h':
             help();
@@ -176,11 +169,6 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
         default:
             return -1;
         }
-    }
-    if (o->c.json) {
-        cli_error("stat: --json is not an option of stat (stdout belongs to the command): the "
-                  "summary goes to stderr, and as JSON to --json-out FILE");
-        return -1;
     }
     if (o->region && o->intensity > 0) {
         cli_error("give --region or --intensity, not both");
@@ -754,7 +742,9 @@ int cmd_stat(int argc, char **argv)
         cpu_attrib_finish(&r.attrib);
     status = r.exit_status;
     json_t *j = summary_json(&r);
-    if (o.c.verbose >= 0)
+    if (o.c.verbose >= 0 && o.c.json) /* stdout is the command's: the JSON goes to stderr too */
+        cli_print_json(stderr, j);
+    else if (o.c.verbose >= 0)
         print_summary(&r, j);
     if (o.json_out) {
         int w = json_write_file(j, o.json_out);

@@ -59,13 +59,11 @@ int cmd_top(int argc, char **argv)
     bool once = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "h", longopts, "top")) != -1) {
         switch (c) {
         case TOP_INTERVAL:
-            if (parse_duration_ns(optarg, &period_ns) < 0 || period_ns < 10000000LL) {
-                cli_error("--interval: '%s' is not a duration of at least 10ms", optarg);
+            if (cli_duration("--interval", optarg, 10000000LL, 86400000000000LL, &period_ns) < 0)
                 return 2;
-            }
             break;
         case TOP_ONCE:
             once = true;
@@ -74,7 +72,6 @@ int cmd_top(int argc, char **argv)
             usage(stdout);
             return 0;
         default:
-            usage(stderr);
             return 2;
         }
     }

@@ -321,6 +321,8 @@ int experiment_locate(const char *text, size_t len, const struct json_path_step 
 
 #define PATH_DEPTH_MAX 8
 #define QUOTE_MAX      100 /* bytes of a user's string shown in a message */
+#define EXPERIMENT_DURATION_MAX_NS                                                                 \
+    10000000000000000LL /* 1e7 s, a sanity cap on delay_s, timeout_s */
 
 struct problem {
     int line, col;
@@ -629,6 +631,42 @@ static bool get_number(struct loader *ld, json_t *obj, const char *key, bool req
     return ok;
 }
 
+/* A duration member key of obj in seconds into *ret (def_s when absent), by the one rule of
+ * every duration (core/parse): a number is seconds, a string is "1.5" (seconds) or a number
+ * with a unit ("100ms", "2s"). It must lie in min_ns..max_ns. Returns false when it is given
+ * but wrong (reported). */
+static bool get_duration(struct loader *ld, json_t *obj, const char *key, double def_s,
+                         int64_t min_ns, int64_t max_ns, double *ret)
+{
+    *ret = def_s;
+    json_t *v = member(ld, obj, key, false);
+    if (!v)
+        return true;
+    double ns = NAN;
+    int64_t n;
+    if (json_is_number(v))
+        ns = json_number_value(v) * 1e9;
+    else if (json_is_string(v) &&
+             parse_duration_range_ns(json_string_value(v), 0, INT64_MAX, &n) == 0)
+        ns = (double)n;
+    push_key(ld, key);
+    bool ok = ns >= (double)min_ns && ns <= (double)max_ns;
+    if (!ok) {
+        char rule[256];
+        parse_duration_rule(rule, sizeof rule, min_ns, max_ns);
+        if (json_is_string(v))
+            report(ld, AT_VALUE, "%s is not %s", quote(ld, json_string_value(v)), rule);
+        else if (json_is_number(v))
+            report(ld, AT_VALUE, "%g is not %s", json_number_value(v), rule);
+        else
+            report(ld, AT_VALUE, "must be %s, not %s", rule, type_name(v));
+    }
+    pop(ld);
+    if (ok)
+        *ret = ns / 1e9;
+    return ok;
+}
+
 /* A device or CPU index at the current path: an integer 0..INT_MAX (or null when
  * null_ok). Returns the index, -1 for null, or -2 when wrong (reported). */
 static int get_index(struct loader *ld, json_t *v, bool null_ok)
@@ -926,9 +964,9 @@ static void load_workload(struct loader *ld, json_t *w, size_t i, json_t *all,
             ws->n_env++;
     }
 
-    get_number(ld, w, "delay_s", false, 0, 0, true, 1e7, false, &ws->delay_s);
+    get_duration(ld, w, "delay_s", 0, 0, EXPERIMENT_DURATION_MAX_NS, &ws->delay_s);
     if (!json_is_null(json_object_get(w, "timeout_s"))) /* null: none, as when absent */
-        get_number(ld, w, "timeout_s", false, 0, 0, false, 1e7, false, &ws->timeout_s);
+        get_duration(ld, w, "timeout_s", 0, 1, EXPERIMENT_DURATION_MAX_NS, &ws->timeout_s);
 
     json_t *alloc = member(ld, w, "allocation", false);
     if (alloc) {
@@ -1046,19 +1084,11 @@ static void load_monitoring(struct loader *ld, json_t *root, struct experiment *
     }
     static const char *const known[] = {"interval", "sources", "baseline_s", "meter", NULL};
     check_known(ld, m, known);
-    const char *interval = get_string(ld, m, "interval", false, false);
-    if (interval) {
-        push_key(ld, "interval");
-        int64_t ns;
-        if (parse_duration_ns(interval, &ns) < 0 || ns < SAMPLER_INTERVAL_MIN_NS ||
-            ns > SAMPLER_INTERVAL_MAX_NS)
-            report(ld, AT_VALUE,
-                   "%s is not a duration between 1ms and 60s (write it with a unit: ns, us, "
-                   "ms, s or m, e.g. 100ms, 1s, 2500us)",
-                   quote(ld, interval));
-        else
-            x->interval_ns = ns;
-        pop(ld);
+    if (json_object_get(m, "interval")) {
+        double iv;
+        if (get_duration(ld, m, "interval", 0, SAMPLER_INTERVAL_MIN_NS, SAMPLER_INTERVAL_MAX_NS,
+                         &iv))
+            x->interval_ns = (int64_t)llround(iv * 1e9);
     }
     const char *sources = get_string(ld, m, "sources", false, true);
     if (sources) {
@@ -1067,7 +1097,7 @@ static void load_monitoring(struct loader *ld, json_t *root, struct experiment *
         pop(ld);
         x->sources = xstrdup(ld, sources);
     }
-    get_number(ld, m, "baseline_s", false, 3, 0, true, 600, true, &x->baseline_s);
+    get_duration(ld, m, "baseline_s", 3, 0, 600 * 1000000000LL, &x->baseline_s);
     const char *meter = get_string(ld, m, "meter", false, true);
     if (meter) {
         push_key(ld, "meter");
