@@ -925,6 +925,7 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
         rest_of_system_print(f, rest);
         meters_print(f, r->s, "  meter ");
     }
+    run_outcome_text(r, f);
     run_gpu_text(r, f);
     fprintf(f, "\n");
     fprintf(f, "intensity: %.4g g/kWh x PUE %.3g (%s)\n", r->ci.g_per_kwh, r->x.pue, r->ci.source);

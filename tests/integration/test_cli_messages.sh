@@ -140,4 +140,34 @@ assert os.path.isdir(d), d
 assert j["report"] == load(os.path.join(d, "report.json")), "not report.json"
 ' runj.out
 
+# --- a workload that failed or timed out: said in words, with the end of its stderr log
+cat >fail.json <<'JSON'
+{"experiment_name": "fail", "workloads": [
+ {"name": "ok", "script": "true"},
+ {"name": "worker-2", "script": "sh",
+  "args": ["-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo line $i >&2; done; exit 3"]},
+ {"name": "quiet", "script": "sh", "args": ["-c", "exit 4"]},
+ {"name": "sleeper", "script": "sleep", "args": ["30"], "timeout_s": 0.3},
+ {"name": "stubborn", "script": "sh",
+  "args": ["-c", "trap '' TERM; echo ignoring TERM >&2; exec sleep 30"], "timeout_s": "300ms"}
+], "monitoring": {"baseline_s": 0, "interval": "10ms"}}
+JSON
+rc=$(run_logged fail "$CARMA" run --root "$F/vm-empty" --grace 0.5 -o runs fail.json)
+check_rc fail 1 "$rc"
+check_clean_stderr fail
+d=$(head -n 1 fail.out)
+for out in fail.out "$d/report.txt"; do
+    check_py "failed workloads in $out" '
+t = open(sys.argv[1]).read()
+m = re.search(r"^worker-2 failed: exit status 3 after (\d+\.\d+) s\n  the last 10 lines of logs/worker-2.err:\n((    \| .*\n){10})", t, re.M)
+assert m, t
+assert m.group(2).splitlines() == ["    | line %d" % i for i in range(3, 13)], m.group(2)
+assert "\nquiet failed: exit status 4 after " in t and "  logs/quiet.err is empty\n" in t, t
+assert "\nsleeper timed out after 0.300 s (its timeout_s), stopped by SIGTERM\n" in t, t
+assert ("\nstubborn timed out after 0.300 s (its timeout_s), SIGTERM did not stop it: SIGKILLed "
+        "after the 0.500 s grace\n  the last line of logs/stubborn.err:\n    | ignoring TERM\n") in t, t
+assert not re.search(r"^ok (failed|timed|was|could)", t, re.M), "a workload that exited with 0 is not listed"
+' "$out"
+done
+
 cli_done
