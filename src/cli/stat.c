@@ -24,6 +24,7 @@
 #include "analysis/carbon.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/short_run.h"
 #include "core/file.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
@@ -386,6 +387,14 @@ static json_t *summary_json(struct stat_run *r)
     json_set_num(j, "command_end_unix", (double)r->cmd_end_real / 1e9);
     json_set_num(j, "interval_s", (double)s->interval_ns / 1e9);
     json_object_set_new(j, "ticks", json_integer((json_int_t)s->ticks));
+    /* shorter than two ticks: the figures below are kept, but are not a measurement */
+    char too_short[512];
+    short_run_text(r->cmd_end_mono - r->cmd_start_mono, s->interval_ns, too_short,
+                   sizeof too_short);
+    json_object_set_new(j, "too_short",
+                        short_run_is(r->cmd_end_mono - r->cmd_start_mono, s->interval_ns)
+                            ? json_string(too_short)
+                            : json_null());
     json_t *chans = json_array();
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
@@ -502,6 +511,10 @@ static void print_summary(struct stat_run *r, const json_t *j)
         fprintf(f, "' killed by signal %d after %.3f s\n\n", WTERMSIG(r->wstatus), dur);
     else
         fprintf(f, "' exited with status %d after %.3f s\n\n", r->exit_status, dur);
+    json_t *too_short = json_object_get(j, "too_short");
+    bool na = json_is_string(too_short); /* too short: n/a, not a misleading number */
+    if (na)
+        fprintf(f, "  too short: %s\n\n", json_string_value(too_short));
     if (s->set.n == 0) {
         fprintf(f, "  no power channel: nothing measured or estimated (see `carma sensors`)\n");
     } else {
@@ -513,7 +526,7 @@ static void print_summary(struct stat_run *r, const json_t *j)
             const struct chan_state *st = &s->st[i];
             json_t *o = json_array_get(chans, i);
             json_t *ej = json_object_get(o, "energy_j"), *pw = json_object_get(o, "avg_power_w");
-            if (json_is_real(ej))
+            if (json_is_real(ej) && !na)
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12.3f %12.6f %10.3f", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
                         channel_method_name(c->method), json_real_value(ej),
@@ -521,7 +534,8 @@ static void print_summary(struct stat_run *r, const json_t *j)
             else
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12s %12s %10s", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
-                        channel_method_name(c->method), "?", "?", "?");
+                        channel_method_name(c->method), na ? "n/a" : "?", na ? "n/a" : "?",
+                        na ? "n/a" : "?");
             if (st->invalid > st->win_invalid)
                 fprintf(f, "  (%llu missing readings: %s)",
                         (unsigned long long)(st->invalid - st->win_invalid),
@@ -534,7 +548,9 @@ static void print_summary(struct stat_run *r, const json_t *j)
     }
     json_t *node = json_object_get(j, "node");
     json_t *nj = json_object_get(node, "energy_j");
-    if (json_is_real(nj)) {
+    if (na && s->set.n > 0)
+        fprintf(f, "\n  node energy, command CPU and carbon: n/a (too short)\n");
+    if (json_is_real(nj) && !na) {
         fprintf(f, "\n  node energy   %.3f J = %.6f Wh (%s: ", json_real_value(nj),
                 json_real_value(nj) / 3600.0, json_string_value(json_object_get(node, "method")));
         json_t *names = json_object_get(node, "channels");
@@ -542,11 +558,12 @@ static void print_summary(struct stat_run *r, const json_t *j)
             fprintf(f, "%s%s", k ? " + " : "", json_string_value(json_array_get(names, k)));
         fprintf(f, ")\n");
     }
-    rest_of_system_print(f, json_object_get(node, "rest_of_system"));
+    if (!na)
+        rest_of_system_print(f, json_object_get(node, "rest_of_system"));
     meters_print(f, s, "  meter         ");
     json_t *cmd = json_object_get(j, "command");
     json_t *ce = json_object_get(cmd, "cpu_energy_j");
-    if (json_is_real(ce)) {
+    if (json_is_real(ce) && !na) {
         fprintf(f,
                 "  command CPU   %.3f J, %.1f%% of the node's CPU busy time "
                 "(%.3f s of %.3f s)\n",
@@ -560,10 +577,11 @@ static void print_summary(struct stat_run *r, const json_t *j)
     }
     json_t *carbon = json_object_get(j, "carbon");
     json_t *g = json_object_get(carbon, "g_co2e");
-    if (json_is_real(g))
+    if (json_is_real(g) && !na)
         fprintf(f, "  carbon        %.4f g CO2e (node energy x PUE %.2g x %.4g g/kWh)\n",
                 json_real_value(g), r->o->pue, r->ci.g_per_kwh);
-    fprintf(f, "                intensity: %s\n", r->ci.source);
+    if (!na)
+        fprintf(f, "                intensity: %s\n", r->ci.source);
     for (size_t i = 0; i < s->nsrc; i++)
         if (s->src[i].status == 0 && s->src[i].note[0])
             fprintf(f, "  note (%s): %s\n", s->src[i].ops->name, s->src[i].note);

@@ -140,6 +140,27 @@ assert os.path.isdir(d), d
 assert j["report"] == load(os.path.join(d, "report.json")), "not report.json"
 ' runj.out
 
+# --- a command shorter than two sampling ticks: said, with what to do, and no figures
+rc=$(run_logged short "$CARMA" stat --root "$F/intel-2s" --interval 100ms --json-out short.json -- true)
+check_rc short 0 "$rc"
+check_grep short.err "  too short: the command ran " "stat -- true"
+check_grep short.err "less than two sampling intervals (2 x 100ms): too short to measure, so its figures are n/a; measure it with a shorter interval (--interval 1ms) or run it longer" \
+    "stat -- true: what to do"
+check_grep short.err "node energy, command CPU and carbon: n/a (too short)" "stat -- true: n/a"
+check_py "stat -- true: n/a in the table, too_short in the JSON" '
+t = open(sys.argv[1]).read()
+rows = [l for l in t.splitlines() if l.startswith("  rapl/")]
+assert rows and all(l.split()[-3:] == ["n/a"] * 3 for l in rows), rows
+assert not re.search(r"\d+\.\d{3} J", t), t
+j = load(sys.argv[2])
+assert "too short to measure" in j["too_short"], j["too_short"]
+' short.err short.json
+rc=$(run_logged long "$CARMA" stat --root "$F/intel-2s" --interval 1ms --json-out long.json -- sleep 0.05)
+check_rc long 0 "$rc"
+check_no_grep long.err "too short" "stat at --interval 1ms of a 50 ms command"
+check_grep long.err "  node energy   " "stat at --interval 1ms: the figures"
+check_eq "$(json_get long.json 'j["too_short"]')" null "too_short of a long enough command"
+
 # --- a workload that failed or timed out: said in words, with the end of its stderr log
 cat >fail.json <<'JSON'
 {"experiment_name": "fail", "workloads": [
