@@ -22,6 +22,8 @@
 #include "core/file.h"
 #include "core/parse.h"
 #include "core/table.h"
+#include "core/timeutil.h"
+#include "analysis/split.h"
 #include "sampler/sampler.h"
 #include "sources/meter.h"
 #include "sources/source.h"
@@ -1418,6 +1420,52 @@ static bool blank(const char *s, size_t n)
     return true;
 }
 
+/* What carma run refuses in a file that loads: more workloads than it can split, a baseline
+ * shorter than two of the file's sampling intervals, an intensity file whose content is bad.
+ * Checked here so that carma validate says it, with the line and column, before a run. */
+static void check_for_run(struct loader *ld, json_t *root, struct experiment *x)
+{
+    json_t *w = json_object_get(root, "workloads");
+    if (json_is_array(w) && json_array_size(w) > SPLIT_JOBS_MAX) {
+        push_key(ld, "workloads");
+        report(ld, AT_VALUE, "%zu workloads: carma run splits the energy of at most %d",
+               json_array_size(w), SPLIT_JOBS_MAX);
+        pop(ld);
+    }
+    json_t *m = json_object_get(root, "monitoring");
+    int64_t interval_ns = x->interval_ns ? x->interval_ns : SAMPLER_INTERVAL_DEFAULT_NS;
+    if (json_is_object(m) && json_object_get(m, "baseline_s") && x->baseline_s > 0 &&
+        llround(x->baseline_s * 1e9) < 2 * interval_ns) {
+        char iv[32];
+        time_format_duration(interval_ns, iv, sizeof iv);
+        push_key(ld, "monitoring");
+        push_key(ld, "baseline_s");
+        report(ld, AT_VALUE,
+               "the baseline must be at least two sampling intervals (2 x %s%s), or 0 for none", iv,
+               x->interval_ns ? "" : ", the default interval");
+        pop(ld);
+        pop(ld);
+    }
+    json_t *c = json_object_get(root, "carbon");
+    const char *file = json_string_value(json_object_get(c, "intensity_file"));
+    if (x->intensity_file && file) {
+        struct carbon_series series = {0};
+        struct carma_err e = {0};
+        if (carbon_series_load(x->intensity_file, &series, &e) < 0) {
+            /* the message names the file as the experiment writes it, not its absolute path */
+            size_t n = strlen(x->intensity_file);
+            const char *msg = e.msg;
+            bool abs_first = strncmp(msg, x->intensity_file, n) == 0;
+            push_key(ld, "carbon");
+            push_key(ld, "intensity_file");
+            report(ld, AT_VALUE, "%s%s", abs_first ? file : "", abs_first ? msg + n : msg);
+            pop(ld);
+            pop(ld);
+        }
+        carbon_series_free(&series);
+    }
+}
+
 int experiment_load(const char *path, struct experiment *ret, char **errors)
 {
     struct experiment x = {0};
@@ -1488,6 +1536,7 @@ int experiment_load(const char *path, struct experiment *ret, char **errors)
         load_monitoring(&ld, root, &x);
         load_carbon(&ld, root, &x);
         load_attribution(&ld, root, &x);
+        check_for_run(&ld, root, &x);
     }
     if (ld.oom) {
         r = -ENOMEM;
