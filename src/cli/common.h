@@ -53,7 +53,7 @@ enum {
 
 #define COMMON_OPTIONS_HELP                                                                        \
     "  --root DIR          read sysfs/procfs below DIR instead of / (fixtures, containers)\n"      \
-    "  --interval T        sampling period, 1ms..60s (e.g. 100ms, 1s, 2500us; default 100ms)\n"    \
+    "  --interval T        sampling period, 1ms..60s (e.g. 100ms, 1s, 0.5; default 100ms)\n"       \
     "  --sources LIST      comma-separated sources to use: rapl,hwmon,model (default: all)\n"      \
     "  --cpu-tdp W         model: CPU power at full load per socket (default: data table)\n"       \
     "  --cpu-idle W        model: CPU power at idle per socket (default: 0.12 x TDP)\n"            \

@@ -55,6 +55,8 @@ static void help(void)
            "every workload exited 0, 1 otherwise, 2 for a bad experiment file or usage.\n\n"
            "options:\n" COMMON_OPTIONS_HELP
            "  -o, --output DIR    where run directories go (default: runs)\n"
+           "  --json              print {\"run_dir\", \"report\": report.json} on stdout instead\n"
+           "                      of the directory's path and the text report\n"
            "  --baseline T        idle measurement before the workloads (default: the file's\n"
            "                      monitoring.baseline_s, else 3s; 0 skips it)\n"
            "  --grace T           after SIGTERM, wait T before SIGKILL (default "

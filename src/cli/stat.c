@@ -90,6 +90,7 @@ static void help(void)
            "options:\n" COMMON_OPTIONS_HELP
            "  -o, --output DIR    keep a run directory: manifest.json, samples.csv, summary.json\n"
            "  --json-out FILE     write the summary as JSON to FILE\n"
+           "  --json              print the summary as JSON on stderr instead of the table\n"
            "  --baseline T        measure the node's idle power for T before starting CMD, so\n"
            "                      that CMD's dynamic (above-idle) CPU energy can be reported\n"
            "  --region CODE       grid carbon intensity of a region (data/grid_intensity.csv,\n"
