@@ -140,6 +140,16 @@ assert os.path.isdir(d), d
 assert j["report"] == load(os.path.join(d, "report.json")), "not report.json"
 ' runj.out
 
+rc=$(run_logged topj "$CARMA" top --once --json "$(json_get runj.out 'j["run_dir"]')")
+check_rc topj 0 "$rc"
+check_py "top --json: one frame a line" '
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+j = json.loads(lines[0])
+assert j["finished"] is True and [w["name"] for w in j["jobs"]] == ["a"], j
+assert j["jobs"][0]["ended"] is True and j["jobs"][0]["energy_j"] is not None, j
+' topj.out
+
 # --- a command shorter than two sampling ticks: said, with what to do, and no figures
 rc=$(run_logged short "$CARMA" stat --root "$F/intel-2s" --interval 100ms --json-out short.json -- true)
 check_rc short 0 "$rc"
