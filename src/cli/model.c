@@ -362,6 +362,11 @@ int cmd_model(int argc, char **argv)
         return cmd_fit(argc - 1, argv + 1);
     if (strcmp(argv[1], "predict") == 0)
         return cmd_predict(argc - 1, argv + 1);
-    cli_error("model: unknown subcommand '%s' (fit or predict)", argv[1]);
+    static const char *const subs[] = {"fit", "predict"};
+    char near[64];
+    if (cli_suggest(argv[1], subs, 2, "", near, sizeof near) > 0)
+        cli_error("model: unknown subcommand '%s': did you mean %s?", argv[1], near);
+    else
+        cli_error("model: unknown subcommand '%s' (fit or predict)", argv[1]);
     return 2;
 }

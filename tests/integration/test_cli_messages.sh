@@ -22,6 +22,7 @@ err_is() {
 # --- unknown commands and options suggest the closest
 err_is sats 2 "carma: unknown command 'sats': did you mean 'stat'?" sats
 err_is sensor 2 "carma: unknown command 'sensor': did you mean 'sensors'?" sensor
+err_is model_sub 2 "carma: model: unknown subcommand 'fti': did you mean 'fit'?" model fti
 err_is nothing 2 "carma: unknown command 'zzzzzz'" zzzzzz
 check_no_grep nothing.err "did you mean" "no suggestion for a name near nothing"
 err_is intervl 2 "carma: stat: unknown option '--intervl': did you mean '--interval'?" \
