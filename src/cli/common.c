@@ -520,10 +520,14 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
             cli_error("%s: option '-%c' needs a value", cmd, optopt);
         return '?';
     }
-    /* a value given to a long option that takes none: --json=x */
-    if (typed && optopt != 0 && strchr(last, '=')) {
-        cli_error("%s: option '--%s' takes no value", cmd, typed);
-        return '?';
+    /* a value given to a long option that takes none: --json=x (and not a bad short option
+     * in a cluster after a good --name=value) */
+    for (size_t i = 0; typed && strchr(last, '=') && longopts[i].name; i++) {
+        if (strcmp(longopts[i].name, typed) == 0 && longopts[i].has_arg == no_argument &&
+            longopts[i].val == optopt) {
+            cli_error("%s: option '--%s' takes no value", cmd, typed);
+            return '?';
+        }
     }
     if (optopt > 0 && optopt < 256)
         cli_error("%s: unknown option '-%c' (carma %s --help lists the options)", cmd, optopt, cmd);

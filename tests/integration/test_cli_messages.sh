@@ -34,6 +34,7 @@ err_is rpt_fmt 2 "carma: report: unknown option '--fromat': did you mean '--form
 err_is val_x 2 "carma: validate: unknown option '--frobnicate' (carma validate --help lists" \
     validate --frobnicate x.json
 err_is short 2 "carma: sensors: unknown option '-Z'" sensors -Z
+err_is cluster 2 "carma: stat: unknown option '-Z'" stat --interval=1s -Zq -- true
 
 # --- abbreviations are refused in every subcommand (getopt_long would take them)
 err_is abbr_report 2 "carma: report: unknown option '--json-o': did you mean '--json-out'?" \
