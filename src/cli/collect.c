@@ -163,17 +163,9 @@ static void help(void)
 static int parse_duration_opt(const char *opt, const char *arg, int64_t min_ns, int64_t max_ns,
                               int64_t *ret)
 {
-    int64_t v;
-    if (parse_duration_ns(arg, &v) < 0 || v < min_ns || v > max_ns) {
-        char lo[32], hi[32];
-        time_format_duration(min_ns, lo, sizeof lo);
-        time_format_duration(max_ns, hi, sizeof hi);
-        cli_error("collect: %s: '%s' is not a duration from %s to %s (write a unit: 500ms, 2s)",
-                  opt, arg, lo, hi);
-        return -1;
-    }
-    *ret = v;
-    return 0;
+    char name[64];
+    snprintf(name, sizeof name, "collect: %s", opt);
+    return cli_duration(name, arg, min_ns, max_ns, ret);
 }
 
 /* Returns 0, 1 after --help, -1 after an error (printed). */
@@ -216,7 +208,7 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
     unsigned port = COLLECT_DEFAULT_PORT;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+qvho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "+qvho:", longopts, "collect")) != -1) {
         int fh = follow_opt_handle(&o->follow, "collect", c, optarg);
         if (fh < 0)
             return -1;

@@ -56,13 +56,9 @@ int common_opts_handle(struct common_opts *o, int c, const char *arg)
         return 1;
     case OPT_INTERVAL: {
         int64_t ns;
-        int r = parse_duration_ns(arg, &ns);
-        if (r < 0 || ns < SAMPLER_INTERVAL_MIN_NS || ns > SAMPLER_INTERVAL_MAX_NS) {
-            cli_error("--interval: '%s' is not a duration between 1ms and 60s "
-                      "(write it with a unit: ns, us, ms, s or m, e.g. 100ms, 1s, 2500us)",
-                      arg);
+        if (cli_duration("--interval", arg, SAMPLER_INTERVAL_MIN_NS, SAMPLER_INTERVAL_MAX_NS, &ns) <
+            0)
             return -1;
-        }
         o->sampler.interval_ns = ns;
         return 1;
     }
@@ -141,6 +137,12 @@ const char *reading_error_text(int err)
 void json_set_num(json_t *obj, const char *key, double v)
 {
     json_object_set_new(obj, key, isfinite(v) ? json_real(v) : json_null());
+}
+
+void cli_print_json(FILE *f, const json_t *j)
+{
+    json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
+    fputc('\n', f);
 }
 
 int json_write_file(const json_t *j, const char *path)
@@ -370,4 +372,167 @@ void rest_of_system_print(FILE *f, const json_t *j)
     if (json_is_real(e) && json_real_value(e) < 0)
         fprintf(f, "                 negative: the meter read less than the channels it should "
                    "contain (is it on this node's feed? a second supply on another meter?)\n");
+}
+
+int cli_duration(const char *opt, const char *arg, int64_t min_ns, int64_t max_ns, int64_t *ret)
+{
+    if (parse_duration_range_ns(arg, min_ns, max_ns, ret) == 0)
+        return 0;
+    char rule[256];
+    parse_duration_rule(rule, sizeof rule, min_ns, max_ns);
+    cli_error("%s: '%s' is not %s", opt, arg, rule);
+    return -1;
+}
+
+/* The optimal string alignment distance of a and b (edits, with a swap of neighbours as one). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    }
+    return d[la][lb];
+}
+
+size_t cli_suggest(const char *typed, const char *const *names, size_t n, const char *prefix,
+                   char *buf, size_t cap)
+{
+    size_t len = strlen(typed), found = 0, best = SIZE_MAX;
+    size_t pick[4];
+    /* an abbreviation: every name it begins */
+    for (size_t i = 0; i < n && len > 0; i++)
+        if (strncmp(names[i], typed, len) == 0 && found < 4)
+            pick[found++] = i;
+    if (found == 0) {
+        /* a typo: the nearest names, near enough to be meant */
+        size_t limit = 1 + len / 4;
+        for (size_t i = 0; i < n; i++) {
+            size_t dist = edit_distance(typed, names[i]);
+            if (dist > limit || dist >= len || dist > best)
+                continue;
+            if (dist < best)
+                found = 0;
+            best = dist;
+            if (found < 4)
+                pick[found++] = i;
+        }
+    }
+    if (cap)
+        buf[0] = '\0';
+    size_t w = 0;
+    for (size_t k = 0; k < found && w < cap; k++) {
+        int r = snprintf(buf + w, cap - w, "%s'%s%s'",
+                         k == 0           ? ""
+                         : k + 1 == found ? " or "
+                                          : ", ",
+                         prefix, names[pick[k]]);
+        if (r < 0)
+            break;
+        w += (size_t)r;
+    }
+    return found;
+}
+
+/* The long option's name typed in argument a ("--name" or "--name=value"), into buf. */
+static const char *typed_long_name(const char *a, char *buf, size_t cap)
+{
+    if (!a || strncmp(a, "--", 2) != 0)
+        return NULL;
+    size_t n = strcspn(a + 2, "=");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, a + 2, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Prints "unknown option '--typed'" with the nearest names of longopts. */
+static void unknown_long(const char *cmd, const char *typed, const struct option *longopts)
+{
+    const char *names[128];
+    size_t n = 0;
+    for (size_t i = 0; longopts[i].name && n < 128; i++)
+        names[n++] = longopts[i].name;
+    char near[512];
+    if (cli_suggest(typed, names, n, "--", near, sizeof near) > 0)
+        cli_error("%s: unknown option '--%s': did you mean %s?", cmd, typed, near);
+    else
+        cli_error("%s: unknown option '--%s' (carma %s --help lists the options)", cmd, typed, cmd);
+}
+
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+               const char *cmd)
+{
+    /* ':' first (after a '+' or '-') makes a missing value ':' rather than '?' */
+    char opts[128];
+    size_t lead = (shortopts[0] == '+' || shortopts[0] == '-') ? 1 : 0;
+    snprintf(opts, sizeof opts, "%.*s:%s", (int)lead, shortopts, shortopts + lead);
+    opterr = 0;
+    int idx = -1;
+    int c = getopt_long(argc, argv, opts, longopts, &idx);
+    char name[128];
+    if (c == -1)
+        return -1;
+    if (c != '?' && c != ':') {
+        if (idx < 0)
+            return c; /* a short option */
+        /* getopt_long takes an unambiguous abbreviation for the whole name: carma does not */
+        const char *a = optarg && optind >= 2 && argv[optind - 1] == optarg ? argv[optind - 2]
+                                                                            : argv[optind - 1];
+        const char *typed = typed_long_name(a, name, sizeof name);
+        if (typed && strcmp(typed, longopts[idx].name) != 0) {
+            unknown_long(cmd, typed, longopts);
+            return '?';
+        }
+        return c;
+    }
+    const char *last = optind >= 1 && optind <= argc ? argv[optind - 1] : NULL;
+    const char *typed = typed_long_name(last, name, sizeof name);
+    bool exact = false;
+    for (size_t i = 0; typed && longopts[i].name; i++)
+        exact = exact || strcmp(longopts[i].name, typed) == 0;
+    if (typed && !exact) {
+        unknown_long(cmd, typed, longopts);
+        return '?';
+    }
+    if (c == ':') {
+        if (typed)
+            cli_error("%s: option '--%s' needs a value", cmd, typed);
+        else
+            cli_error("%s: option '-%c' needs a value", cmd, optopt);
+        return '?';
+    }
+    /* a value given to a long option that takes none: --json=x (and not a bad short option
+     * in a cluster after a good --name=value) */
+    for (size_t i = 0; typed && strchr(last, '=') && longopts[i].name; i++) {
+        if (strcmp(longopts[i].name, typed) == 0 && longopts[i].has_arg == no_argument &&
+            longopts[i].val == optopt) {
+            cli_error("%s: option '--%s' takes no value", cmd, typed);
+            return '?';
+        }
+    }
+    if (optopt > 0 && optopt < 256)
+        cli_error("%s: unknown option '-%c' (carma %s --help lists the options)", cmd, optopt, cmd);
+    else
+        cli_error("%s: unknown option '%s' (carma %s --help lists the options)", cmd,
+                  last ? last : "?", cmd);
+    return '?';
 }

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sampler/sampler.h"
@@ -52,7 +53,7 @@ enum {
 
 #define COMMON_OPTIONS_HELP                                                                        \
     "  --root DIR          read sysfs/procfs below DIR instead of / (fixtures, containers)\n"      \
-    "  --interval T        sampling period, 1ms..60s (e.g. 100ms, 1s, 2500us; default 100ms)\n"    \
+    "  --interval T        sampling period, 1ms..60s (e.g. 100ms, 1s, 0.5; default 100ms)\n"       \
     "  --sources LIST      comma-separated sources to use: rapl,hwmon,nvml,model (default: all)\n" \
     "  --cpu-tdp W         model: CPU power at full load per socket (default: data table)\n"       \
     "  --cpu-idle W        model: CPU power at idle per socket (default: 0.12 x TDP)\n"            \
@@ -81,6 +82,9 @@ const char *reading_error_text(int err);
 
 /* Adds a real to a JSON object, or null when v is not finite. */
 void json_set_num(json_t *obj, const char *key, double v);
+
+/* Prints j to f as carma writes its JSON files (2-space indent, keys in order), and a newline. */
+void cli_print_json(FILE *f, const json_t *j);
 
 /* Writes JSON to path atomically (temp file, fsync, rename). Returns 0 or -errno. */
 int json_write_file(const json_t *j, const char *path);
@@ -125,5 +129,31 @@ void meters_print(FILE *f, const struct sampler *s, const char *prefix);
 /* Describes unusable sources and notes as JSON arrays. */
 json_t *unavailable_json(const struct sampler *s);
 json_t *notes_json(const struct sampler *s);
+
+/*
+ * Parses a duration option's value by the one rule (core/parse: a plain number is seconds, or
+ * a number with a unit) into *ret, within [min_ns, max_ns]. On a bad value prints
+ * "carma: OPT: 'ARG' is not a duration from MIN to MAX: a plain number is seconds ..." and
+ * returns -1; else 0.
+ */
+int cli_duration(const char *opt, const char *arg, int64_t min_ns, int64_t max_ns, int64_t *ret);
+
+/*
+ * getopt_long for every subcommand, with exact long option names only: an abbreviation
+ * ("--json" where only --json-out exists, "--int") is refused like an unknown option. Every
+ * problem is printed here, once ("carma: CMD: unknown option '--intervl': did you mean
+ * '--interval'?", "option '--output' needs a value") and returned as '?'; otherwise returns
+ * what getopt_long does (-1 at the end, optarg and optind as it sets them).
+ */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+               const char *cmd);
+
+/*
+ * The names of names[0..n) a person who typed `typed` most likely meant: the names it is the
+ * beginning of, else the nearest by edits (within 1 + len/4). Writes them to buf quoted with
+ * prefix ("'--json' or '--json-out'") and returns how many (0: none near; buf is "").
+ */
+size_t cli_suggest(const char *typed, const char *const *names, size_t n, const char *prefix,
+                   char *buf, size_t cap);
 
 #endif

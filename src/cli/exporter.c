@@ -506,7 +506,7 @@ static int parse_args(struct exporter *x, int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "qvh", longopts, "exporter")) != -1) {
         int r = common_opts_handle(&x->c, c, optarg);
         if (r < 0)
             return -1;

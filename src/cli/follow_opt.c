@@ -27,12 +27,13 @@ int follow_opt_handle(struct follow_opts *o, const char *cmd, int c, const char 
     case OPT_REPORT_CPU:
         o->cpu_samples = arg;
         return 1;
-    case OPT_REPORT_POLL:
-        if (parse_duration_ns(arg, &o->poll_ns) < 0 || o->poll_ns <= 0) {
-            cli_error("%s: --report-poll: '%s' is not a duration above 0", cmd, arg);
+    case OPT_REPORT_POLL: {
+        char name[64];
+        snprintf(name, sizeof name, "%s: --report-poll", cmd);
+        if (cli_duration(name, arg, 1, 86400 * 1000000000LL, &o->poll_ns) < 0)
             return -1;
-        }
         return 1;
+    }
     case OPT_REPORT_EDGES:
         if (report_edges_parse(arg, &o->edges) < 0) {
             cli_error("%s: --report-edges: '%s' is not interpolate or snap", cmd, arg);

@@ -299,7 +299,7 @@ int cmd_import_nsys(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:qh", longopts, "import-nsys")) != -1) {
         switch (c) {
         case OPT_RUN:
             run = optarg;
@@ -308,11 +308,9 @@ int cmd_import_nsys(int argc, char **argv)
             wl = optarg;
             break;
         case OPT_INTERVAL_NS:
-            if (parse_duration_ns(optarg, &interval_ns) < 0 || interval_ns < 1000000LL ||
-                interval_ns > 3600 * 1000000000LL) {
-                cli_error("--interval: '%s' is not a duration from 1ms to 1h", optarg);
+            if (cli_duration("--interval", optarg, 1000000LL, 3600 * 1000000000LL, &interval_ns) <
+                0)
                 return 2;
-            }
             interval_given = true;
             break;
         case 'o':
@@ -325,9 +323,6 @@ int cmd_import_nsys(int argc, char **argv)
             help();
             return 0;
         default:
-            cli_error("import-nsys: unknown option or missing value '%s' (see carma import-nsys "
-                      "--help)",
-                      argv[optind - 1]);
             return 2;
         }
     }

@@ -31,7 +31,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: carma COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].what);
-    fprintf(f, "\n`carma COMMAND --help` describes each. `carma --version` prints the version.\n");
+    fprintf(f, "\n`carma COMMAND --help` describes each. `carma --version` prints the version.\n"
+               "Options are written in full (no abbreviations). A duration is seconds as a plain\n"
+               "number (1.5) or has a unit (250us, 100ms, 2s, 1m).\n");
 }
 
 int main(int argc, char **argv)
@@ -52,7 +54,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    cli_error("unknown command '%s'", cmd);
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[i] = commands[i].name;
+    char near[256];
+    if (cli_suggest(cmd, names, sizeof names / sizeof names[0], "", near, sizeof near) > 0)
+        cli_error("unknown command '%s': did you mean %s?", cmd, near);
+    else
+        cli_error("unknown command '%s'", cmd);
     usage(stderr);
     return 2;
 }

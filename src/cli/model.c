@@ -147,7 +147,7 @@ static int cmd_fit(int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "ho:", longopts, "model fit")) != -1) {
         switch (c) {
         case 'o':
             out = optarg;
@@ -178,10 +178,8 @@ static int cmd_fit(int argc, char **argv)
             break;
         case OPT_WINDOW: {
             int64_t ns;
-            if (parse_duration_ns(optarg, &ns) < 0 || ns < 10000000 || ns > 3600 * NS_PER_S) {
-                cli_error("--window: '%s' is not a duration from 10ms to 1h", optarg);
+            if (cli_duration("--window", optarg, 10000000, 3600 * NS_PER_S, &ns) < 0)
                 return 2;
-            }
             fo.window_s = (double)ns / 1e9;
             break;
         }
@@ -298,7 +296,7 @@ static int cmd_predict(int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "hq", longopts, "model predict")) != -1) {
         switch (c) {
         case OPT_MODEL:
             model = optarg;
@@ -364,6 +362,11 @@ int cmd_model(int argc, char **argv)
         return cmd_fit(argc - 1, argv + 1);
     if (strcmp(argv[1], "predict") == 0)
         return cmd_predict(argc - 1, argv + 1);
-    cli_error("model: unknown subcommand '%s' (fit or predict)", argv[1]);
+    static const char *const subs[] = {"fit", "predict"};
+    char near[64];
+    if (cli_suggest(argv[1], subs, 2, "", near, sizeof near) > 0)
+        cli_error("model: unknown subcommand '%s': did you mean %s?", argv[1], near);
+    else
+        cli_error("model: unknown subcommand '%s' (fit or predict)", argv[1]);
     return 2;
 }

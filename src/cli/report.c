@@ -26,6 +26,7 @@
 #include "report/follow.h"
 #include "report/html.h"
 #include "core/pyjson.h"
+#include "report/reportdir.h"
 #include "report/runreport.h"
 #include "report/srtlog.h"
 #include "report/srtreport.h"
@@ -45,6 +46,7 @@ static void usage(FILE *f)
            "options:\n"
            "  --format text|json|html  what goes to stdout (default text); html: one\n"
            "                      self-contained page with charts (docs/report.md)\n"
+           "  --json              the same as --format json\n"
            "  -o FILE             write that format to FILE (atomically) instead of stdout\n"
            "  --json-out FILE     also write the JSON list to FILE (atomically)\n"
            "  --cpu-samples CSV   srt-slurm: this CSV is the CPU power leg (default: discovered)\n"
@@ -72,7 +74,8 @@ enum {
     OPT_STRICT,
     OPT_FOLLOW,
     OPT_POLL,
-    OPT_ONCE
+    OPT_ONCE,
+    OPT_JSON_FORMAT,
 };
 
 static double now_unix(void)
@@ -200,6 +203,7 @@ int cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"format", required_argument, NULL, OPT_FORMAT},
+        {"json", no_argument, NULL, OPT_JSON_FORMAT},
         {"json-out", required_argument, NULL, OPT_JSON_OUT},
         {"cpu-samples", required_argument, NULL, OPT_CPU_SAMPLES},
         {"edges", required_argument, NULL, OPT_EDGES},
@@ -219,7 +223,7 @@ int cmd_report(int argc, char **argv)
     int64_t poll_ns = DEFAULT_POLL_NS;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "qho:", longopts, "report")) != -1) {
         switch (c) {
         case OPT_FORMAT:
             json = strcmp(optarg, "json") == 0;
@@ -228,6 +232,10 @@ int cmd_report(int argc, char **argv)
                 cli_error("--format: '%s' is not text, json or html", optarg);
                 return 2;
             }
+            break;
+        case OPT_JSON_FORMAT:
+            json = true;
+            html = false;
             break;
         case 'o':
             output = optarg;
@@ -251,10 +259,8 @@ int cmd_report(int argc, char **argv)
             follow = true;
             break;
         case OPT_POLL: {
-            if (parse_duration_ns(optarg, &poll_ns) < 0 || poll_ns <= 0) {
-                cli_error("--poll: '%s' is not a duration above 0 such as 30s or 500ms", optarg);
+            if (cli_duration("--poll", optarg, 1, 86400000000000LL, &poll_ns) < 0)
                 return 2;
-            }
             break;
         }
         case OPT_ONCE:
@@ -267,7 +273,6 @@ int cmd_report(int argc, char **argv)
             usage(stdout);
             return 0;
         default:
-            usage(stderr);
             return 2;
         }
     }
@@ -286,7 +291,12 @@ int cmd_report(int argc, char **argv)
         cli_error("--follow writes its own files: no --format html or -o with it");
         return 2;
     }
-    bool run_dir = runreport_is_run_dir(dir);
+    /* what DIR is, or what it should have been (--follow waits for a log directory to fill) */
+    enum reportdir_kind kind = REPORTDIR_SRT;
+    struct carma_err de = {0};
+    if (!follow && reportdir_detect(dir, &kind, &de) < 0)
+        return report_error(de.msg);
+    bool run_dir = follow ? runreport_is_run_dir(dir) : kind == REPORTDIR_RUN;
     if (html)
         return html_report(dir, run_dir, cpu_samples, flags, edges, json_out, output);
     if (follow) {

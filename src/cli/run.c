@@ -56,6 +56,8 @@ static void help(void)
            "every workload exited 0, 1 otherwise, 2 for a bad experiment file or usage.\n\n"
            "options:\n" COMMON_OPTIONS_HELP
            "  -o, --output DIR    where run directories go (default: runs)\n"
+           "  --json              print {\"run_dir\", \"report\": report.json} on stdout instead\n"
+           "                      of the directory's path and the text report\n"
            "  --baseline T        idle measurement before the workloads (default: the file's\n"
            "                      monitoring.baseline_s, else 3s; 0 skips it)\n"
            "  --grace T           after SIGTERM, wait T before SIGKILL (default "
@@ -961,6 +963,7 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
         rest_of_system_print(f, rest);
         meters_print(f, r->s, "  meter ");
     }
+    run_outcome_text(r, f);
     run_gpu_text(r, f);
     fprintf(f, "\n");
     fprintf(f, "intensity: %.4g g/kWh x PUE %.3g (%s)\n", r->ci.g_per_kwh, r->x.pue, r->ci.source);
@@ -1049,7 +1052,7 @@ int cmd_run(int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qvho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "qvho:", longopts, "run")) != -1) {
         int h = common_opts_handle(&co, c, optarg);
         if (h < 0)
             return 2;
@@ -1067,18 +1070,12 @@ int cmd_run(int argc, char **argv)
             runs = optarg;
             break;
         case OPT_BASELINE:
-            if (strcmp(optarg, "0") == 0)
-                baseline_ns = 0;
-            else if (parse_duration_ns(optarg, &baseline_ns) < 0 || baseline_ns > 600 * NS_PER_S) {
-                cli_error("--baseline: '%s' is not a duration up to 10m", optarg);
+            if (cli_duration("--baseline", optarg, 0, 600 * NS_PER_S, &baseline_ns) < 0)
                 return 2;
-            }
             break;
         case OPT_GRACE:
-            if (parse_duration_ns(optarg, &grace_ns) < 0 || grace_ns > 3600 * NS_PER_S) {
-                cli_error("--grace: '%s' is not a duration up to 1h", optarg);
+            if (cli_duration("--grace", optarg, 0, 3600 * NS_PER_S, &grace_ns) < 0)
                 return 2;
-            }
             break;
         case 'h':
             help();
@@ -1089,10 +1086,6 @@ int cmd_run(int argc, char **argv)
     }
     if (optind + 1 != argc) {
         cli_error("run: give one experiment file (usage: carma run [OPTIONS] EXPERIMENT.json)");
-        return 2;
-    }
-    if (co.json) {
-        cli_error("run: --json is not an option of run: the report is in report.json");
         return 2;
     }
     struct run *r = calloc(1, sizeof *r);
@@ -1173,7 +1166,8 @@ int cmd_run(int argc, char **argv)
     status = 1;
     if (make_run_dir(r, runs) < 0)
         goto out;
-    printf("%s\n", r->dir);
+    if (!co.json) /* --json: the directory is in the one JSON document at the end */
+        printf("%s\n", r->dir);
     fflush(stdout);
     if (follower_start(&follower, &fo, NULL, "run") < 0)
         goto out;
@@ -1341,9 +1335,14 @@ int cmd_run(int argc, char **argv)
         if (tf)
             fclose(tf);
     }
+    /* --json: report.json (which write_json takes) and the directory, one document on stdout */
+    json_t *doc = co.json ? json_pack("{s:s, s:O}", "run_dir", r->dir, "report", rep) : NULL;
     write_json(r, "report.json", rep);
-    if (text && co.verbose >= 0)
+    if (doc)
+        cli_print_json(stdout, doc);
+    else if (text && co.verbose >= 0)
         fputs(text, stdout);
+    json_decref(doc);
     free(text);
     write_json(r, "manifest.json", manifest(r, r->stop.sig ? "interrupted" : "complete"));
     write_html(r);

@@ -155,4 +155,21 @@ void run_nsys_finish(struct run *r, json_t **rep, bool quiet);
  */
 void run_metered_add(struct run *r, size_t ch, const struct split_out *o);
 
+/* Lines of logs/<name>.err shown under a workload that did not end well. */
+#define RUN_OUTCOME_TAIL_LINES 10
+
+/*
+ * run_outcome_sentence: into buf, what became of job j when it did not end well, in words
+ * ("worker-2 failed: exit status 3 after 1.2 s", "w timed out after 10 s (timeout_s), stopped
+ * by SIGTERM"); returns its length, 0 (buf untouched) for a workload that exited with 0.
+ */
+size_t run_outcome_sentence(const struct run *r, const struct job *j, char *buf, size_t cap);
+
+/*
+ * run_outcome_text: for each workload that did not end well, its sentence and the last
+ * RUN_OUTCOME_TAIL_LINES lines of logs/<name>.err (or that it is empty), after a blank line;
+ * nothing when every workload exited with 0.
+ */
+void run_outcome_text(const struct run *r, FILE *f);
+
 #endif

@@ -144,17 +144,15 @@ int cmd_sensors(int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "qvh", longopts, "sensors")) != -1) {
         int r = common_opts_handle(&o, c, optarg);
         if (r < 0)
             return 2;
         if (r > 0)
             continue;
         if (c == OPT_SAMPLE) {
-            if (parse_duration_ns(optarg, &sample_ns) < 0 || sample_ns > 60 * NS_PER_S) {
-                cli_error("--sample: '%s' is not a duration up to 60s", optarg);
+            if (cli_duration("--sample", optarg, 1, 60 * NS_PER_S, &sample_ns) < 0)
                 return 2;
-            }
             continue;
         }
         if (c == 'h') {

@@ -26,6 +26,7 @@
 #include "cli/common.h"
 #include "cli/interrupt.h"
 #include "cli/outdir.h"
+#include "cli/short_run.h"
 #include "core/file.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
@@ -95,6 +96,7 @@ static void help(void)
            "  -o, --output DIR    keep a run directory: manifest.json, samples.csv, summary.json;\n"
            "                      DIR is new or empty (an earlier run is never overwritten)\n"
            "  --json-out FILE     write the summary as JSON to FILE\n"
+           "  --json              print the summary as JSON on stderr instead of the table\n"
            "  --baseline T        measure the node's idle power for T before starting CMD, so\n"
            "                      that CMD's dynamic (above-idle) CPU energy can be reported\n"
            "  --region CODE       grid carbon intensity of a region (data/grid_intensity.csv,\n"
@@ -130,7 +132,7 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+qvho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "+qvho:", longopts, "stat")) != -1) {
         int r = common_opts_handle(&o->c, c, optarg);
         if (r < 0)
             return -1;
@@ -144,13 +146,8 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
             o->json_out = optarg;
             break;
         case OPT_BASELINE:
-            if (strcmp(optarg, "0") == 0) {
-                o->baseline_ns = 0;
-            } else if (parse_duration_ns(optarg, &o->baseline_ns) < 0 ||
-                       o->baseline_ns > 600 * NS_PER_S) {
-                cli_error("--baseline: '%s' is not a duration up to 10m", optarg);
+            if (cli_duration("--baseline", optarg, 0, 600 * NS_PER_S, &o->baseline_ns) < 0)
                 return -1;
-            }
             break;
         case OPT_REGION:
             o->region = optarg;
@@ -171,10 +168,8 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
             }
             break;
         case OPT_GRACE:
-            if (parse_duration_ns(optarg, &o->grace_ns) < 0 || o->grace_ns > 3600 * NS_PER_S) {
-                cli_error("--grace: '%s' is not a duration up to 1h", optarg);
+            if (cli_duration("--grace", optarg, 0, 3600 * NS_PER_S, &o->grace_ns) < 0)
                 return -1;
-            }
             break;
         case 'h':
             help();
@@ -182,11 +177,6 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
         default:
             return -1;
         }
-    }
-    if (o->c.json) {
-        cli_error("stat: --json is not an option of stat (stdout belongs to the command): the "
-                  "summary goes to stderr, and as JSON to --json-out FILE");
-        return -1;
     }
     if (o->region && o->intensity > 0) {
         cli_error("give --region or --intensity, not both");
@@ -419,6 +409,14 @@ static json_t *summary_json(struct stat_run *r)
     json_set_num(j, "command_end_unix", (double)r->cmd_end_real / 1e9);
     json_set_num(j, "interval_s", (double)s->interval_ns / 1e9);
     json_object_set_new(j, "ticks", json_integer((json_int_t)s->ticks));
+    /* shorter than two ticks: the figures below are kept, but are not a measurement */
+    char too_short[512];
+    short_run_text(r->cmd_end_mono - r->cmd_start_mono, s->interval_ns, too_short,
+                   sizeof too_short);
+    json_object_set_new(j, "too_short",
+                        short_run_is(r->cmd_end_mono - r->cmd_start_mono, s->interval_ns)
+                            ? json_string(too_short)
+                            : json_null());
     json_t *chans = json_array();
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
@@ -542,6 +540,10 @@ static void print_summary(struct stat_run *r, const json_t *j)
             f, "  interrupted by %s: forwarded to the command; the figures cover it to its end\n\n",
             what);
     }
+    json_t *too_short = json_object_get(j, "too_short");
+    bool na = json_is_string(too_short); /* too short: n/a, not a misleading number */
+    if (na)
+        fprintf(f, "  too short: %s\n\n", json_string_value(too_short));
     if (s->set.n == 0) {
         fprintf(f, "  no power channel: nothing measured or estimated (see `carma sensors`)\n");
     } else {
@@ -553,7 +555,7 @@ static void print_summary(struct stat_run *r, const json_t *j)
             const struct chan_state *st = &s->st[i];
             json_t *o = json_array_get(chans, i);
             json_t *ej = json_object_get(o, "energy_j"), *pw = json_object_get(o, "avg_power_w");
-            if (json_is_real(ej))
+            if (json_is_real(ej) && !na)
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12.3f %12.6f %10.3f", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
                         channel_method_name(c->method), json_real_value(ej),
@@ -561,7 +563,8 @@ static void print_summary(struct stat_run *r, const json_t *j)
             else
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12s %12s %10s", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
-                        channel_method_name(c->method), "?", "?", "?");
+                        channel_method_name(c->method), na ? "n/a" : "?", na ? "n/a" : "?",
+                        na ? "n/a" : "?");
             if (st->invalid > st->win_invalid)
                 fprintf(f, "  (%llu missing readings: %s)",
                         (unsigned long long)(st->invalid - st->win_invalid),
@@ -574,7 +577,9 @@ static void print_summary(struct stat_run *r, const json_t *j)
     }
     json_t *node = json_object_get(j, "node");
     json_t *nj = json_object_get(node, "energy_j");
-    if (json_is_real(nj)) {
+    if (na && s->set.n > 0)
+        fprintf(f, "\n  node energy, command CPU and carbon: n/a (too short)\n");
+    if (json_is_real(nj) && !na) {
         fprintf(f, "\n  node energy   %.3f J = %.6f Wh (%s: ", json_real_value(nj),
                 json_real_value(nj) / 3600.0, json_string_value(json_object_get(node, "method")));
         json_t *names = json_object_get(node, "channels");
@@ -582,11 +587,12 @@ static void print_summary(struct stat_run *r, const json_t *j)
             fprintf(f, "%s%s", k ? " + " : "", json_string_value(json_array_get(names, k)));
         fprintf(f, ")\n");
     }
-    rest_of_system_print(f, json_object_get(node, "rest_of_system"));
+    if (!na)
+        rest_of_system_print(f, json_object_get(node, "rest_of_system"));
     meters_print(f, s, "  meter         ");
     json_t *cmd = json_object_get(j, "command");
     json_t *ce = json_object_get(cmd, "cpu_energy_j");
-    if (json_is_real(ce)) {
+    if (json_is_real(ce) && !na) {
         fprintf(f,
                 "  command CPU   %.3f J, %.1f%% of the node's CPU busy time "
                 "(%.3f s of %.3f s)\n",
@@ -600,10 +606,11 @@ static void print_summary(struct stat_run *r, const json_t *j)
     }
     json_t *carbon = json_object_get(j, "carbon");
     json_t *g = json_object_get(carbon, "g_co2e");
-    if (json_is_real(g))
+    if (json_is_real(g) && !na)
         fprintf(f, "  carbon        %.4f g CO2e (node energy x PUE %.2g x %.4g g/kWh)\n",
                 json_real_value(g), r->o->pue, r->ci.g_per_kwh);
-    fprintf(f, "                intensity: %s\n", r->ci.source);
+    if (!na)
+        fprintf(f, "                intensity: %s\n", r->ci.source);
     for (size_t i = 0; i < s->nsrc; i++)
         if (s->src[i].status == 0 && s->src[i].note[0])
             fprintf(f, "  note (%s): %s\n", s->src[i].ops->name, s->src[i].note);
@@ -796,7 +803,9 @@ int cmd_stat(int argc, char **argv)
         cpu_attrib_finish(&r.attrib);
     status = r.exit_status;
     json_t *j = summary_json(&r);
-    if (o.c.verbose >= 0)
+    if (o.c.verbose >= 0 && o.c.json) /* stdout is the command's: the JSON goes to stderr too */
+        cli_print_json(stderr, j);
+    else if (o.c.verbose >= 0)
         print_summary(&r, j);
     if (o.json_out) {
         int w = json_write_file(j, o.json_out);

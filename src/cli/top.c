@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: carma top RUN_DIR [--interval T] [--once]\n"
+    fprintf(f, "usage: carma top RUN_DIR [--interval T] [--once] [--json]\n"
                "\n"
                "The live view of a carma run directory, running or finished: per job the power\n"
                "over the last second, the energy (Wh) and operational CO2e so far; the node's\n"
@@ -33,9 +34,50 @@ static void usage(FILE *f)
                "options:\n"
                "  --interval T   the redraw period (default 1s)\n"
                "  --once         one frame, then exit\n"
+               "  --json         each frame as one line of JSON (run_dir, elapsed_s, finished,\n"
+               "                 node_power_w, domains, jobs, idle_j, other_j, unattributed_j)\n"
                "  -h, --help\n"
                "\n"
                "Exit status: 0; 1 when RUN_DIR cannot be read; 2 for a usage error.\n");
+}
+
+/* One frame as a JSON object (--json): the figures of the view, null where unknown. */
+static json_t *view_json(const struct live_view *v)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "run_dir", json_string(v->title));
+    json_set_num(o, "elapsed_s", v->elapsed_s);
+    json_set_num(o, "updated_unix", v->updated_unix);
+    json_object_set_new(o, "finished", json_boolean(v->finished));
+    json_set_num(o, "node_power_w", v->node_w);
+    json_t *doms = json_array();
+    for (size_t k = 0; k < v->ndomains; k++) {
+        const struct live_domain *d = &v->domain[k];
+        json_t *x = json_object();
+        json_object_set_new(x, "kind", json_string(d->kind));
+        json_set_num(x, "power_w", d->power_w);
+        json_object_set_new(x, "channels", json_integer(d->channels));
+        json_object_set_new(x, "method", json_string(d->estimated ? "estimated" : "measured"));
+        json_array_append_new(doms, x);
+    }
+    json_object_set_new(o, "domains", doms);
+    json_t *jobs = v->have_jobs ? json_array() : json_null();
+    for (size_t k = 0; v->have_jobs && k < v->njobs; k++) {
+        const struct live_job *j = &v->job[k];
+        json_t *x = json_object();
+        json_object_set_new(x, "name", json_string(j->name));
+        json_set_num(x, "power_w", j->power_w);
+        json_set_num(x, "energy_j", j->energy_j);
+        json_set_num(x, "g_co2e", j->g_co2e);
+        json_object_set_new(x, "ended", json_boolean(j->ended));
+        json_object_set_new(x, "method", json_string(j->estimated ? "estimated" : "measured"));
+        json_array_append_new(jobs, x);
+    }
+    json_object_set_new(o, "jobs", jobs);
+    json_set_num(o, "idle_j", v->have_jobs ? v->idle_j : NAN);
+    json_set_num(o, "other_j", v->have_jobs ? v->other_j : NAN);
+    json_set_num(o, "unattributed_j", v->have_jobs ? v->unattributed_j : NAN);
+    return o;
 }
 
 static volatile sig_atomic_t stop;
@@ -48,33 +90,34 @@ static void on_signal(int sig)
 
 int cmd_top(int argc, char **argv)
 {
-    enum { TOP_INTERVAL = 300, TOP_ONCE };
+    enum { TOP_INTERVAL = 300, TOP_ONCE, TOP_JSON };
     static const struct option longopts[] = {
         {"interval", required_argument, NULL, TOP_INTERVAL},
         {"once", no_argument, NULL, TOP_ONCE},
+        {"json", no_argument, NULL, TOP_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int64_t period_ns = 1000000000LL;
-    bool once = false;
+    bool once = false, json = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "h", longopts, "top")) != -1) {
         switch (c) {
         case TOP_INTERVAL:
-            if (parse_duration_ns(optarg, &period_ns) < 0 || period_ns < 10000000LL) {
-                cli_error("--interval: '%s' is not a duration of at least 10ms", optarg);
+            if (cli_duration("--interval", optarg, 10000000LL, 86400000000000LL, &period_ns) < 0)
                 return 2;
-            }
             break;
         case TOP_ONCE:
             once = true;
+            break;
+        case TOP_JSON:
+            json = true;
             break;
         case 'h':
             usage(stdout);
             return 0;
         default:
-            usage(stderr);
             return 2;
         }
     }
@@ -106,7 +149,15 @@ int cmd_top(int argc, char **argv)
         }
         struct winsize ws;
         int width = ansi && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 100;
-        live_render(stdout, &v, ansi, width, &lines);
+        if (json) { /* one frame a line (JSON Lines) */
+            json_t *o = view_json(&v);
+            json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
+            fputc('\n', stdout);
+            fflush(stdout);
+            json_decref(o);
+        } else {
+            live_render(stdout, &v, ansi, width, &lines);
+        }
         if (once || v.finished || stop)
             break;
         struct timespec ts = {.tv_sec = period_ns / 1000000000LL,

@@ -40,7 +40,7 @@ int cmd_validate(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "h", longopts, "validate")) != -1) {
         switch (c) {
         case 'j':
             json = true;
@@ -49,8 +49,6 @@ int cmd_validate(int argc, char **argv)
             help();
             return 0;
         default:
-            cli_error("validate: unknown option '%s' (see carma validate --help)",
-                      argv[optind - 1]);
             return 2;
         }
     }

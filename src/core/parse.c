@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,7 +121,8 @@ int parse_double(const char *s, double *ret)
     return 0;
 }
 
-int parse_duration_ns(const char *s, int64_t *ret)
+/* The unit's length in ns, or 0 when [u, u + n) is no unit; a plain number (n == 0) is seconds. */
+static double duration_unit_ns(const char *u, size_t n)
 {
     static const struct {
         const char *unit;
@@ -128,29 +130,90 @@ int parse_duration_ns(const char *s, int64_t *ret)
     } units[] = {
         {"ns", 1.0}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9},
     };
+    if (n == 0)
+        return 1e9;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strlen(units[i].unit) == n && memcmp(units[i].unit, u, n) == 0)
+            return units[i].ns;
+    return 0;
+}
+
+/* Parses a duration of 0 or more: 0, -EINVAL (not a duration, or negative), -ERANGE (> 24 h). */
+static int duration_ns(const char *s, int64_t *ret)
+{
     const char *b, *e, *end;
     if (!trim(s, &b, &e))
+        return -EINVAL;
+    if (*b == '-')
         return -EINVAL;
     double v;
     int r = parse_double_prefix(b, e, &v, &end);
     if (r < 0)
         return r;
-    size_t ulen = (size_t)(e - end);
-    if (ulen == 0)
+    double unit = duration_unit_ns(end, (size_t)(e - end));
+    if (unit == 0)
         return -EINVAL;
+    double ns = v * unit;
+    if (ns < 0.0)
+        return -EINVAL;
+    if (ns > 86400e9)
+        return -ERANGE;
+    *ret = (int64_t)llround(ns);
+    return 0;
+}
+
+int parse_duration_ns(const char *s, int64_t *ret)
+{
+    int64_t n;
+    int r = duration_ns(s, &n);
+    if (r < 0)
+        return r;
+    if (n <= 0)
+        return -EINVAL;
+    *ret = n;
+    return 0;
+}
+
+int parse_duration_range_ns(const char *s, int64_t min_ns, int64_t max_ns, int64_t *ret)
+{
+    int64_t n;
+    int r = duration_ns(s, &n);
+    if (r < 0)
+        return r;
+    if (n < min_ns || n > max_ns)
+        return -ERANGE;
+    *ret = n;
+    return 0;
+}
+
+/* Writes ns as the shortest whole unit that fits: "0s", "500us", "1ms", "60s", "10m", "1h". */
+static void duration_text(int64_t ns, char *buf, size_t cap)
+{
+    static const struct {
+        const char *unit;
+        int64_t ns;
+    } units[] = {{"h", 3600000000000LL}, {"m", 60000000000LL}, {"s", 1000000000LL},
+                 {"ms", 1000000LL},      {"us", 1000LL},       {"ns", 1LL}};
+    if (ns == 0) {
+        snprintf(buf, cap, "0s");
+        return;
+    }
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strlen(units[i].unit) == ulen && memcmp(units[i].unit, end, ulen) == 0) {
-            double ns = v * units[i].ns;
-            if (!(ns > 0.0))
-                return -EINVAL;
-            if (ns > 86400e9)
-                return -ERANGE;
-            int64_t n = (int64_t)llround(ns);
-            if (n <= 0)
-                return -EINVAL;
-            *ret = n;
-            return 0;
+        if (ns % units[i].ns == 0) {
+            snprintf(buf, cap, "%lld%s", (long long)(ns / units[i].ns), units[i].unit);
+            return;
         }
     }
-    return -EINVAL;
+}
+
+size_t parse_duration_rule(char *buf, size_t cap, int64_t min_ns, int64_t max_ns)
+{
+    char lo[32], hi[32];
+    duration_text(min_ns, lo, sizeof lo);
+    duration_text(max_ns, hi, sizeof hi);
+    int n = snprintf(buf, cap,
+                     "a duration from %s to %s: a plain number is seconds (1.5 = 1.5 s), or "
+                     "give a unit: ns, us, ms, s, m or h (e.g. 100ms, 2s, 1m)",
+                     lo, hi);
+    return n < 0 ? 0 : (size_t)n;
 }

@@ -9,6 +9,7 @@
 #ifndef CARMA_CORE_PARSE_H
 #define CARMA_CORE_PARSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Unsigned decimal integer; a leading '+' or '-' is rejected. */
@@ -21,10 +22,24 @@ int parse_i64(const char *s, int64_t *ret);
 int parse_double(const char *s, double *ret);
 
 /*
- * A duration such as "100ms", "1s", "250us", "1.5s", "2m", "500ns" into nanoseconds.
- * A unit is required (a bare "100" is rejected: it is ambiguous). Negative, zero and
- * non-finite durations are rejected with -EINVAL; over a day with -ERANGE.
+ * A duration, with one rule for every option and experiment field: a plain number is seconds
+ * ("1.5" is 1.5 s, "0.1" is 100 ms), or a number followed directly by a unit: ns, us (or µs),
+ * ms, s, m or h ("100ms", "2s", "1m"). Units are case-sensitive. Zero, negative and non-finite
+ * durations are rejected with -EINVAL (so is one that rounds to 0 ns); over a day with -ERANGE.
  */
 int parse_duration_ns(const char *s, int64_t *ret);
+
+/*
+ * The same rule, where 0 is allowed when min_ns is 0: -EINVAL when s is not a duration,
+ * -ERANGE when it lies outside [min_ns, max_ns].
+ */
+int parse_duration_range_ns(const char *s, int64_t min_ns, int64_t max_ns, int64_t *ret);
+
+/*
+ * Writes the rule for a message into buf: "a duration from 1ms to 60s: a plain number is
+ * seconds (1.5 = 1.5 s), or give a unit: ns, us, ms, s, m or h (e.g. 100ms, 2s, 1m)".
+ * Returns the length snprintf would write.
+ */
+size_t parse_duration_rule(char *buf, size_t cap, int64_t min_ns, int64_t max_ns);
 
 #endif

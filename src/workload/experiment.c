@@ -22,6 +22,8 @@
 #include "core/file.h"
 #include "core/parse.h"
 #include "core/table.h"
+#include "core/timeutil.h"
+#include "analysis/split.h"
 #include "sampler/sampler.h"
 #include "sources/meter.h"
 #include "sources/source.h"
@@ -321,6 +323,8 @@ int experiment_locate(const char *text, size_t len, const struct json_path_step 
 
 #define PATH_DEPTH_MAX 8
 #define QUOTE_MAX      100 /* bytes of a user's string shown in a message */
+#define EXPERIMENT_DURATION_MAX_NS                                                                 \
+    10000000000000000LL /* 1e7 s, a sanity cap on delay_s, timeout_s */
 
 struct problem {
     int line, col;
@@ -629,6 +633,42 @@ static bool get_number(struct loader *ld, json_t *obj, const char *key, bool req
     return ok;
 }
 
+/* A duration member key of obj in seconds into *ret (def_s when absent), by the one rule of
+ * every duration (core/parse): a number is seconds, a string is "1.5" (seconds) or a number
+ * with a unit ("100ms", "2s"). It must lie in min_ns..max_ns. Returns false when it is given
+ * but wrong (reported). */
+static bool get_duration(struct loader *ld, json_t *obj, const char *key, double def_s,
+                         int64_t min_ns, int64_t max_ns, double *ret)
+{
+    *ret = def_s;
+    json_t *v = member(ld, obj, key, false);
+    if (!v)
+        return true;
+    double ns = NAN;
+    int64_t n;
+    if (json_is_number(v))
+        ns = json_number_value(v) * 1e9;
+    else if (json_is_string(v) &&
+             parse_duration_range_ns(json_string_value(v), 0, INT64_MAX, &n) == 0)
+        ns = (double)n;
+    push_key(ld, key);
+    bool ok = ns >= (double)min_ns && ns <= (double)max_ns;
+    if (!ok) {
+        char rule[256];
+        parse_duration_rule(rule, sizeof rule, min_ns, max_ns);
+        if (json_is_string(v))
+            report(ld, AT_VALUE, "%s is not %s", quote(ld, json_string_value(v)), rule);
+        else if (json_is_number(v))
+            report(ld, AT_VALUE, "%g is not %s", json_number_value(v), rule);
+        else
+            report(ld, AT_VALUE, "must be %s, not %s", rule, type_name(v));
+    }
+    pop(ld);
+    if (ok)
+        *ret = ns / 1e9;
+    return ok;
+}
+
 /* A device or CPU index at the current path: an integer 0..INT_MAX (or null when
  * null_ok). Returns the index, -1 for null, or -2 when wrong (reported). */
 static int get_index(struct loader *ld, json_t *v, bool null_ok)
@@ -926,9 +966,9 @@ static void load_workload(struct loader *ld, json_t *w, size_t i, json_t *all,
             ws->n_env++;
     }
 
-    get_number(ld, w, "delay_s", false, 0, 0, true, 1e7, false, &ws->delay_s);
+    get_duration(ld, w, "delay_s", 0, 0, EXPERIMENT_DURATION_MAX_NS, &ws->delay_s);
     if (!json_is_null(json_object_get(w, "timeout_s"))) /* null: none, as when absent */
-        get_number(ld, w, "timeout_s", false, 0, 0, false, 1e7, false, &ws->timeout_s);
+        get_duration(ld, w, "timeout_s", 0, 1, EXPERIMENT_DURATION_MAX_NS, &ws->timeout_s);
 
     json_t *alloc = member(ld, w, "allocation", false);
     if (alloc) {
@@ -1046,19 +1086,11 @@ static void load_monitoring(struct loader *ld, json_t *root, struct experiment *
     }
     static const char *const known[] = {"interval", "sources", "baseline_s", "meter", NULL};
     check_known(ld, m, known);
-    const char *interval = get_string(ld, m, "interval", false, false);
-    if (interval) {
-        push_key(ld, "interval");
-        int64_t ns;
-        if (parse_duration_ns(interval, &ns) < 0 || ns < SAMPLER_INTERVAL_MIN_NS ||
-            ns > SAMPLER_INTERVAL_MAX_NS)
-            report(ld, AT_VALUE,
-                   "%s is not a duration between 1ms and 60s (write it with a unit: ns, us, "
-                   "ms, s or m, e.g. 100ms, 1s, 2500us)",
-                   quote(ld, interval));
-        else
-            x->interval_ns = ns;
-        pop(ld);
+    if (json_object_get(m, "interval")) {
+        double iv;
+        if (get_duration(ld, m, "interval", 0, SAMPLER_INTERVAL_MIN_NS, SAMPLER_INTERVAL_MAX_NS,
+                         &iv))
+            x->interval_ns = (int64_t)llround(iv * 1e9);
     }
     const char *sources = get_string(ld, m, "sources", false, true);
     if (sources) {
@@ -1067,7 +1099,7 @@ static void load_monitoring(struct loader *ld, json_t *root, struct experiment *
         pop(ld);
         x->sources = xstrdup(ld, sources);
     }
-    get_number(ld, m, "baseline_s", false, 3, 0, true, 600, true, &x->baseline_s);
+    get_duration(ld, m, "baseline_s", 3, 0, 600 * 1000000000LL, &x->baseline_s);
     const char *meter = get_string(ld, m, "meter", false, true);
     if (meter) {
         push_key(ld, "meter");
@@ -1388,6 +1420,52 @@ static bool blank(const char *s, size_t n)
     return true;
 }
 
+/* What carma run refuses in a file that loads: more workloads than it can split, a baseline
+ * shorter than two of the file's sampling intervals, an intensity file whose content is bad.
+ * Checked here so that carma validate says it, with the line and column, before a run. */
+static void check_for_run(struct loader *ld, json_t *root, struct experiment *x)
+{
+    json_t *w = json_object_get(root, "workloads");
+    if (json_is_array(w) && json_array_size(w) > SPLIT_JOBS_MAX) {
+        push_key(ld, "workloads");
+        report(ld, AT_VALUE, "%zu workloads: carma run splits the energy of at most %d",
+               json_array_size(w), SPLIT_JOBS_MAX);
+        pop(ld);
+    }
+    json_t *m = json_object_get(root, "monitoring");
+    int64_t interval_ns = x->interval_ns ? x->interval_ns : SAMPLER_INTERVAL_DEFAULT_NS;
+    if (json_is_object(m) && json_object_get(m, "baseline_s") && x->baseline_s > 0 &&
+        llround(x->baseline_s * 1e9) < 2 * interval_ns) {
+        char iv[32];
+        time_format_duration(interval_ns, iv, sizeof iv);
+        push_key(ld, "monitoring");
+        push_key(ld, "baseline_s");
+        report(ld, AT_VALUE,
+               "the baseline must be at least two sampling intervals (2 x %s%s), or 0 for none", iv,
+               x->interval_ns ? "" : ", the default interval");
+        pop(ld);
+        pop(ld);
+    }
+    json_t *c = json_object_get(root, "carbon");
+    const char *file = json_string_value(json_object_get(c, "intensity_file"));
+    if (x->intensity_file && file) {
+        struct carbon_series series = {0};
+        struct carma_err e = {0};
+        if (carbon_series_load(x->intensity_file, &series, &e) < 0) {
+            /* the message names the file as the experiment writes it, not its absolute path */
+            size_t n = strlen(x->intensity_file);
+            const char *msg = e.msg;
+            bool abs_first = strncmp(msg, x->intensity_file, n) == 0;
+            push_key(ld, "carbon");
+            push_key(ld, "intensity_file");
+            report(ld, AT_VALUE, "%s%s", abs_first ? file : "", abs_first ? msg + n : msg);
+            pop(ld);
+            pop(ld);
+        }
+        carbon_series_free(&series);
+    }
+}
+
 int experiment_load(const char *path, struct experiment *ret, char **errors)
 {
     struct experiment x = {0};
@@ -1458,6 +1536,7 @@ int experiment_load(const char *path, struct experiment *ret, char **errors)
         load_monitoring(&ld, root, &x);
         load_carbon(&ld, root, &x);
         load_attribution(&ld, root, &x);
+        check_for_run(&ld, root, &x);
     }
     if (ld.oom) {
         r = -ENOMEM;

@@ -432,7 +432,7 @@ cli_err t_scheme "bad target 'ftp://x': only http:// and https:// URLs" --target
 cli_err t_v6port "bad target '::1:94g5': not an IPv6 address (write [ADDR]:PORT to give a port)" \
     --target ::1:94g5
 cli_err t_none "carma: collect: no targets: give --target HOST:PORT, --targets-file F or --slurm"
-cli_err t_interval "--interval: '100' is not a duration" --target a:1 --interval 100
+cli_err t_interval "--interval: '2h' is not a duration from 10ms to 1h" --target a:1 --interval 2h
 cli_err t_port "--port: '0' is not a port" --target a --port 0
 # the forms accepted, as the manifest shows them (nothing here leaves this machine: .invalid
 # names are never resolved to an address, the zone of the link-local address is lo)

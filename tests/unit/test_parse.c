@@ -1,8 +1,9 @@
 /*
  * Unit tests for core/parse: strict integer, floating point and duration parsing.
  *
- * Behaviour asserted beyond the header: duration units are case-sensitive ("ns", "us", "µs",
- * "ms", "s", "m", "h") and must follow the number directly ("1 s" is rejected); a duration
+ * Behaviour asserted beyond the header: a plain number is seconds ("1.5" = 1.5 s); duration
+ * units are case-sensitive ("ns", "us", "µs", "ms", "s", "m", "h") and must follow the number
+ * directly ("1 s" is rejected); a duration
  * that rounds to 0 ns ("0.1ns") is rejected like "0s"; a sign is allowed on parse_i64 and
  * parse_double ("+5"), never on parse_u64.
  */
@@ -186,6 +187,10 @@ static void test_duration_valid(void **state)
         {"0.6ns", 1LL},
         {"0.001s", 1000000LL},
         {"+2s", 2000000000LL},
+        {"1.5", 1500000000LL}, /* a plain number is seconds */
+        {"100", 100000000000LL},
+        {"0.1", 100000000LL},
+        {" 2\n", 2000000000LL},
         {"1.00000000000000000000000000000000000000000000000000000000000000000000000s",
          1000000000LL},
     };
@@ -202,10 +207,9 @@ static void test_duration_reject(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "100", /* no unit: ambiguous */
-        "ms",   "",      "  ",    "-1s", "-0s",  "0s",   "0ms",  "0.1ns", "abc",
-        "1 s",  "2d",    "1S",    "1MS", "1sec", "1s1",  "1ss",  "s1",    "infs",
-        "nans", "1.5.s", "0x10s", "1e",  "1,5s", "1 2s", "1msx", "--1s",
+        "0",    "-1",    "ms",    "",   "  ",   "-1s",  "-0s",  "0s",   "0ms", "0.1ns",
+        "abc",  "1 s",   "2d",    "1S", "1MS",  "1sec", "1s1",  "1ss",  "s1",  "infs",
+        "nans", "1.5.s", "0x10s", "1e", "1,5s", "1 2s", "1msx", "--1s",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int64_t v = 42;
@@ -221,7 +225,34 @@ static void test_duration_reject(void **state)
     assert_int_equal(parse_duration_ns("86401s", &v), -ERANGE);
     assert_int_equal(parse_duration_ns("1e999s", &v), -ERANGE);
     assert_int_equal(parse_duration_ns(NULL, &v), -EINVAL);
+    assert_int_equal(parse_duration_ns("86401", &v), -ERANGE);
     assert_int_equal(v, 42);
+}
+
+static void test_duration_range(void **state)
+{
+    (void)state;
+    int64_t v = 42;
+    assert_int_equal(parse_duration_range_ns("0", 0, 1000000000LL, &v), 0); /* 0 where allowed */
+    assert_int_equal(v, 0);
+    assert_int_equal(parse_duration_range_ns("0s", 0, 1000000000LL, &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(parse_duration_range_ns("0.25", 0, 1000000000LL, &v), 0);
+    assert_int_equal(v, 250000000LL);
+    v = 42;
+    assert_int_equal(parse_duration_range_ns("0", 1000000LL, 1000000000LL, &v), -ERANGE);
+    assert_int_equal(parse_duration_range_ns("2", 1000000LL, 1000000000LL, &v), -ERANGE);
+    assert_int_equal(parse_duration_range_ns("500us", 1000000LL, 1000000000LL, &v), -ERANGE);
+    assert_int_equal(parse_duration_range_ns("-1", 0, 1000000000LL, &v), -EINVAL);
+    assert_int_equal(parse_duration_range_ns("1x", 0, 1000000000LL, &v), -EINVAL);
+    assert_int_equal(v, 42);
+    char buf[256];
+    parse_duration_rule(buf, sizeof buf, 1000000LL, 60000000000LL);
+    assert_string_equal(buf, "a duration from 1ms to 1m: a plain number is seconds (1.5 = 1.5 s), "
+                             "or give a unit: ns, us, ms, s, m or h (e.g. 100ms, 2s, 1m)");
+    parse_duration_rule(buf, sizeof buf, 0, 1500000000LL);
+    assert_string_equal(buf, "a duration from 0s to 1500ms: a plain number is seconds (1.5 = 1.5 "
+                             "s), or give a unit: ns, us, ms, s, m or h (e.g. 100ms, 2s, 1m)");
 }
 
 int main(void)
@@ -234,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_double_reject),
         cmocka_unit_test(test_duration_valid),
         cmocka_unit_test(test_duration_reject),
+        cmocka_unit_test(test_duration_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
