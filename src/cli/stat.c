@@ -24,6 +24,7 @@
 #include "analysis/carbon.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/caveats.h"
 #include "core/file.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
@@ -72,6 +73,7 @@ struct stat_run {
     double static_w;           /* CPU-side static power, NAN when unknown */
     double static_busy;        /* CPUs busy on average while static_w was measured */
     const char *static_source; /* "baseline", "model" or NULL */
+    double baseline_s;         /* the baseline's length, 0 when none was measured */
     int64_t cmd_start_real, cmd_end_real, cmd_start_mono, cmd_end_mono;
     int forwarded_signal;
     int forwarded_count;   /* terminating signals forwarded to the command's group */
@@ -335,6 +337,7 @@ static int measure_baseline(struct stat_run *r)
         r->static_w = j / dt;
         r->static_busy = (double)busy_ns / 1e9 / dt;
         r->static_source = "baseline";
+        r->baseline_s = dt;
     }
     return 0;
 }
@@ -499,6 +502,15 @@ static json_t *summary_json(struct stat_run *r)
     json_object_set_new(carbon, "intensity_source", json_string(r->ci.source));
     json_object_set_new(carbon, "energy_basis", json_string("node"));
     json_object_set_new(j, "carbon", carbon);
+    /* what the numbers are not (cli/caveats.h): printed, and repeated by carma report */
+    json_t *warns = json_array();
+    char msg[4096];
+    if (caveat_estimated(s, node_idx, nn, msg, sizeof msg))
+        json_array_append_new(warns, json_string(msg));
+    if (r->baseline_s > 0 && s->have_util &&
+        caveat_baseline_stat(r->static_busy, s->util.ncpu, r->baseline_s, msg, sizeof msg))
+        json_array_append_new(warns, json_string(msg));
+    json_object_set_new(j, "warnings", warns);
     return j;
 }
 
@@ -579,6 +591,10 @@ static void print_summary(struct stat_run *r, const json_t *j)
     for (size_t i = 0; i < s->nsrc; i++)
         if (s->src[i].status == 0 && s->src[i].note[0])
             fprintf(f, "  note (%s): %s\n", s->src[i].ops->name, s->src[i].note);
+    size_t k;
+    json_t *w;
+    json_array_foreach(json_object_get(j, "warnings"), k, w)
+        fprintf(f, "  warning: %s\n", json_string_value(w));
     fprintf(f, "\n");
 }
 
