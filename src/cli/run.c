@@ -906,7 +906,7 @@ static json_t *report_json(struct run *r)
         for (int kk = 0; kk < 6; kk++) {
             if (!kind_reported(r, kk) && j->by_kind_j[kk] == 0)
                 continue; /* no channel of that kind: nothing to say, not 0 */
-            bool unknown = kk == KIND_GPU && !gpu_measured(r) && workload_wants_gpu(j->spec);
+            bool unknown = kk == KIND_GPU && !gpu_measured(r); /* asked for, not measured */
             json_object_set_new(bk, kind_key((enum channel_kind)kk),
                                 unknown ? json_null() : json_real(j->by_kind_j[kk]));
         }
