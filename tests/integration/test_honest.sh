@@ -134,6 +134,8 @@ assert g[0]["source"] == "experiment override", g
 assert any("declared figure (carbon.embodied)" in x for x in r["warnings"]), r["warnings"]
 assert t["energy_by_kind_j"]["gpu"] is None, t["energy_by_kind_j"]
 ' "$(run_dir decl)"
+check_grep "$(run_dir decl)/report.html" "experiment override (declared: no such device measured)" \
+    "HTML: the declared GPU embodied carbon labelled"
 
 # ------------------------------------------------- a busy baseline (RAPL measured)
 live_tree intel-2s live
@@ -175,6 +177,23 @@ if [ -n "$want" ]; then
     check_grep brep.out "warning: $want" "carma report: the baseline's load"
     check_grep "$brd/report.html" "$want" "HTML: the baseline's load"
 fi
+# carma stat --baseline with the same kind of background
+"$BUSY" --fork 2 2.0 >/dev/null 2>&1 &
+_cleanup_pids+=($!)
+sleep 0.2
+rc=$(run_logged sbusy "$CARMA" stat --root live --baseline 1s -o sbusy -- "$BUSY" 0.3)
+check_rc sbusy 0 "$rc"
+check_py "stat --baseline: the baseline's load in summary.json" '
+j = load("sbusy/summary.json")
+b = j["command"]["static_busy_cpus"]
+cpus = load("sbusy/manifest.json")["host"]["cpus"]
+assert b >= 1.0, "two spinning processes during the baseline: static_busy_cpus %r" % b
+want = "baseline: other processes used %.1f of %d CPUs" % (b, cpus)
+assert any(x.startswith(want) for x in j["warnings"]), (want, j["warnings"])
+open("sbusy_want.txt", "w").write(want)
+'
+[ -s sbusy_want.txt ] && check_grep sbusy.err "warning: $(cat sbusy_want.txt)" "stat: the baseline's load printed"
+
 check_py "report.txt on RAPL: no gpu/soc/system columns" '
 head = [l for l in open(sys.argv[1] + "/report.txt") if l.startswith("workload ")][0]
 assert "cpu J" in head and "dram J" in head, head
