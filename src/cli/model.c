@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "core/parse.h"
+#include "core/fmt.h"
 #include "core/timeutil.h"
 #include "model/features.h"
 #include "model/powermodel.h"
@@ -301,10 +302,14 @@ static double ref_j(json_t *o)
     return json_object_get(o, "estimated_j") ? jnum(o, "estimated_j") : v;
 }
 
+/* a figure printed with 3 decimals: never "-0.000" */
+#define Z3(x) fmt_round_zero((x), 3)
+
 static void print_row(const char *name, json_t *o)
 {
-    printf("%-20s %12.3f %12.3f %12.3f %12.3f %8.2f\n", name, jnum(o, "predicted_dynamic_j"),
-           jnum(o, "predicted_static_j"), jnum(o, "predicted_j"), ref_j(o), jnum(o, "error_pct"));
+    printf("%-20s %12.3f %12.3f %12.3f %12.3f %8.2f\n", name, Z3(jnum(o, "predicted_dynamic_j")),
+           Z3(jnum(o, "predicted_static_j")), Z3(jnum(o, "predicted_j")), Z3(ref_j(o)),
+           fmt_round_zero(jnum(o, "error_pct"), 2));
 }
 
 static void print_prediction(json_t *p)
@@ -332,8 +337,9 @@ static void print_prediction(json_t *p)
     json_t *v;
     json_object_foreach(json_object_get(p, "node"), key, v)
     {
-        printf("%-20s %12.3f %12.3f %8.2f %8.3f %8.4f\n", key, jnum(v, "predicted_j"), ref_j(v),
-               jnum(v, "error_pct"), jnum(v, "mape_pct"), jnum(v, "r2"));
+        printf("%-20s %12.3f %12.3f %8.2f %8.3f %8.4f\n", key, Z3(jnum(v, "predicted_j")),
+               Z3(ref_j(v)), fmt_round_zero(jnum(v, "error_pct"), 2), jnum(v, "mape_pct"),
+               jnum(v, "r2"));
     }
     printf("\n%s: %s; MAPE and R2 over the intervals of the node's power\n",
            strcmp(ref, "measured J") == 0 ? "measured" : "estimated (not measured)",

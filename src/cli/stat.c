@@ -25,6 +25,7 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "cli/caveats.h"
+#include "core/fmt.h"
 #include "core/file.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
@@ -514,6 +515,9 @@ static json_t *summary_json(struct stat_run *r)
     return j;
 }
 
+/* a figure printed with 3 decimals: never "-0.000" */
+#define Z3(x) fmt_round_zero((x), 3)
+
 static void print_summary(struct stat_run *r, const json_t *j)
 {
     const struct sampler *s = r->s;
@@ -540,8 +544,9 @@ static void print_summary(struct stat_run *r, const json_t *j)
             if (json_is_real(ej))
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12.3f %12.6f %10.3f", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
-                        channel_method_name(c->method), json_real_value(ej),
-                        json_real_value(ej) / 3600.0, json_is_real(pw) ? json_real_value(pw) : NAN);
+                        channel_method_name(c->method), Z3(json_real_value(ej)),
+                        fmt_round_zero(json_real_value(ej) / 3600.0, 6),
+                        json_is_real(pw) ? Z3(json_real_value(pw)) : NAN);
             else
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12s %12s %10s", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
@@ -559,8 +564,9 @@ static void print_summary(struct stat_run *r, const json_t *j)
     json_t *node = json_object_get(j, "node");
     json_t *nj = json_object_get(node, "energy_j");
     if (json_is_real(nj)) {
-        fprintf(f, "\n  node energy   %.3f J = %.6f Wh (%s: ", json_real_value(nj),
-                json_real_value(nj) / 3600.0, json_string_value(json_object_get(node, "method")));
+        fprintf(f, "\n  node energy   %.3f J = %.6f Wh (%s: ", Z3(json_real_value(nj)),
+                fmt_round_zero(json_real_value(nj) / 3600.0, 6),
+                json_string_value(json_object_get(node, "method")));
         json_t *names = json_object_get(node, "channels");
         for (size_t k = 0; k < json_array_size(names); k++)
             fprintf(f, "%s%s", k ? " + " : "", json_string_value(json_array_get(names, k)));
@@ -574,13 +580,13 @@ static void print_summary(struct stat_run *r, const json_t *j)
         fprintf(f,
                 "  command CPU   %.3f J, %.1f%% of the node's CPU busy time "
                 "(%.3f s of %.3f s)\n",
-                json_real_value(ce), 100 * json_real_value(json_object_get(cmd, "cpu_share")),
+                Z3(json_real_value(ce)), 100 * json_real_value(json_object_get(cmd, "cpu_share")),
                 json_real_value(json_object_get(cmd, "cpu_time_s")),
                 json_real_value(json_object_get(cmd, "node_busy_time_s")));
         json_t *dyn = json_object_get(cmd, "dynamic_cpu_energy_j");
         if (json_is_real(dyn))
-            fprintf(f, "  command dyn.  %.3f J above a static %.3f W (%s)\n", json_real_value(dyn),
-                    r->static_w, r->static_source);
+            fprintf(f, "  command dyn.  %.3f J above a static %.3f W (%s)\n",
+                    Z3(json_real_value(dyn)), r->static_w, r->static_source);
     }
     json_t *carbon = json_object_get(j, "carbon");
     json_t *g = json_object_get(carbon, "g_co2e");
