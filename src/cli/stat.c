@@ -594,11 +594,25 @@ static void print_summary(struct stat_run *r, const json_t *j)
         fprintf(f, "  carbon        %.4f g CO2e (node energy x PUE %.2g x %.4g g/kWh)\n",
                 json_real_value(g), r->o->pue, r->ci.g_per_kwh);
     fprintf(f, "                intensity: %s\n", r->ci.source);
-    for (size_t i = 0; i < s->nsrc; i++)
-        if (s->src[i].status == 0 && s->src[i].note[0])
-            fprintf(f, "  note (%s): %s\n", s->src[i].ops->name, s->src[i].note);
     size_t k;
     json_t *w;
+    for (size_t i = 0; i < s->nsrc; i++) {
+        if (s->src[i].status != 0 || !s->src[i].note[0])
+            continue;
+        /* a note the warnings below repeat (the estimate's basis) is said once, there */
+        static const char said[] = "estimated, not measured: ";
+        const char *note = s->src[i].note;
+        if (strncmp(note, said, sizeof said - 1) == 0)
+            note += sizeof said - 1;
+        bool repeated = false;
+        json_array_foreach(json_object_get(j, "warnings"), k, w)
+        {
+            const char *text = json_string_value(w);
+            repeated = repeated || (text && strstr(text, note));
+        }
+        if (!repeated)
+            fprintf(f, "  note (%s): %s\n", s->src[i].ops->name, s->src[i].note);
+    }
     json_array_foreach(json_object_get(j, "warnings"), k, w)
         fprintf(f, "  warning: %s\n", json_string_value(w));
     fprintf(f, "\n");

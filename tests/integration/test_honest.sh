@@ -30,6 +30,7 @@ check_grep st.err "warning: estimated, not measured: model/cpu0" "stat: why esti
 for t in "TDP" "unavailable: rapl:" "to measure instead" "--cpu-tdp"; do
     check_grep st.err "$t" "stat: the estimate's reason says '$t'"
 done
+check_eq "$(grep -c "Fan et al" st.err)" 1 "stat: the estimate's basis said once (the warning, not a note too)"
 check_py "summary.json warnings" '
 w = load("st/summary.json")["warnings"]
 assert any(x.startswith("estimated, not measured: model/cpu0") and "to measure instead" in x for x in w), w
