@@ -147,8 +147,9 @@ cat >exp/busy.json <<EOF
  "monitoring": {"interval": "50ms", "baseline_s": 1.5}}
 EOF
 # other processes: two spinning children for the baseline and a little after
-"$BUSY" --fork 2 2.5 >/dev/null 2>&1 &
-_cleanup_pids+=($!)
+"$BUSY" --fork 2 4 >/dev/null 2>&1 &
+bg1=$!
+_cleanup_pids+=("$bg1")
 sleep 0.2
 rc=$(run_logged busy "$CARMA" run exp/busy.json -o runs --root live)
 check_rc busy 0 "$rc"
@@ -179,8 +180,10 @@ if [ -n "$want" ]; then
     check_grep "$brd/report.html" "$want" "HTML: the baseline's load"
 fi
 # carma stat --baseline with the same kind of background
-"$BUSY" --fork 2 2.0 >/dev/null 2>&1 &
-_cleanup_pids+=($!)
+wait "$bg1"
+"$BUSY" --fork 2 3 >/dev/null 2>&1 &
+bg2=$!
+_cleanup_pids+=("$bg2")
 sleep 0.2
 rc=$(run_logged sbusy "$CARMA" stat --root live --baseline 1s -o sbusy -- "$BUSY" 0.3)
 check_rc sbusy 0 "$rc"
@@ -223,6 +226,7 @@ assert k["cpu"]["training_method"] == "estimated", k["cpu"]
 '
 fi
 # a measured run whose load varies (idle, then two busy CPUs) to fit a model on
+wait "$bg2" # the background of the baselines above is gone
 cat >exp/quiet.json <<EOF
 {"experiment_name": "quiet",
  "workloads": [{"name": "spin", "script": "$BUSY", "args": ["--fork", "2", "1.0"], "delay_s": 0.6}],
