@@ -462,6 +462,11 @@ find_override(const struct carbon_embodied_override *ov, size_t n, const char *c
     for (size_t i = 0; i < n; i++)
         if (strcasecmp(ov[i].component, component) == 0 && strcasecmp(ov[i].model, model) == 0)
             return &ov[i];
+    /* an override without a model replaces the component's generic row (experiment.h) */
+    bool generic = strcasecmp(model, "default") == 0 || strcasecmp(model, "per_gb") == 0;
+    for (size_t i = 0; i < n && generic; i++)
+        if (strcasecmp(ov[i].component, component) == 0 && !ov[i].model[0])
+            return &ov[i];
     return NULL;
 }
 

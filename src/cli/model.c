@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "core/parse.h"
+#include "core/fmt.h"
 #include "core/timeutil.h"
 #include "model/features.h"
 #include "model/powermodel.h"
@@ -32,7 +33,8 @@ static void help(void)
         "linear in its features), by least squares on the node's measured power of `carma run`\n"
         "directories; prints R^2 and MAPE in-sample and on held-out data.\n"
         "predict: per-job predicted power and energy of a run, written to RUN_DIR/prediction.csv\n"
-        "and prediction.json beside the measured attribution, with the errors.\n\n"
+        "and prediction.json beside the run's attribution (measured, or estimated when the run's\n"
+        "power was), with the errors.\n\n"
         "fit options:\n"
         "  -o, --output FILE   the model file (required)\n"
         "  --features LIST     delta features, comma-separated: cpu_util, instructions, cycles\n"
@@ -44,6 +46,8 @@ static void help(void)
         "  --cv runs           leave one run out instead (two runs or more)\n"
         "  --window T          interval length (default 1s)\n"
         "  --json              print the model on stdout too\n"
+        "  --allow-estimated   fit on runs whose power was estimated (by a model), not\n"
+        "                      measured: refused without it\n"
         "predict options:\n"
         "  --model FILE        the model file (required)\n"
         "  --json              print prediction.json on stdout instead of the table\n"
@@ -122,9 +126,35 @@ static void print_fit(const struct power_model *m)
     printf("held out: %s; baseline = the intercept (static power at zero load); temperature and "
            "clocks are not recorded, so the baseline is one constant per kind\n",
            m->nkinds ? m->k[0].cv_method : "-");
+    for (size_t k = 0; k < m->nkinds; k++)
+        if (strstr(m->k[k].training_method, "estimated"))
+            printf("note: %s trained on estimated power (%s), not measured: the model learnt "
+                   "another model's output\n",
+                   kind_str(m->k[k].kind), m->k[k].training_method);
     if (!m->background_seen)
         printf("note: a run has no node_util.csv (written by carma run since the model "
                "commands): the background's CPU time was taken as 0\n");
+}
+
+/*
+ * True (after saying why) when a run's power of a kind to fit was estimated, not measured: a
+ * model fitted on it would learn the estimating model, not the machine.
+ */
+static bool refuse_estimated(const struct fx_run *runs, size_t nruns, const struct pm_fit_opts *o)
+{
+    for (size_t r = 0; r < nruns; r++)
+        for (int k = 0; k < FX_KINDS; k++) {
+            if (!runs[r].has_kind[k] || !runs[r].kind_estimated[k] ||
+                (o->kinds_given && !o->kinds[k]))
+                continue;
+            cli_error("model fit: %s: its %s power was estimated, not measured (%s: method "
+                      "\"estimated\" in samples.csv): a model fitted on it learns that estimate, "
+                      "not the machine; fit on runs with measured power (RAPL, a meter, NVML), "
+                      "or give --allow-estimated to fit anyway",
+                      runs[r].dir, kind_str(k), runs[r].kind_estimated_channels[k]);
+            return true;
+        }
+    return false;
 }
 
 static int cmd_fit(int argc, char **argv)
@@ -133,9 +163,19 @@ static int cmd_fit(int argc, char **argv)
     bool json = false;
     struct pm_fit_opts o = {.folds = 5};
     struct fx_opts fo = {.window_s = 1.0};
-    enum { OPT_FEATURES = 300, OPT_KINDS, OPT_FOLDS, OPT_CV, OPT_WINDOW, OPT_JSON_OUT };
+    bool allow_estimated = false;
+    enum {
+        OPT_FEATURES = 300,
+        OPT_KINDS,
+        OPT_FOLDS,
+        OPT_CV,
+        OPT_WINDOW,
+        OPT_JSON_OUT,
+        OPT_ALLOW_ESTIMATED
+    };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
+        {"allow-estimated", no_argument, NULL, OPT_ALLOW_ESTIMATED},
         {"features", required_argument, NULL, OPT_FEATURES},
         {"kinds", required_argument, NULL, OPT_KINDS},
         {"folds", required_argument, NULL, OPT_FOLDS},
@@ -186,6 +226,9 @@ static int cmd_fit(int argc, char **argv)
         case OPT_JSON_OUT:
             json = true;
             break;
+        case OPT_ALLOW_ESTIMATED:
+            allow_estimated = true;
+            break;
         case 'h':
             help();
             return 0;
@@ -215,6 +258,8 @@ static int cmd_fit(int argc, char **argv)
             cli_error("%s", e.msg);
             goto out;
         }
+    if (!allow_estimated && refuse_estimated(runs, nruns, &o))
+        goto out;
     if (pm_fit(runs, nruns, &o, m, &e) < 0) {
         cli_error("model fit: %s", e.msg);
         goto out;
@@ -247,11 +292,22 @@ static double jnum(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* The run's own figure a prediction is compared with: measured_j, or estimated_j when the
+ * run's power was estimated (a model's output is never called measured). */
+static double ref_j(json_t *o)
+{
+    double v = jnum(o, "measured_j");
+    return json_object_get(o, "estimated_j") ? jnum(o, "estimated_j") : v;
+}
+
+/* a figure printed with 3 decimals: never "-0.000" */
+#define Z3(x) fmt_round_zero((x), 3)
+
 static void print_row(const char *name, json_t *o)
 {
-    printf("%-20s %12.3f %12.3f %12.3f %12.3f %8.2f\n", name, jnum(o, "predicted_dynamic_j"),
-           jnum(o, "predicted_static_j"), jnum(o, "predicted_j"), jnum(o, "measured_j"),
-           jnum(o, "error_pct"));
+    printf("%-20s %12.3f %12.3f %12.3f %12.3f %8.2f\n", name, Z3(jnum(o, "predicted_dynamic_j")),
+           Z3(jnum(o, "predicted_static_j")), Z3(jnum(o, "predicted_j")), Z3(ref_j(o)),
+           fmt_round_zero(jnum(o, "error_pct"), 2));
 }
 
 static void print_prediction(json_t *p)
@@ -260,8 +316,12 @@ static void print_prediction(json_t *p)
            json_string_value(json_object_get(p, "run_dir")),
            json_string_value(json_object_get(p, "idle_policy")),
            json_string_value(json_object_get(p, "model")));
-    printf("%-20s %12s %12s %12s %12s %8s\n", "job", "dynamic J", "static J", "predicted J",
-           "measured J", "error %");
+    const char *ref =
+        json_object_get(json_object_get(json_object_get(p, "node"), "all"), "estimated_j")
+            ? "estimated J"
+            : "measured J";
+    printf("%-20s %12s %12s %12s %12s %8s\n", "job", "dynamic J", "static J", "predicted J", ref,
+           "error %");
     json_t *ws = json_object_get(p, "workloads");
     for (size_t k = 0; k < json_array_size(ws); k++) {
         json_t *w = json_array_get(ws, k);
@@ -269,16 +329,18 @@ static void print_prediction(json_t *p)
     }
     print_row("other processes", json_object_get(p, "other"));
     print_row("idle", json_object_get(p, "idle"));
-    printf("\n%-20s %12s %12s %8s %8s %8s\n", "node", "predicted J", "measured J", "error %",
-           "MAPE %", "R2");
+    printf("\n%-20s %12s %12s %8s %8s %8s\n", "node", "predicted J", ref, "error %", "MAPE %",
+           "R2");
     const char *key;
     json_t *v;
     json_object_foreach(json_object_get(p, "node"), key, v)
     {
-        printf("%-20s %12.3f %12.3f %8.2f %8.3f %8.4f\n", key, jnum(v, "predicted_j"),
-               jnum(v, "measured_j"), jnum(v, "error_pct"), jnum(v, "mape_pct"), jnum(v, "r2"));
+        printf("%-20s %12.3f %12.3f %8.2f %8.3f %8.4f\n", key, Z3(jnum(v, "predicted_j")),
+               Z3(ref_j(v)), fmt_round_zero(jnum(v, "error_pct"), 2), jnum(v, "mape_pct"),
+               jnum(v, "r2"));
     }
-    printf("\nmeasured: %s; MAPE and R2 over the intervals of the node's power\n",
+    printf("\n%s: %s; MAPE and R2 over the intervals of the node's power\n",
+           strcmp(ref, "measured J") == 0 ? "measured" : "estimated (not measured)",
            json_string_value(json_object_get(p, "measured_basis")));
 }
 

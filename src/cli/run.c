@@ -46,6 +46,7 @@
 #include "cli/run.h"
 #include "cli/follow_opt.h"
 #include "cli/interrupt.h"
+#include "cli/caveats.h"
 
 static void help(void)
 {
@@ -509,6 +510,8 @@ static void split_pending(struct run *r, bool final)
         if (!metered) {
             split_energy(&in, &o);
             o.other_j += bg;
+            if (r->in_node[i])
+                r->bg_other_j += bg;
         }
         run_metered_add(r, i, &o);
         size_t nj = metered ? r->njobs : in.njobs;
@@ -774,6 +777,71 @@ static void tick(struct run *r)
 
 /* ---- carbon and the report ---- */
 
+/* A GPU is measured on this node (a channel of kind gpu). */
+static bool gpu_measured(const struct run *r)
+{
+    return caveat_has_kind(r->s, KIND_GPU);
+}
+
+/* The embodied fact is the experiment's own (carbon.embodied), not the table's. */
+static bool gpu_declared(const struct embodied_fact *f)
+{
+    return strcmp(f->source, "experiment override") == 0;
+}
+
+/* report.json's energy_by_kind_j and report.txt's columns have kind k: a node channel of that
+ * kind, or a GPU asked for by a workload (then unknown where none is measured). */
+static bool kind_reported(const struct run *r, int k)
+{
+    for (size_t i = 0; i < r->nnode; i++)
+        if ((int)r->s->set.ch[r->node_idx[i]].kind == k)
+            return true;
+    if (k == KIND_GPU)
+        for (size_t j = 0; j < r->njobs; j++)
+            if (workload_wants_gpu(r->jobs[j].spec))
+                return true;
+    return false;
+}
+
+/* The warnings known before the workloads start: estimated power, GPUs not measured. Printed
+ * on stderr now, kept for the reports. */
+static void start_warnings(struct run *r)
+{
+    char msg[4096];
+    r->warnings = json_array();
+    if (caveat_estimated(r->s, r->node_idx, r->nnode, msg, sizeof msg))
+        json_array_append_new(r->warnings, json_string(msg));
+    if (!gpu_measured(r)) {
+        struct embodied_fact f;
+        struct carma_err e = {0};
+        bool declared = carbon_embodied_resolve("gpu", "default", r->x.embodied, r->x.n_embodied,
+                                                &f, &e) == 0 &&
+                        gpu_declared(&f);
+        for (size_t k = 0; k < r->njobs; k++)
+            if (workload_wants_gpu(r->jobs[k].spec)) {
+                caveat_gpu_missing(r->s, r->jobs[k].spec, declared, msg, sizeof msg);
+                json_array_append_new(r->warnings, json_string(msg));
+            }
+    }
+    size_t k;
+    json_t *v;
+    json_array_foreach(r->warnings, k, v)
+        fprintf(stderr, "carma: warning: %s\n", json_string_value(v));
+}
+
+/* The warnings of the report: those of the start, then the baseline's load. */
+static json_t *report_warnings(struct run *r)
+{
+    json_t *w = r->warnings ? json_deep_copy(r->warnings) : json_array();
+    char msg[1024];
+    int ncpu = r->s->have_util ? r->s->util.ncpu : 0;
+    if (r->baseline_s > 0 &&
+        caveat_baseline(r->baseline_busy_cpus, ncpu, r->baseline_s, r->bg_other_j,
+                        split_policy_name(r->policy), msg, sizeof msg))
+        json_array_append_new(w, json_string(msg));
+    return w;
+}
+
 static double embodied_g(struct run *r, const struct job *j, json_t *detail)
 {
     double dur = (double)(j->end_mono - j->start_mono) / 1e9;
@@ -811,7 +879,8 @@ static double embodied_g(struct run *r, const struct job *j, json_t *detail)
         }
         double gs = sharing ? 1.0 / sharing : 1.0;
         if (carbon_embodied_resolve("gpu", "default", r->x.embodied, r->x.n_embodied, &f, &e) ==
-            0) {
+                0 &&
+            (gpu_measured(r) || gpu_declared(&f))) {
             double gg = carbon_embodied_g(f.kg_co2e, f.lifetime_years, dur, gs);
             g += gg;
             json_t *o = json_object();
@@ -819,6 +888,8 @@ static double embodied_g(struct run *r, const struct job *j, json_t *detail)
             json_object_set_new(o, "share", json_real(gs));
             json_object_set_new(o, "g_co2e", json_real(gg));
             json_object_set_new(o, "source", json_string(f.source));
+            if (!gpu_measured(r))
+                json_object_set_new(o, "declared", json_true()); /* no such device measured */
             json_array_append_new(detail, o);
         }
     }
@@ -842,6 +913,15 @@ static json_t *report_json(struct run *r)
         sw += isfinite(r->static_w[r->node_idx[k]]) ? r->static_w[r->node_idx[k]] : 0;
     json_set_num(a, "static_power_w", r->static_source ? sw : NAN);
     json_object_set_new(a, "cpu_time_source", json_string(r->have_base ? "cgroup" : "proc"));
+    if (r->baseline_s > 0) {
+        json_t *b = json_object();
+        json_object_set_new(b, "duration_s", json_real(r->baseline_s));
+        json_set_num(b, "busy_cpus", r->baseline_busy_cpus);
+        json_object_set_new(b, "cpus",
+                            r->s->have_util ? json_integer(r->s->util.ncpu) : json_null());
+        json_object_set_new(b, "other_j", json_real(r->bg_other_j));
+        json_object_set_new(a, "baseline", b);
+    }
     json_object_set_new(o, "attribution", a);
     json_t *ws = json_array();
     double emb_total = 0, op_total = r->idle_g + r->other_g + r->unattr_g;
@@ -855,11 +935,13 @@ static json_t *report_json(struct run *r)
         json_object_set_new(w, "duration_s", json_real(dur));
         json_object_set_new(w, "energy_j", json_real(j->energy_j));
         json_t *bk = json_object();
-        for (int kk = 0; kk < 6; kk++)
-            if (j->by_kind_j[kk] != 0 || kk == KIND_CPU || kk == KIND_DRAM || kk == KIND_SOC ||
-                kk == KIND_SYSTEM || kk == KIND_GPU)
-                json_object_set_new(bk, kind_key((enum channel_kind)kk),
-                                    json_real(j->by_kind_j[kk]));
+        for (int kk = 0; kk < 6; kk++) {
+            if (!kind_reported(r, kk) && j->by_kind_j[kk] == 0)
+                continue; /* no channel of that kind: nothing to say, not 0 */
+            bool unknown = kk == KIND_GPU && !gpu_measured(r); /* asked for, not measured */
+            json_object_set_new(bk, kind_key((enum channel_kind)kk),
+                                unknown ? json_null() : json_real(j->by_kind_j[kk]));
+        }
         json_object_set_new(w, "energy_by_kind_j", bk);
         json_set_num(w, "avg_power_w", dur > 0 ? j->energy_j / dur : NAN);
         json_object_set_new(w, "cpu_time_s", json_real((double)j->cpu_ns / 1e9));
@@ -913,50 +995,80 @@ static json_t *report_json(struct run *r)
     json_object_set_new(c, "operational_g_co2e", json_real(op_total));
     json_object_set_new(c, "embodied_g_co2e", json_real(emb_total));
     json_object_set_new(o, "carbon", c);
+    json_object_set_new(o, "warnings", report_warnings(r));
     return o;
+}
+
+/* A number of the text report: "n/a" for an unknown one, never "-0.000" (a tiny negative
+ * part of a split rounds to 0). */
+static void text_num(FILE *f, int width, int dec, double v)
+{
+    if (!isfinite(v))
+        fprintf(f, " %*s", width, "n/a");
+    else
+        fprintf(f, " %*.*f", width, dec, fmt_round_zero(v, dec));
 }
 
 static void report_text(struct run *r, json_t *rep, FILE *f)
 {
-    fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n\n", r->x.name,
+    fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n", r->x.name,
             json_real_value(json_object_get(rep, "duration_s")), split_policy_name(r->policy),
             run_method(r));
+    size_t wi;
+    json_t *wv;
+    json_array_foreach(json_object_get(rep, "warnings"), wi, wv)
+        fprintf(f, "warning: %s\n", json_string_value(wv));
     if (r->stop.sig) {
         char what[128];
         interruption_text(&r->stop, what, sizeof what);
-        fprintf(f, "interrupted by %s: the run was cut short, its figures cover it up to then\n\n",
+        fprintf(f, "interrupted by %s: the run was cut short, its figures cover it up to then\n",
                 what);
     }
-    fprintf(f, "%-20s %6s %9s %11s %10s %9s %9s %9s %9s %9s %9s %12s %12s\n", "workload", "exit",
-            "time s", "energy J", "Wh", "avg W", "cpu J", "dram J", "soc J", "system J", "gpu J",
-            "oper. gCO2e", "embod. gCO2e");
+    fprintf(f, "\n");
+    /* the kinds with a channel (or a GPU asked for): a kind the node lacks has no column */
+    static const int kinds[] = {KIND_CPU, KIND_DRAM, KIND_SOC, KIND_SYSTEM, KIND_GPU};
+    bool show[5];
+    fprintf(f, "%-20s %6s %9s %11s %10s %9s", "workload", "exit", "time s", "energy J", "Wh",
+            "avg W");
+    for (size_t q = 0; q < 5; q++) {
+        show[q] = kind_reported(r, kinds[q]);
+        if (show[q]) {
+            char h[24];
+            snprintf(h, sizeof h, "%s J", kind_key((enum channel_kind)kinds[q]));
+            fprintf(f, " %9s", h);
+        }
+    }
+    fprintf(f, " %12s %12s\n", "oper. gCO2e", "embod. gCO2e");
     json_t *ws = json_object_get(rep, "workloads");
     for (size_t k = 0; k < json_array_size(ws); k++) {
         json_t *w = json_array_get(ws, k);
         json_t *bk = json_object_get(w, "energy_by_kind_j");
         double e = json_real_value(json_object_get(w, "energy_j"));
         json_t *avg = json_object_get(w, "avg_power_w");
-        fprintf(f,
-                "%-20s %6d %9.3f %11.3f %10.6f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12.6f %12.6f\n",
-                json_string_value(json_object_get(w, "name")),
-                (int)json_integer_value(json_object_get(w, "exit_status")),
-                json_real_value(json_object_get(w, "duration_s")), e, e / 3600.0,
-                json_is_real(avg) ? json_real_value(avg) : NAN,
-                json_real_value(json_object_get(bk, "cpu")),
-                json_real_value(json_object_get(bk, "dram")),
-                json_real_value(json_object_get(bk, "soc")),
-                json_real_value(json_object_get(bk, "system")),
-                json_real_value(json_object_get(bk, "gpu")),
-                json_real_value(json_object_get(w, "operational_g_co2e")),
-                json_real_value(json_object_get(w, "embodied_g_co2e")));
+        fprintf(f, "%-20s %6d", json_string_value(json_object_get(w, "name")),
+                (int)json_integer_value(json_object_get(w, "exit_status")));
+        text_num(f, 9, 3, json_real_value(json_object_get(w, "duration_s")));
+        text_num(f, 11, 3, e);
+        text_num(f, 10, 6, e / 3600.0);
+        text_num(f, 9, 3, json_is_real(avg) ? json_real_value(avg) : NAN);
+        for (size_t q = 0; q < 5; q++) {
+            if (!show[q])
+                continue;
+            json_t *v = json_object_get(bk, kind_key((enum channel_kind)kinds[q]));
+            text_num(f, 9, 3, json_is_number(v) ? json_number_value(v) : NAN);
+        }
+        text_num(f, 12, 6, json_real_value(json_object_get(w, "operational_g_co2e")));
+        text_num(f, 12, 6, json_real_value(json_object_get(w, "embodied_g_co2e")));
+        fprintf(f, "\n");
     }
-    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "idle", "", "", r->idle_j, r->idle_j / 3600);
-    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "other processes", "", "", r->other_j,
-            r->other_j / 3600);
-    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "unattributed", "", "", r->unattr_j,
-            r->unattr_j / 3600);
-    fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "node total", "", "", r->total_j,
-            r->total_j / 3600);
+    static const char *const rows[] = {"idle", "other processes", "unattributed", "node total"};
+    double vals[] = {r->idle_j, r->other_j, r->unattr_j, r->total_j};
+    for (size_t q = 0; q < 4; q++) {
+        fprintf(f, "%-20s %6s %9s", rows[q], "", "");
+        text_num(f, 11, 3, vals[q]);
+        text_num(f, 10, 6, vals[q] / 3600);
+        fprintf(f, "\n");
+    }
     json_t *rest = json_object_get(rep, "rest_of_system");
     if (rest) {
         fprintf(f, "\n");
@@ -1027,6 +1139,8 @@ static int baseline(struct run *r, int64_t ns)
         r->static_w[i] = r->s->st[i].samples ? e[i] / dt : NAN;
     if (r->s->have_util)
         r->static_busy = (double)busy / (double)r->clk_tck / dt;
+    r->baseline_s = dt;
+    r->baseline_busy_cpus = r->s->have_util ? r->static_busy : NAN;
     r->static_source = "baseline";
     return 0;
 }
@@ -1169,6 +1283,7 @@ int cmd_run(int argc, char **argv)
     if (!co.json) /* --json: the directory is in the one JSON document at the end */
         printf("%s\n", r->dir);
     fflush(stdout);
+    start_warnings(r);
     if (follower_start(&follower, &fo, NULL, "run") < 0)
         goto out;
     write_json(r, "experiment.json", json_deep_copy(r->x.resolved));
@@ -1395,6 +1510,7 @@ out:
     sampler_free(r->s);
     carbon_intensity_done(&r->ci);
     experiment_free(&r->x);
+    json_decref(r->warnings);
     free(r->jobs);
     free(r);
     return status;

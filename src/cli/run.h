@@ -104,6 +104,10 @@ struct run {
     FILE *node_util;                  /* node_util.csv: the node's CPU time at every tick */
     uint64_t nu_busy0, nu_total0;     /* node_util.csv: proc/stat ticks at its first row */
     bool nu_started;
+    /* what the reports must say (cli/caveats.h): the baseline's figures, the warnings */
+    double baseline_s, baseline_busy_cpus; /* NAN busy when proc/stat was not read */
+    double bg_other_j;                     /* static power given to "other" for its load */
+    json_t *warnings;                      /* strings, for report.json and report.txt */
 };
 
 /* attribution.csv: one row of the current split (kept for one write per split). */

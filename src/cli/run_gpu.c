@@ -510,6 +510,9 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
     }
 }
 
+/* a figure printed with 3 decimals: never "-0.000" */
+#define Z3(x) fmt_round_zero((x), 3)
+
 void run_gpu_text(struct run *r, FILE *f)
 {
     struct run_gpu *g = r->gpu;
@@ -533,12 +536,12 @@ void run_gpu_text(struct run *r, FILE *f)
                                            : gpu_basis_name((enum gpu_basis)k),
                                        v->basis_s[k]);
         fprintf(f, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f %9s  %s%s\n", r->s->set.ch[v->ch].name,
-                v->total_j, v->jobs_j, v->idle_j, v->other_j, v->unattr_j, dr, basis,
-                v->invalid ? " (readings missing)" : "");
+                Z3(v->total_j), Z3(v->jobs_j), Z3(v->idle_j), Z3(v->other_j), Z3(v->unattr_j), dr,
+                basis, v->invalid ? " (readings missing)" : "");
         for (size_t k = 0; k < r->njobs; k++)
             if (r->jobs[k].gpu_j[d] != 0)
                 fprintf(f, "%-14s   %-20s %11.3f J\n", "", r->jobs[k].spec->name,
-                        r->jobs[k].gpu_j[d]);
+                        Z3(r->jobs[k].gpu_j[d]));
     }
     fprintf(f, "drift: NVML's power gauge integrated over the run against its energy counter\n");
 }

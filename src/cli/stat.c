@@ -27,6 +27,8 @@
 #include "cli/interrupt.h"
 #include "cli/outdir.h"
 #include "cli/short_run.h"
+#include "cli/caveats.h"
+#include "core/fmt.h"
 #include "core/file.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
@@ -75,6 +77,7 @@ struct stat_run {
     double static_w;           /* CPU-side static power, NAN when unknown */
     double static_busy;        /* CPUs busy on average while static_w was measured */
     const char *static_source; /* "baseline", "model" or NULL */
+    double baseline_s;         /* the baseline's length, 0 when none was measured */
     int64_t cmd_start_real, cmd_end_real, cmd_start_mono, cmd_end_mono;
     int forwarded_signal;
     struct interruption stop; /* the first signal carma received, and when */
@@ -339,6 +342,7 @@ static int measure_baseline(struct stat_run *r)
         r->static_w = j / dt;
         r->static_busy = (double)busy_ns / 1e9 / dt;
         r->static_source = "baseline";
+        r->baseline_s = dt;
     }
     return 0;
 }
@@ -518,8 +522,20 @@ static json_t *summary_json(struct stat_run *r)
     json_object_set_new(carbon, "intensity_source", json_string(r->ci.source));
     json_object_set_new(carbon, "energy_basis", json_string("node"));
     json_object_set_new(j, "carbon", carbon);
+    /* what the numbers are not (cli/caveats.h): printed, and repeated by carma report */
+    json_t *warns = json_array();
+    char msg[4096];
+    if (caveat_estimated(s, node_idx, nn, msg, sizeof msg))
+        json_array_append_new(warns, json_string(msg));
+    if (r->baseline_s > 0 && s->have_util &&
+        caveat_baseline_stat(r->static_busy, s->util.ncpu, r->baseline_s, msg, sizeof msg))
+        json_array_append_new(warns, json_string(msg));
+    json_object_set_new(j, "warnings", warns);
     return j;
 }
+
+/* a figure printed with 3 decimals: never "-0.000" */
+#define Z3(x) fmt_round_zero((x), 3)
 
 static void print_summary(struct stat_run *r, const json_t *j)
 {
@@ -558,8 +574,9 @@ static void print_summary(struct stat_run *r, const json_t *j)
             if (json_is_real(ej) && !na)
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12.3f %12.6f %10.3f", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
-                        channel_method_name(c->method), json_real_value(ej),
-                        json_real_value(ej) / 3600.0, json_is_real(pw) ? json_real_value(pw) : NAN);
+                        channel_method_name(c->method), Z3(json_real_value(ej)),
+                        fmt_round_zero(json_real_value(ej) / 3600.0, 6),
+                        json_is_real(pw) ? Z3(json_real_value(pw)) : NAN);
             else
                 fprintf(f, "  %-40s %-6s %-9s %-9s %12s %12s %10s", c->name,
                         channel_kind_name(c->kind), channel_domain_name(c->domain),
@@ -580,8 +597,9 @@ static void print_summary(struct stat_run *r, const json_t *j)
     if (na && s->set.n > 0)
         fprintf(f, "\n  node energy, command CPU and carbon: n/a (too short)\n");
     if (json_is_real(nj) && !na) {
-        fprintf(f, "\n  node energy   %.3f J = %.6f Wh (%s: ", json_real_value(nj),
-                json_real_value(nj) / 3600.0, json_string_value(json_object_get(node, "method")));
+        fprintf(f, "\n  node energy   %.3f J = %.6f Wh (%s: ", Z3(json_real_value(nj)),
+                fmt_round_zero(json_real_value(nj) / 3600.0, 6),
+                json_string_value(json_object_get(node, "method")));
         json_t *names = json_object_get(node, "channels");
         for (size_t k = 0; k < json_array_size(names); k++)
             fprintf(f, "%s%s", k ? " + " : "", json_string_value(json_array_get(names, k)));
@@ -596,13 +614,13 @@ static void print_summary(struct stat_run *r, const json_t *j)
         fprintf(f,
                 "  command CPU   %.3f J, %.1f%% of the node's CPU busy time "
                 "(%.3f s of %.3f s)\n",
-                json_real_value(ce), 100 * json_real_value(json_object_get(cmd, "cpu_share")),
+                Z3(json_real_value(ce)), 100 * json_real_value(json_object_get(cmd, "cpu_share")),
                 json_real_value(json_object_get(cmd, "cpu_time_s")),
                 json_real_value(json_object_get(cmd, "node_busy_time_s")));
         json_t *dyn = json_object_get(cmd, "dynamic_cpu_energy_j");
         if (json_is_real(dyn))
-            fprintf(f, "  command dyn.  %.3f J above a static %.3f W (%s)\n", json_real_value(dyn),
-                    r->static_w, r->static_source);
+            fprintf(f, "  command dyn.  %.3f J above a static %.3f W (%s)\n",
+                    Z3(json_real_value(dyn)), r->static_w, r->static_source);
     }
     json_t *carbon = json_object_get(j, "carbon");
     json_t *g = json_object_get(carbon, "g_co2e");
@@ -611,9 +629,27 @@ static void print_summary(struct stat_run *r, const json_t *j)
                 json_real_value(g), r->o->pue, r->ci.g_per_kwh);
     if (!na)
         fprintf(f, "                intensity: %s\n", r->ci.source);
-    for (size_t i = 0; i < s->nsrc; i++)
-        if (s->src[i].status == 0 && s->src[i].note[0])
+    size_t k;
+    json_t *w;
+    for (size_t i = 0; i < s->nsrc; i++) {
+        if (s->src[i].status != 0 || !s->src[i].note[0])
+            continue;
+        /* a note the warnings below repeat (the estimate's basis) is said once, there */
+        static const char said[] = "estimated, not measured: ";
+        const char *note = s->src[i].note;
+        if (strncmp(note, said, sizeof said - 1) == 0)
+            note += sizeof said - 1;
+        bool repeated = false;
+        json_array_foreach(json_object_get(j, "warnings"), k, w)
+        {
+            const char *text = json_string_value(w);
+            repeated = repeated || (text && strstr(text, note));
+        }
+        if (!repeated)
             fprintf(f, "  note (%s): %s\n", s->src[i].ops->name, s->src[i].note);
+    }
+    json_array_foreach(json_object_get(j, "warnings"), k, w)
+        fprintf(f, "  warning: %s\n", json_string_value(w));
     fprintf(f, "\n");
 }
 

@@ -105,3 +105,16 @@ size_t fmt_double(char *buf, size_t cap, double v)
     /* a short buffer holds a cut string: report what is there */
     return (size_t)n < cap ? (size_t)n : cap - 1;
 }
+
+double fmt_round_zero(double v, int dec)
+{
+    if (!isfinite(v))
+        return v;
+    if (dec < 0)
+        dec = 0;
+    if (dec > 17)
+        dec = 17;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*f", dec, fabs(v));
+    return strtod(buf, NULL) == 0.0 ? 0.0 : v;
+}

@@ -34,4 +34,11 @@ size_t fmt_u64(char *buf, uint64_t v);
  */
 size_t fmt_double(char *buf, size_t cap, double v);
 
+/*
+ * v, or +0.0 when v rounds to zero at dec decimals (a tiny negative, or -0.0): printf would
+ * write it "-0.000". Every fixed-point figure a report prints goes through it. NAN and
+ * infinities are returned as they are.
+ */
+double fmt_round_zero(double v, int dec);
+
 #endif

@@ -343,6 +343,7 @@ static int load_samples(struct loader *L)
     int kt = fxc_col(&c, "timestamp_unix", true, L->e), kc = fxc_col(&c, "channel", true, L->e),
         kk = fxc_col(&c, "kind", true, L->e), kd = fxc_col(&c, "domain", true, L->e),
         kw = fxc_col(&c, "watts", true, L->e);
+    int km = fxc_col(&c, "method", false, L->e); /* -1: an old file, taken as measured */
     if (kt < 0 || kc < 0 || kk < 0 || kd < 0 || kw < 0) {
         rc = -EINVAL;
         goto out;
@@ -377,6 +378,13 @@ static int load_samples(struct loader *L)
                 size_t used = strlen(r->kind_channels[kind]);
                 snprintf(r->kind_channels[kind] + used, sizeof r->kind_channels[kind] - used,
                          "%s%s", used ? "," : "", name);
+                if (km >= 0 && strcmp(fxc_field(&c, km), "estimated") == 0) {
+                    char *est = r->kind_estimated_channels[kind];
+                    size_t eu = strlen(est);
+                    snprintf(est + eu, sizeof r->kind_estimated_channels[kind] - eu, "%s%s",
+                             eu ? "," : "", name);
+                    r->kind_estimated[kind] = true;
+                }
             }
         }
         if (!L->nt || L->ticks[L->nt - 1].t != t) {

@@ -72,7 +72,9 @@ struct fx_run {
     double *meas_w;     /* [nint][njobs + 2][FX_KINDS] attributed power: workloads, other,
                            idle; NAN without attribution.csv */
     bool has_kind[FX_KINDS];
-    char kind_channels[FX_KINDS][512]; /* the channels summed, comma-separated */
+    char kind_channels[FX_KINDS][512];           /* the channels summed, comma-separated */
+    bool kind_estimated[FX_KINDS];               /* one of them is estimated (samples.csv method) */
+    char kind_estimated_channels[FX_KINDS][512]; /* which, comma-separated */
     bool has_feat[FX_N];
     char feat_missing[FX_N][256]; /* why a feature is not available in this run */
     bool node_util;               /* node_util.csv was there: the background is seen */

@@ -260,6 +260,12 @@ static int fit_kind(const struct fx_run *runs, size_t nruns, const struct pm_fit
             continue;
         if (!pk->channels[0])
             snprintf(pk->channels, sizeof pk->channels, "%s", R->kind_channels[kind]);
+        /* what the model learns from: the machine (measured) or another model (estimated) */
+        const char *tm = R->kind_estimated[kind] ? "estimated" : "measured";
+        if (!pk->training_method[0])
+            snprintf(pk->training_method, sizeof pk->training_method, "%s", tm);
+        else if (strcmp(pk->training_method, tm) != 0)
+            snprintf(pk->training_method, sizeof pk->training_method, "measured+estimated");
         size_t before = n;
         for (size_t i = 0; i < R->nint; i++) {
             double pw = R->power_w[i * FX_KINDS + (size_t)kind];
@@ -487,6 +493,9 @@ json_t *pm_to_json(const struct power_model *m)
         json_t *ko = json_object();
         json_object_set_new(ko, "kind", json_string(kind_names[pk->kind]));
         json_object_set_new(ko, "channels", json_string(pk->channels));
+        json_object_set_new(ko, "training_method",
+                            pk->training_method[0] ? json_string(pk->training_method)
+                                                   : json_null());
         json_t *b = json_object();
         set_num(b, "watts", pk->baseline_w);
         set_num(b, "stderr_w", pk->baseline_se_w);
@@ -621,6 +630,8 @@ int pm_load(const char *path, struct power_model *ret, struct carma_err *e)
         }
         const char *ch = json_string_value(json_object_get(ko, "channels"));
         snprintf(pk->channels, sizeof pk->channels, "%s", ch ? ch : "");
+        const char *tm = json_string_value(json_object_get(ko, "training_method"));
+        snprintf(pk->training_method, sizeof pk->training_method, "%s", tm ? tm : "");
         json_t *b = json_object_get(ko, "baseline");
         snprintf(where, sizeof where, "kinds[%zu].baseline", k);
         if (get_num(path, where, b, "watts", false, &pk->baseline_w, e) < 0 ||
@@ -732,13 +743,15 @@ static void pred_row(struct csv_buf *b, double t0, double t1, int kind, const ch
     csv_buf_end_row(b);
 }
 
-static json_t *acc_json(const struct acc *a)
+/* est: the run's own figures compared with are estimated (its power came from a model):
+ * they are "estimated_j" then, never "measured_j" */
+static json_t *acc_json(const struct acc *a, bool est)
 {
     json_t *o = json_object();
     set_num(o, "predicted_dynamic_j", a->dyn_j);
     set_num(o, "predicted_static_j", a->stat_j);
     set_num(o, "predicted_j", a->pred_j);
-    set_num(o, "measured_j", a->meas_known ? a->meas_j : NAN);
+    set_num(o, est ? "estimated_j" : "measured_j", a->meas_known ? a->meas_j : NAN);
     set_num(o, "error_pct",
             a->meas_known && a->meas_j != 0 ? 100.0 * (a->pred_j - a->meas_j) / a->meas_j : NAN);
     return o;
@@ -784,8 +797,15 @@ int pm_predict(const struct power_model *m, const char *model_path, const struct
     json_t *out = NULL;
     if (!ja || !na || !y || !yh || !w || !d || !ny || !ty || !tyh || !tw)
         goto out;
-    const char *hdr = "interval_start_unix,interval_end_unix,kind,job,dynamic_w,static_w,"
-                      "predicted_w,predicted_j,measured_w,measured_j\r\n";
+    /* the run's power of a model kind estimated: what the prediction is compared with is an
+     * estimate too, and named so */
+    bool ref_est = false;
+    for (size_t k = 0; k < m->nkinds; k++)
+        ref_est = ref_est || r->kind_estimated[m->k[k].kind];
+    const char *hdr = ref_est ? "interval_start_unix,interval_end_unix,kind,job,dynamic_w,static_w,"
+                                "predicted_w,predicted_j,estimated_w,estimated_j\r\n"
+                              : "interval_start_unix,interval_end_unix,kind,job,dynamic_w,static_w,"
+                                "predicted_w,predicted_j,measured_w,measured_j\r\n";
     csv_buf_raw(&b, hdr, strlen(hdr));
     for (size_t i = 0; i < r->nint; i++) {
         double dt = r->t1[i] - r->t0[i];
@@ -899,13 +919,30 @@ int pm_predict(const struct power_model *m, const char *model_path, const struct
     json_object_set_new(out, "intervals", json_integer((json_int_t)r->nint));
     json_object_set_new(out, "measured_basis",
                         json_string(r->attribution
-                                        ? "attribution.csv over the same intervals and kinds"
+                                        ? ref_est ? "attribution.csv over the same intervals and "
+                                                    "kinds; its power estimated, not measured"
+                                                  : "attribution.csv over the same intervals and "
+                                                    "kinds"
                                         : "none: the run has no attribution.csv"));
+    /* per kind: how the run's power was obtained, how the model's training runs' was; the
+     * prediction itself is a model's output ("predicted"), never a measurement */
+    json_t *refm = json_object(), *trm = json_object();
+    for (size_t k = 0; k < m->nkinds; k++) {
+        const struct pm_kind *pk = &m->k[k];
+        json_object_set_new(refm, kind_names[pk->kind],
+                            json_string(r->kind_estimated[pk->kind] ? "estimated" : "measured"));
+        json_object_set_new(trm, kind_names[pk->kind],
+                            pk->training_method[0] ? json_string(pk->training_method)
+                                                   : json_null());
+    }
+    json_object_set_new(out, "method", json_string("predicted"));
+    json_object_set_new(out, "reference_method", refm);
+    json_object_set_new(out, "model_training_method", trm);
     json_t *node = json_object();
     struct acc nt = {0};
     for (size_t k = 0; k < m->nkinds; k++) {
         int kind = m->k[k].kind;
-        json_t *o = acc_json(&na[kind]);
+        json_t *o = acc_json(&na[kind], r->kind_estimated[kind]);
         double r2, mape;
         pm_scores(&y[(size_t)kind * (r->nint + 1)], &yh[(size_t)kind * (r->nint + 1)],
                   &w[(size_t)kind * (r->nint + 1)], ny[kind], &r2, &mape);
@@ -919,7 +956,7 @@ int pm_predict(const struct power_model *m, const char *model_path, const struct
         nt.meas_j += na[kind].meas_j;
         nt.meas_known = nt.meas_known || na[kind].meas_known;
     }
-    json_t *all = acc_json(&nt);
+    json_t *all = acc_json(&nt, ref_est);
     double r2, mape;
     pm_scores(ty, tyh, tw, nty, &r2, &mape);
     json_object_set_new(all, "intervals", json_integer((json_int_t)nty));
@@ -933,7 +970,8 @@ int pm_predict(const struct power_model *m, const char *model_path, const struct
         json_t *bk = json_object();
         for (size_t k = 0; k < m->nkinds; k++) {
             const struct acc *a = &ja[p * FX_KINDS + (size_t)m->k[k].kind];
-            json_object_set_new(bk, kind_names[m->k[k].kind], acc_json(a));
+            json_object_set_new(bk, kind_names[m->k[k].kind],
+                                acc_json(a, r->kind_estimated[m->k[k].kind]));
             sum.dyn_j += a->dyn_j;
             sum.stat_j += a->stat_j;
             sum.pred_j += a->pred_j;
@@ -942,7 +980,7 @@ int pm_predict(const struct power_model *m, const char *model_path, const struct
         }
         if (!r->attribution)
             sum.meas_known = false;
-        json_t *o = acc_json(&sum);
+        json_t *o = acc_json(&sum, ref_est);
         json_object_set_new(o, "by_kind", bk);
         if (p < nj) {
             json_object_set_new(o, "name", json_string(r->jobs[p]));

@@ -30,6 +30,8 @@
 struct pm_kind {
     int kind; /* enum channel_kind */
     char channels[512];
+    char training_method[24]; /* its runs' power: "measured", "estimated" or both with a '+'
+                                 ("" in a model file older than the field) */
     size_t nfeat;
     int feat[FX_N];                   /* the delta's features, in order */
     double baseline_w, baseline_se_w; /* the intercept and its standard error */

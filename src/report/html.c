@@ -539,6 +539,8 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
             esc(f, jstr(em, "device"));
             fputs(": ", f);
             esc(f, jstr(em, "source"));
+            if (json_is_true(json_object_get(em, "declared")))
+                fputs(" (declared: no such device measured)", f);
         }
         fputs("</td></tr>\n", f);
     }

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fmt.h"
+
 #define TAIL_BYTES   (256 * 1024)
 #define LINE_MAX_LEN 65536
 
@@ -50,7 +52,7 @@ static void line(FILE *f, bool ansi, int width, int *n, const char *fmt, ...)
 static void watts(char *buf, size_t cap, double w)
 {
     if (isfinite(w))
-        snprintf(buf, cap, "%.1f W", w);
+        snprintf(buf, cap, "%.1f W", fmt_round_zero(w, 1));
     else
         snprintf(buf, cap, "-");
 }
@@ -88,8 +90,8 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
             snprintf(name, sizeof name, "%.18s%s%s", j->name, j->ended ? " (ended)" : "",
                      j->estimated ? "*" : "");
             watts(w, sizeof w, j->power_w);
-            snprintf(e, sizeof e, "%.4f Wh", j->energy_j / 3600.0);
-            snprintf(g, sizeof g, "%.4f g", j->g_co2e);
+            snprintf(e, sizeof e, "%.4f Wh", fmt_round_zero(j->energy_j / 3600.0, 4));
+            snprintf(g, sizeof g, "%.4f g", fmt_round_zero(j->g_co2e, 4));
             if (bar_room > 4 && isfinite(j->power_w) && isfinite(v->node_w) && v->node_w > 0) {
                 int len = (int)lround(j->power_w / v->node_w * bar_room);
                 len = len < 0 ? 0 : len > bar_room ? bar_room : len;
@@ -107,7 +109,7 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
         for (size_t k = 0; k < 3; k++)
             if (isfinite(rj[k]) && (k == 0 || rj[k] != 0)) {
                 char e[32];
-                snprintf(e, sizeof e, "%.4f Wh", rj[k] / 3600.0);
+                snprintf(e, sizeof e, "%.4f Wh", fmt_round_zero(rj[k] / 3600.0, 4));
                 line(f, ansi, width, &n, "%-24s %12s %14s", rest[k], "", e);
             }
         if (est)

@@ -25,6 +25,7 @@
 
 #include "analysis/carbon.h"
 #include "core/file.h"
+#include "core/fmt.h"
 #include "core/parse.h"
 #include "core/pyjson.h"
 #include "report/series.h"
@@ -1275,6 +1276,12 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
     }
     if (!json_is_array(rr->node_names))
         rr->node_names = NULL; /* then: the channels of domain "total" */
+    /* what carma run / stat said about its numbers (estimated power, a GPU not measured, a
+     * busy baseline): the run window's warnings, so every report repeats them */
+    size_t wk;
+    json_t *wv;
+    json_array_foreach(json_object_get(rr->is_run ? rr->report : rr->summary, "warnings"), wk,
+                       wv) if (json_is_string(wv)) json_array_append(rr->run_warn, wv);
     rr->nnode_listed = json_array_size(rr->node_names);
     rr->g_per_kwh = jget_num(carbon, "g_per_kwh");
     rr->pue = jget_num(carbon, "pue");
@@ -1514,7 +1521,7 @@ static const char *fnum(char *buf, double x, int dec, bool commas)
         memcpy(buf, "n/a", 4);
         return buf;
     }
-    pyjson_format(x, dec, commas, false, buf);
+    pyjson_format(fmt_round_zero(x, dec), dec, commas, false, buf); /* never "-0.00" */
     return buf;
 }
 

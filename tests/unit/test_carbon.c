@@ -441,6 +441,18 @@ static void test_embodied_resolve(void **state)
     assert_int_equal(carbon_embodied_resolve("fpga", "U280", NULL, 0, &f, &e), -ENOENT);
     assert_non_null(strstr(e.msg, "'fpga'"));
 
+    /* an override without a model (the experiment file left it out) is the generic row's */
+    const struct carbon_embodied_override nomodel[] = {
+        {.component = "gpu", .model = "", .kg_co2e = 120, .lifetime_years = 4},
+    };
+    assert_int_equal(carbon_embodied_resolve("gpu", "default", nomodel, 1, &f, &e), 0);
+    assert_true(f.kg_co2e == 120 && f.lifetime_years == 4);
+    assert_string_equal(f.source, "experiment override");
+    assert_int_equal(carbon_embodied_resolve("gpu", "B200", nomodel, 1, &f, &e), 0);
+    assert_true(f.kg_co2e == 120 && f.fallback);
+    assert_int_equal(carbon_embodied_resolve("gpu", "A100", nomodel, 1, &f, &e), 0);
+    assert_true(f.kg_co2e == 318); /* a model the table knows keeps its row */
+
     /* a bad override is an error */
     const struct carbon_embodied_override bad[] = {
         {.component = "cpu", .model = "default", .kg_co2e = 100, .lifetime_years = 0},

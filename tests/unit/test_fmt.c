@@ -225,6 +225,30 @@ static void test_double_small_buffer(void **state)
     assert_string_equal(buf, "0.5");
 }
 
+/* fmt_round_zero: a figure that prints as zero prints as "0.000", never "-0.000" */
+static void test_round_zero(void **state)
+{
+    (void)state;
+    char buf[64];
+    static const struct {
+        double v;
+        int dec;
+        const char *want;
+    } cases[] = {
+        {-0.0001, 3, "0.000"},   {-0.0, 3, "0.000"},     {-0.0004999, 3, "0.000"},
+        {-0.0005, 2, "0.00"},    {-0.0006, 3, "-0.001"}, {-1.5, 1, "-1.5"},
+        {0.0001, 3, "0.000"},    {2.25, 2, "2.25"},      {-0.4, 0, "0"},
+        {-1e-12, 6, "0.000000"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        snprintf(buf, sizeof buf, "%.*f", cases[k].dec, fmt_round_zero(cases[k].v, cases[k].dec));
+        assert_string_equal(buf, cases[k].want);
+    }
+    assert_true(isnan(fmt_round_zero(NAN, 3)));
+    assert_true(isinf(fmt_round_zero(-INFINITY, 3)));
+    assert_true(fmt_round_zero(-7.0, 3) == -7.0); /* not zero: unchanged */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,7 +256,7 @@ int main(void)
         cmocka_unit_test(test_fixed6_large),          cmocka_unit_test(test_fixed6_out_of_range),
         cmocka_unit_test(test_fixed6_matches_printf), cmocka_unit_test(test_u64),
         cmocka_unit_test(test_double_shortest),       cmocka_unit_test(test_double_round_trip),
-        cmocka_unit_test(test_double_small_buffer),
+        cmocka_unit_test(test_double_small_buffer),   cmocka_unit_test(test_round_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
