@@ -768,15 +768,18 @@ static double embodied_g(struct run *r, const struct job *j, json_t *detail)
         json_object_set_new(o, "source", json_string(f.source));
         json_array_append_new(detail, o);
     }
-    /* GPUs: the one named by "gpu" or the allocation, shared with the workloads naming it */
-    for (size_t k = 0; k < (j->spec->n_gpus ? j->spec->n_gpus : (j->spec->gpu >= 0)); k++) {
-        int gpu = j->spec->n_gpus ? j->spec->gpus[k] : j->spec->gpu;
+    /* GPUs: those the workload names (allocation, "gpu", or with "gpu": true its
+     * CUDA_VISIBLE_DEVICES), shared with the workloads naming them */
+    int mine[RUN_GPUS_MAX], theirs[RUN_GPUS_MAX];
+    size_t nmine = workload_spec_gpus(j->spec, mine, RUN_GPUS_MAX);
+    for (size_t k = 0; k < nmine; k++) {
+        int gpu = mine[k];
         int sharing = 0;
         for (size_t m = 0; m < r->njobs; m++) {
-            const struct workload_spec *w = r->jobs[m].spec;
-            bool uses = w->gpu == gpu;
-            for (size_t q = 0; q < w->n_gpus; q++)
-                uses = uses || w->gpus[q] == gpu;
+            size_t nt = workload_spec_gpus(r->jobs[m].spec, theirs, RUN_GPUS_MAX);
+            bool uses = false;
+            for (size_t q = 0; q < nt; q++)
+                uses = uses || theirs[q] == gpu;
             sharing += uses;
         }
         double gs = sharing ? 1.0 / sharing : 1.0;
@@ -818,6 +821,7 @@ static json_t *report_json(struct run *r)
         json_t *w = json_object();
         double dur = (double)(j->end_mono - j->start_mono) / 1e9;
         json_object_set_new(w, "name", json_string(j->spec->name));
+        json_object_set_new(w, "type", j->spec->type ? json_string(j->spec->type) : json_null());
         json_object_set_new(w, "exit_status", json_integer(j->exit_status));
         json_object_set_new(w, "timed_out", json_boolean(j->timed_out));
         json_object_set_new(w, "duration_s", json_real(dur));
@@ -884,6 +888,23 @@ static json_t *report_json(struct run *r)
     return o;
 }
 
+/* report.txt: the workloads' types (the experiment's "type"), when any has one. */
+static void types_text(FILE *f, json_t *ws)
+{
+    size_t k, n = 0;
+    json_t *w;
+    json_array_foreach(ws, k, w)
+    {
+        const char *t = json_string_value(json_object_get(w, "type"));
+        if (t)
+            fprintf(f, "%s%s %s",
+                    n++ ? ", " : "workload types: ", json_string_value(json_object_get(w, "name")),
+                    t);
+    }
+    if (n)
+        fputc('\n', f);
+}
+
 static void report_text(struct run *r, json_t *rep, FILE *f)
 {
     fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n\n", r->x.name,
@@ -919,6 +940,7 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
             r->unattr_j / 3600);
     fprintf(f, "%-20s %6s %9s %11.3f %10.6f\n", "node total", "", "", r->total_j,
             r->total_j / 3600);
+    types_text(f, ws);
     json_t *rest = json_object_get(rep, "rest_of_system");
     if (rest) {
         fprintf(f, "\n");
@@ -1259,6 +1281,7 @@ int cmd_run(int argc, char **argv)
         struct job *j = &r->jobs[k];
         json_t *w = json_object();
         json_object_set_new(w, "name", json_string(j->spec->name));
+        json_object_set_new(w, "type", j->spec->type ? json_string(j->spec->type) : json_null());
         json_t *pl = json_array();
         if (j->pid > 0)
             json_array_append_new(pl, json_integer(j->pid));
