@@ -35,6 +35,7 @@
 #include "core/fmt.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
+#include "export/carma_files.h"
 #include "report/html.h"
 #include "report/live.h"
 #include "sampler/samples_csv.h"
@@ -128,6 +129,14 @@ static void write_json(struct run *r, const char *name, json_t *j)
     if (e < 0)
         cli_error("cannot write %s: %s", path, strerror(-e));
     json_decref(j);
+}
+
+/* CARMA's files (nvidia_smi_power.csv, perf.log, ...) from the run's own (export/carma_files). */
+static void carma_files(struct run *r)
+{
+    struct carma_err e = {0};
+    if (carma_files_write(r->dir, &e) < 0)
+        cli_error("%s; CARMA's files are not all written", e.msg);
 }
 
 /* report.html: `carma report DIR --format html` of the finished run (report/html). */
@@ -1323,6 +1332,7 @@ int cmd_run(int argc, char **argv)
             fclose(tf);
     }
     write_json(r, "report.json", rep);
+    carma_files(r);
     if (text && co.verbose >= 0)
         fputs(text, stdout);
     free(text);
