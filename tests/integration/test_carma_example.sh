@@ -13,6 +13,8 @@
 #              with the meter's 123.4 W, perf.log in perf stat -x, -I -G form whose task-clock
 #              adds up to features.csv's (when this machine lets carma read it), and
 #              workload_name_power_carbon.csv ending at report.json's energy and carbon
+#   gpu false  the same with "gpu": false: it owns no GPU (report.json gpus[].owners) and has
+#              no GPU's embodied carbon, where with true it owns GPU 0
 #   plain      carma run as a newcomer types it (no --root, no --sources) on this machine:
 #              exit 0 with a GPU workload and no GPU measured; no nvidia_smi_power.csv and no
 #              wattsup_log.csv, the workload's CSV still there
@@ -154,6 +156,24 @@ e = [float(r["energy_j"]) for r in jc]
 assert e == sorted(e), e
 print("# workload_name_power_carbon.csv: %d rows, %.3f J, %.6f gCO2e operational" % (len(jc), e[-1], float(last["operational_g_co2e"])))
 ' "$RD"
+
+note "gpu false: the same workload, declared not a GPU workload"
+# CUDA_VISIBLE_DEVICES still names GPU 0, but "gpu": false: it owns no GPU and has no GPU's
+# embodied carbon (with true, above: it owns GPU 0, from its CUDA_VISIBLE_DEVICES)
+sed 's/"gpu": true/"gpu": false/' sample_experiment.json >cpu_experiment.json
+rc=$(run_logged "$top/cpu" env CARMA_NVML_LIBRARY="$LIB" \
+    CARMA_FAKE_NVML_SCENARIO="$CARMA_SRC/tests/fakes/nvml/shared.scenario" \
+    CARMA_FAKE_NVML_CLIENTS="$top/clients" "$CARMA" run --root "$CARMA_FIXTURES/vm-empty" \
+    --sources nvml --interval 100ms --baseline 0.2s -o runs-cpu cpu_experiment.json)
+check_rc "$top/cpu" 0 "$rc"
+check_py "gpu true and false: owners and embodied GPUs" '
+t, f = load(sys.argv[1] + "/report.json"), load(sys.argv[2] + "/report.json")
+assert t["gpus"][0]["owners"] == ["workload_name"], t["gpus"][0]["owners"]
+assert f["gpus"][0]["owners"] == [], f["gpus"][0]["owners"]
+dev = lambda r: [e["device"] for e in r["workloads"][0]["embodied"]]
+assert "gpu0" in dev(t) and "gpu0" not in dev(f), (dev(t), dev(f))
+assert load(sys.argv[2] + "/experiment.json")["workloads"][0]["gpu"] is False
+' "$RD" "$(head -n 1 "$top/cpu.out")"
 
 note "plain: carma run as a newcomer types it"
 rc=$(run_logged "$top/plain" "$CARMA" run --baseline 0.3s -o plain sample_experiment.json)
