@@ -131,10 +131,28 @@ static void write_json(struct run *r, const char *name, json_t *j)
     json_decref(j);
 }
 
-/* CARMA's files (nvidia_smi_power.csv, perf.log, ...) from the run's own (export/carma_files). */
+/* CARMA's files (nvidia_smi_power.csv, perf.log, ...) from the run's own (export/carma_files):
+ * followed at every event summary, so that a run killed outright leaves them up to then, and
+ * written whole at the end. */
+static struct carma_files *carma_follow;
+static bool carma_follow_failed;
+
+static void carma_files_tick(struct run *r)
+{
+    struct carma_err e = {0};
+    if (!carma_follow && !carma_follow_failed && !(carma_follow = carma_files_open(r->dir)))
+        carma_follow_failed = true;
+    if (carma_follow && carma_files_follow(carma_follow, &e) < 0 && !carma_follow_failed) {
+        cli_error("%s; CARMA's files are written at the end of the run", e.msg);
+        carma_follow_failed = true;
+    }
+}
+
 static void carma_files(struct run *r)
 {
     struct carma_err e = {0};
+    carma_files_free(carma_follow);
+    carma_follow = NULL;
     if (carma_files_write(r->dir, &e) < 0)
         cli_error("%s; CARMA's files are not all written", e.msg);
 }
@@ -740,6 +758,7 @@ static void tick(struct run *r)
     split_pending(r, false);
     if (r->s->t_now - r->last_event >= EVENT_PERIOD_NS) {
         event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
+        carma_files_tick(r);
         r->last_event = r->s->t_now;
         status_line(r);
         live_frame(r, false);

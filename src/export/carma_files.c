@@ -7,12 +7,15 @@
 #include "export/carma_files.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -98,7 +101,10 @@ static void nvsmi_time(char *buf, size_t cap, double t)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
-int carma_nvsmi_write(char *text, size_t len, const char *name, FILE *out, struct carma_err *e)
+/* The converters: *done counts the rows written by earlier calls on the same output (the
+ * header goes before the first); each returns the rows it wrote, or a negative errno. */
+static int nvsmi_conv(char *text, size_t len, const char *name, long *done, FILE *out,
+                      struct carma_err *e)
 {
     static const char *const want[] = {"timestamp_unix", "gpu_index", "power_w", "gpu_util_pct"};
     int col[4];
@@ -112,7 +118,7 @@ int carma_nvsmi_write(char *text, size_t len, const char *name, FILE *out, struc
                               r.f.row.line);
             break;
         }
-        if (rows == 0)
+        if ((*done)++ == 0)
             fputs("timestamp, index, power.draw [W], utilization.gpu [%]\n", out);
         char ts[64];
         nvsmi_time(ts, sizeof ts, t);
@@ -133,19 +139,26 @@ int carma_nvsmi_write(char *text, size_t len, const char *name, FILE *out, struc
     return ferror(out) ? carma_err_set(e, -EIO, "%s: write error", name) : rows;
 }
 
-int carma_wattsup_write(char *text, size_t len, const char *name, FILE *out, struct carma_err *e)
+int carma_nvsmi_write(char *text, size_t len, const char *name, FILE *out, struct carma_err *e)
+{
+    long done = 0;
+    return nvsmi_conv(text, len, name, &done, out, e);
+}
+
+/* meter: the meter channel followed ("" until the first is seen; cap 256). */
+static int wattsup_conv(char *text, size_t len, const char *name, char *meter, long *done,
+                        FILE *out, struct carma_err *e)
 {
     static const char *const want[] = {"timestamp_unix", "channel", "watts"};
     int col[3];
     struct reader r = {.text = text, .len = len, .line = 1, .name = name, .e = e};
     int k = header(&r, want, col, 3), rows = 0;
-    char meter[256] = "";
     while (k > 0 && (k = next(&r)) > 0) {
         const char *ch = field(&r, col[1]);
         if (strncmp(ch, "meter/", 6) != 0)
             continue;
         if (!meter[0])
-            snprintf(meter, sizeof meter, "%s", ch);
+            snprintf(meter, 256, "%s", ch);
         else if (strcmp(meter, ch) != 0)
             continue;
         double t, w;
@@ -155,7 +168,7 @@ int carma_wattsup_write(char *text, size_t len, const char *name, FILE *out, str
             k = carma_err_set(e, -EINVAL, "%s:%zu: bad timestamp_unix", name, r.f.row.line);
             break;
         }
-        if (rows == 0)
+        if ((*done)++ == 0)
             fputs("timestamp_unix,watts,volts,amps\n", out);
         fprintf(out, "%.6f,%.1f,,\n", t, w);
         rows++;
@@ -164,6 +177,13 @@ int carma_wattsup_write(char *text, size_t len, const char *name, FILE *out, str
     if (k < 0)
         return k;
     return ferror(out) ? carma_err_set(e, -EIO, "%s: write error", name) : rows;
+}
+
+int carma_wattsup_write(char *text, size_t len, const char *name, FILE *out, struct carma_err *e)
+{
+    char meter[256] = "";
+    long done = 0;
+    return wattsup_conv(text, len, name, meter, &done, out, e);
 }
 
 /* perf.log: a workload's counts at its last row. */
@@ -194,30 +214,48 @@ static struct perf_job *perf_job(struct perf_job **jobs, size_t *n, const char *
     return j;
 }
 
-int carma_perf_write(char *text, size_t len, const char *name, double t0_unix,
-                     const char *const *names, const double *starts_unix, size_t n, FILE *out,
-                     struct carma_err *e)
+/* perf.log's state between calls: the workloads' last counts, the last two row times. */
+struct perf_state {
+    struct perf_job *jobs;
+    size_t njobs;
+    double prev_t, cur_t; /* the event before the current row's, and the current one */
+};
+
+static void perf_state_init(struct perf_state *ps, double t0_unix)
+{
+    memset(ps, 0, sizeof *ps);
+    ps->prev_t = ps->cur_t = t0_unix;
+}
+
+static void perf_state_done(struct perf_state *ps)
+{
+    for (size_t i = 0; i < ps->njobs; i++)
+        free(ps->jobs[i].name);
+    free(ps->jobs);
+    memset(ps, 0, sizeof *ps);
+}
+
+static int perf_conv(char *text, size_t len, const char *name, double t0_unix,
+                     const char *const *names, const double *starts_unix, size_t n,
+                     struct perf_state *ps, FILE *out, struct carma_err *e)
 {
     static const char *const want[] = {"timestamp_unix", "workload", "task_clock_ns",
                                        "instructions", "cycles"};
     int col[5];
     struct reader r = {.text = text, .len = len, .line = 1, .name = name, .e = e};
-    struct perf_job *jobs = NULL;
-    size_t njobs = 0;
     int k = header(&r, want, col, 5), lines = 0;
-    double prev_t = t0_unix, cur_t = t0_unix; /* the event before this row's, and this one */
     while (k > 0 && (k = next(&r)) > 0) {
         double t;
         if (!num(field(&r, col[0]), &t)) {
             k = carma_err_set(e, -EINVAL, "%s:%zu: bad timestamp_unix", name, r.f.row.line);
             break;
         }
-        if (t != cur_t) {
-            prev_t = cur_t;
-            cur_t = t;
+        if (t != ps->cur_t) {
+            ps->prev_t = ps->cur_t;
+            ps->cur_t = t;
         }
         const char *wl = field(&r, col[1]);
-        struct perf_job *j = perf_job(&jobs, &njobs, wl);
+        struct perf_job *j = perf_job(&ps->jobs, &ps->njobs, wl);
         if (!j) {
             k = carma_err_set(e, -ENOMEM, "%s:%zu: too many workloads", name, r.f.row.line);
             break;
@@ -233,7 +271,7 @@ int carma_perf_write(char *text, size_t len, const char *name, double t0_unix,
         uint64_t d[3];
         for (int c = 0; c < 3; c++)
             d[c] = have[c] ? v[c] - (j->seen ? j->v[c] : 0) : 0;
-        double from = prev_t;
+        double from = ps->prev_t;
         for (size_t q = 0; !j->seen && q < n; q++)
             if (strcmp(names[q], wl) == 0 && isfinite(starts_unix[q]) && starts_unix[q] > from &&
                 starts_unix[q] <= t)
@@ -276,12 +314,20 @@ int carma_perf_write(char *text, size_t len, const char *name, double t0_unix,
         j->seen = true;
     }
     csv_fields_free(&r.f);
-    for (size_t i = 0; i < njobs; i++)
-        free(jobs[i].name);
-    free(jobs);
     if (k < 0)
         return k;
     return ferror(out) ? carma_err_set(e, -EIO, "%s: write error", name) : lines;
+}
+
+int carma_perf_write(char *text, size_t len, const char *name, double t0_unix,
+                     const char *const *names, const double *starts_unix, size_t n, FILE *out,
+                     struct carma_err *e)
+{
+    struct perf_state ps;
+    perf_state_init(&ps, t0_unix);
+    int r = perf_conv(text, len, name, t0_unix, names, starts_unix, n, &ps, out, e);
+    perf_state_done(&ps);
+    return r;
 }
 
 /* A number of a JSON object, NAN when absent or not a number. */
@@ -300,8 +346,8 @@ static void cell(FILE *out, double v, bool last)
         fputc(',', out);
 }
 
-int carma_job_write(const char *text, size_t len, const char *name, const char *workload,
-                    double start_unix, double end_unix, double embodied_g, FILE *out,
+static int job_conv(const char *text, size_t len, const char *name, const char *workload,
+                    double start_unix, double end_unix, double embodied_g, long *done, FILE *out,
                     struct carma_err *e)
 {
     int rows = 0;
@@ -330,7 +376,7 @@ int carma_job_write(const char *text, size_t len, const char *name, const char *
             const char *wn = json_string_value(json_object_get(w, "name"));
             if (!wn || strcmp(wn, workload) != 0)
                 continue;
-            if (rows == 0)
+            if ((*done)++ == 0)
                 fputs("timestamp_unix,elapsed_s,power_w,energy_j,operational_g_co2e,"
                       "embodied_g_co2e,method\n",
                       out);
@@ -352,6 +398,14 @@ int carma_job_write(const char *text, size_t len, const char *name, const char *
         json_decref(ev);
     }
     return ferror(out) ? carma_err_set(e, -EIO, "%s: write error", name) : rows;
+}
+
+int carma_job_write(const char *text, size_t len, const char *name, const char *workload,
+                    double start_unix, double end_unix, double embodied_g, FILE *out,
+                    struct carma_err *e)
+{
+    long done = 0;
+    return job_conv(text, len, name, workload, start_unix, end_unix, embodied_g, &done, out, e);
 }
 
 /* ---- the run directory ---- */
@@ -492,4 +546,248 @@ int carma_files_write(const char *dir, struct carma_err *e)
         return first.code;
     }
     return written;
+}
+
+/* ---- following a run as it goes ---- */
+
+/* The most bytes of an input read by one carma_files_follow call. */
+#define CARMA_FILES_FOLLOW_MAX ((size_t)64 << 20)
+/* The most workloads given a CSV while following (the end of the run writes them all). */
+#define CARMA_FILES_FOLLOW_JOBS 256
+
+struct follow_in {
+    const char *rel;
+    off_t off;    /* bytes consumed */
+    char *header; /* the first line, with its line end; NULL until read (CSV inputs) */
+    size_t header_len;
+};
+
+struct follow_out {
+    FILE *f; /* NULL until it has something */
+    long done;
+};
+
+struct follow_job {
+    char *name;
+    struct follow_out out;
+};
+
+struct carma_files {
+    char *dir;
+    struct follow_in in[4]; /* samples.csv, power/samples.csv, features.csv, events */
+    struct follow_out watt, nvsmi, perf;
+    char meter[256];
+    double t0;
+    bool perf_started;
+    struct perf_state ps;
+    struct follow_job *jobs;
+    size_t njobs;
+};
+
+struct carma_files *carma_files_open(const char *dir)
+{
+    struct carma_files *cf = calloc(1, sizeof *cf);
+    if (!cf || !(cf->dir = strdup(dir))) {
+        free(cf);
+        return NULL;
+    }
+    static const char *const rel[4] = {"samples.csv", "power/samples.csv", "features.csv",
+                                       "event_summaries.jsonl"};
+    for (int i = 0; i < 4; i++)
+        cf->in[i].rel = rel[i];
+    cf->t0 = NAN;
+    return cf;
+}
+
+void carma_files_free(struct carma_files *cf)
+{
+    if (!cf)
+        return;
+    for (int i = 0; i < 4; i++)
+        free(cf->in[i].header);
+    struct follow_out *outs[3] = {&cf->watt, &cf->nvsmi, &cf->perf};
+    for (int i = 0; i < 3; i++)
+        if (outs[i]->f)
+            fclose(outs[i]->f);
+    for (size_t i = 0; i < cf->njobs; i++) {
+        if (cf->jobs[i].out.f)
+            fclose(cf->jobs[i].out.f);
+        free(cf->jobs[i].name);
+    }
+    free(cf->jobs);
+    perf_state_done(&cf->ps);
+    free(cf->dir);
+    free(cf);
+}
+
+/*
+ * The complete lines appended to in since the last call, after its header line (kept from
+ * the first call, and put again in front, so that the text reads as a whole file): *ret
+ * (malloc'd, NUL-terminated; NULL with 0 when nothing new). Returns 0 or a negative errno.
+ */
+static int follow_read(const char *dir, struct follow_in *in, bool csv, char **ret, size_t *len)
+{
+    *ret = NULL;
+    *len = 0;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, in->rel);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    struct stat st;
+    int r = 0;
+    if (fstat(fd, &st) < 0) {
+        r = -errno;
+        goto out;
+    }
+    if (st.st_size <= in->off)
+        goto out;
+    size_t want = (size_t)(st.st_size - in->off);
+    if (want > CARMA_FILES_FOLLOW_MAX)
+        want = CARMA_FILES_FOLLOW_MAX;
+    size_t hl = in->header ? in->header_len : 0;
+    char *buf = malloc(hl + want + 1);
+    if (!buf) {
+        r = -ENOMEM;
+        goto out;
+    }
+    ssize_t n = pread(fd, buf + hl, want, in->off);
+    if (n <= 0) {
+        free(buf);
+        r = n < 0 ? -errno : 0;
+        goto out;
+    }
+    /* complete lines only */
+    size_t got = (size_t)n;
+    while (got && buf[hl + got - 1] != '\n')
+        got--;
+    if (!got) {
+        free(buf);
+        goto out;
+    }
+    in->off += (off_t)got;
+    if (csv && !in->header) {
+        char *nl = memchr(buf, '\n', got);
+        in->header_len = (size_t)(nl - buf) + 1;
+        in->header = strndup(buf, in->header_len);
+        if (!in->header) {
+            free(buf);
+            r = -ENOMEM;
+            goto out;
+        }
+    } else if (hl) {
+        memcpy(buf, in->header, hl);
+    }
+    buf[hl + got] = '\0';
+    *ret = buf;
+    *len = hl + got;
+out:
+    close(fd);
+    return r;
+}
+
+/* Appends what conv wrote into a memory stream to the followed output rel. */
+static int follow_put(const char *dir, const char *rel, struct follow_out *o, const char *buf,
+                      size_t len)
+{
+    if (!len)
+        return 0;
+    if (!o->f) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        o->f = fopen(path, "we");
+        if (!o->f)
+            return -errno;
+    }
+    if (fwrite(buf, 1, len, o->f) != len || fflush(o->f) != 0)
+        return -EIO;
+    return 0;
+}
+
+/* Runs one converter on a memory stream, then appends its bytes to the output. */
+#define FOLLOW(rel, o, call)                                                                       \
+    do {                                                                                           \
+        char *mb = NULL;                                                                           \
+        size_t ml = 0;                                                                             \
+        FILE *out = open_memstream(&mb, &ml);                                                      \
+        int rr = out ? (call) : -ENOMEM;                                                           \
+        if (out && fclose(out) != 0)                                                               \
+            rr = -ENOMEM;                                                                          \
+        if (rr >= 0 && (rr = follow_put(cf->dir, rel, o, mb, ml)) < 0)                             \
+            carma_err_set(&er, rr, "%s/%s: cannot write: %s", cf->dir, rel, strerror(-rr));        \
+        free(mb);                                                                                  \
+        if (rr < 0 && !ret)                                                                        \
+            ret = rr;                                                                              \
+    } while (0)
+
+int carma_files_follow(struct carma_files *cf, struct carma_err *e)
+{
+    int ret = 0;
+    char *t;
+    size_t n;
+    struct carma_err er = {0};
+    if (follow_read(cf->dir, &cf->in[0], true, &t, &n) == 0 && t) {
+        if (!isfinite(cf->t0)) {
+            const char *nl = strchr(t, '\n');
+            if (nl && nl[1])
+                cf->t0 = strtod(nl + 1, NULL);
+        }
+        FOLLOW("wattsup_log.csv", &cf->watt,
+               wattsup_conv(t, n, "samples.csv", cf->meter, &cf->watt.done, out, &er));
+        free(t);
+    }
+    if (follow_read(cf->dir, &cf->in[1], true, &t, &n) == 0 && t) {
+        FOLLOW("nvidia_smi_power.csv", &cf->nvsmi,
+               nvsmi_conv(t, n, "power/samples.csv", &cf->nvsmi.done, out, &er));
+        free(t);
+    }
+    if (isfinite(cf->t0) && follow_read(cf->dir, &cf->in[2], true, &t, &n) == 0 && t) {
+        if (!cf->perf_started) {
+            perf_state_init(&cf->ps, cf->t0);
+            cf->perf_started = true;
+        }
+        FOLLOW("perf.log", &cf->perf,
+               perf_conv(t, n, "features.csv", cf->t0, NULL, NULL, 0, &cf->ps, out, &er));
+        free(t);
+    }
+    if (follow_read(cf->dir, &cf->in[3], false, &t, &n) == 0 && t) {
+        /* the workloads named in these summaries, each given its CSV */
+        for (const char *p = t; p && *p;) {
+            const char *nl = strchr(p, '\n');
+            json_error_t je;
+            json_t *ev = json_loadb(p, nl ? (size_t)(nl - p) : strlen(p), 0, &je);
+            size_t i;
+            const json_t *w;
+            json_array_foreach(json_object_get(ev, "workloads"), i, w)
+            {
+                const char *wn = json_string_value(json_object_get(w, "name"));
+                bool known = false;
+                for (size_t k = 0; wn && k < cf->njobs && !known; k++)
+                    known = strcmp(cf->jobs[k].name, wn) == 0;
+                if (!wn || known || !*wn || strchr(wn, '/') || strcmp(wn, ".") == 0 ||
+                    strcmp(wn, "..") == 0 || cf->njobs == CARMA_FILES_FOLLOW_JOBS)
+                    continue;
+                struct follow_job *v = realloc(cf->jobs, (cf->njobs + 1) * sizeof *v);
+                if (!v)
+                    break;
+                cf->jobs = v;
+                memset(&v[cf->njobs], 0, sizeof v[cf->njobs]);
+                if ((v[cf->njobs].name = strdup(wn)))
+                    cf->njobs++;
+            }
+            json_decref(ev);
+            p = nl ? nl + 1 : NULL;
+        }
+        for (size_t k = 0; k < cf->njobs; k++) {
+            char rel[512];
+            snprintf(rel, sizeof rel, "%s_power_carbon.csv", cf->jobs[k].name);
+            FOLLOW(rel, &cf->jobs[k].out,
+                   job_conv(t, n, "event_summaries.jsonl", cf->jobs[k].name, NAN, NAN, NAN,
+                            &cf->jobs[k].out.done, out, &er));
+        }
+        free(t);
+    }
+    if (ret < 0 && e)
+        *e = er;
+    return ret;
 }

@@ -26,10 +26,11 @@
  *                          report.json has none).
  *
  * workload_pids.json, pstree.log and event_summaries.jsonl, which CARMA also names, are
- * `carma run`'s own files already. The files are derived at the end of the run (one stopped
- * by a signal too) from what the run wrote and flushed as it went, so a run that could not
- * finish still has everything measured in carma's own files. Lines end in LF, as the tools
- * write them; numbers are printed in the C locale (carma never calls setlocale).
+ * `carma run`'s own files already. The files are derived from what the run writes and
+ * flushes as it goes: followed during the run (carma_files_follow, about every second), and
+ * written whole at its end (carma_files_write; a run stopped by a signal too). Lines end in
+ * LF, as the tools write them; numbers are printed in the C locale (carma never calls
+ * setlocale).
  *
  * The converters take the input file's text and append to an output stream, so that they are
  * tested byte for byte (tests/unit/test_carma_files.c); carma_files_write drives them on a
@@ -87,5 +88,19 @@ int carma_job_write(const char *text, size_t len, const char *name, const char *
  * the first error (negative errno, e set naming the file) after writing the others.
  */
 int carma_files_write(const char *dir, struct carma_err *e);
+
+/*
+ * Following a run as it goes, so that a run killed outright (SIGKILL, a crash) still leaves
+ * CARMA's files up to its last second: carma_files_open(dir) starts following the run
+ * directory dir (NULL when out of memory); each carma_files_follow call appends to CARMA's
+ * files what the run's files gained since the last call (their complete lines; the workloads'
+ * CSVs without the embodied carbon, which is known only at the end); carma_files_write at the
+ * end replaces them all whole. carma_files_follow returns 0 or the first negative errno (e
+ * set; what could be written is). carma_files_free closes everything (NULL-safe).
+ */
+struct carma_files;
+struct carma_files *carma_files_open(const char *dir);
+int carma_files_follow(struct carma_files *cf, struct carma_err *e);
+void carma_files_free(struct carma_files *cf);
 
 #endif

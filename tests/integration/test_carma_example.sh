@@ -15,6 +15,8 @@
 #              workload_name_power_carbon.csv ending at report.json's energy and carbon
 #   gpu false  the same with "gpu": false: it owns no GPU (report.json gpus[].owners) and has
 #              no GPU's embodied carbon, where with true it owns GPU 0
+#   killed     carma SIGKILLed two event summaries into a longer run: nvidia_smi_power.csv and
+#              the workload's CSV hold the rows so far (followed as the run went)
 #   plain      carma run as a newcomer types it (no --root, no --sources) on this machine:
 #              exit 0 with a GPU workload and no GPU measured; no nvidia_smi_power.csv and no
 #              wattsup_log.csv, the workload's CSV still there
@@ -174,6 +176,39 @@ dev = lambda r: [e["device"] for e in r["workloads"][0]["embodied"]]
 assert "gpu0" in dev(t) and "gpu0" not in dev(f), (dev(t), dev(f))
 assert load(sys.argv[2] + "/experiment.json")["workloads"][0]["gpu"] is False
 ' "$RD" "$(head -n 1 "$top/cpu.out")"
+
+note "killed: carma SIGKILLed mid-run leaves CARMA's files up to then"
+sed 's/"--max_steps", "60"/"--max_steps", "600"/' sample_experiment.json >long_experiment.json
+BG_NAME="$top/kill" carma_bg CARMA_NVML_LIBRARY="$LIB" \
+    CARMA_FAKE_NVML_SCENARIO="$CARMA_SRC/tests/fakes/nvml/shared.scenario" \
+    CARMA_FAKE_NVML_CLIENTS="$top/clients" -- run --root "$CARMA_FIXTURES/vm-empty" \
+    --sources nvml --interval 100ms --baseline 0.2s -o runs-kill long_experiment.json
+_cleanup_pids+=("$BG_PID")
+wait_rows "$top/kill.out" 1 || fail "carma run printed no run directory: $(cat "$top/kill.err")"
+KD=$(head -n 1 "$top/kill.out")
+# two event summaries in: every CARMA file has rows
+for ((i = 0; i < 800; i++)); do
+    [ -f "$KD/event_summaries.jsonl" ] && [ "$(wc -l <"$KD/event_summaries.jsonl")" -ge 2 ] && break
+    sleep 0.01
+done
+sleep 0.2
+kill -KILL "$BG_PID" 2>/dev/null
+wait "$BG_PID" 2>/dev/null
+kill_group "$(sed -n 's/^workload_name: pgid \([0-9]*\).*/\1/p' "$KD/pstree.log" | head -n 1)"
+[ -e "$KD/report.json" ] && check_fail "killed: the run got to its end (report.json)"
+check_py "killed run: CARMA files so far" '
+rd = sys.argv[1]
+n = open(rd + "/nvidia_smi_power.csv").read().split("\n")
+assert n[0] == "timestamp, index, power.draw [W], utilization.gpu [%]" and len(n) >= 6 and n[-1] == "", n[:3]
+src = list(csv.DictReader(open(rd + "/power/samples.csv", newline="")))
+assert len(n) - 2 <= len(src) and len(n) - 2 >= len(src) - 20, (len(n), len(src))
+assert all(re.match(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}, 0, \d+\.\d\d W, \d+ %$", l) for l in n[1:-1]), n
+jc = open(rd + "/workload_name_power_carbon.csv").read().split("\n")
+assert jc[0].startswith("timestamp_unix,elapsed_s,power_w,energy_j,") and len(jc) >= 3 and jc[-1] == "", jc
+feat = [r for r in csv.DictReader(open(rd + "/features.csv", newline="")) if r["task_clock_ns"]]
+assert not feat or os.path.getsize(rd + "/perf.log") > 0, "features.csv has counters, perf.log is empty"
+print("# killed run: nvidia_smi_power.csv %d rows (power/samples.csv %d), workload CSV %d rows" % (len(n) - 2, len(src), len(jc) - 2))
+' "$KD"
 
 note "plain: carma run as a newcomer types it"
 rc=$(run_logged "$top/plain" "$CARMA" run --baseline 0.3s -o plain sample_experiment.json)

@@ -262,6 +262,94 @@ static void test_files_write(void **state)
     assert_false(exists("nvidia_smi_power.csv"));
 }
 
+static void append_file(const char *rel, const char *text)
+{
+    char p[TU_DIR_MAX + 64];
+    snprintf(p, sizeof p, "%s/%s", tu_dir, rel);
+    FILE *f = fopen(p, "a");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void slurp_rel(const char *rel, char *buf, size_t cap)
+{
+    char p[TU_DIR_MAX + 64];
+    snprintf(p, sizeof p, "%s/%s", tu_dir, rel);
+    tu_slurp(p, buf, cap);
+}
+
+/* Following a run as it goes: complete lines only, the header once, state kept between
+ * calls (the meter followed, perf's previous counts); at the end the same bytes as the whole
+ * conversion, but for the embodied carbon that only the end knows. */
+static void test_follow(void **state)
+{
+    (void)state;
+    setenv("TZ", "UTC", 1);
+    tzset();
+    struct carma_files *cf = carma_files_open(tu_dir);
+    assert_non_null(cf);
+    struct carma_err e = {0};
+    assert_int_equal(carma_files_follow(cf, &e), 0); /* nothing there yet */
+    assert_false(exists("wattsup_log.csv"));
+    put_file("samples.csv", "timestamp_unix,timestamp_local,channel,source,kind,domain,method,"
+                            "watts,joules_total\r\n"
+                            "100.0,x,meter/wattsup,meter,system,total,measured,,0\r\n"
+                            "100.5,x,meter/wattsup,meter,system,total,measured,42.5,21\r\n"
+                            "100.5,x,meter/cmd,meter,system,total,measured,99,0\r\n"
+                            "101.0,x,meter/wattsup,meter,sys");
+    put_file("features.csv", "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,"
+                             "cycles\r\n"
+                             "100.5,w,0.1,200000000,,\r\n");
+    put_file("event_summaries.jsonl",
+             "{\"timestamp_unix\":100.5,\"elapsed_s\":0.5,\"workloads\":[{\"name\":\"w\","
+             "\"power_w\":4,\"energy_j\":2,\"g_co2e\":0.0003,\"method\":\"estimated\"}]}\n");
+    assert_int_equal(carma_files_follow(cf, &e), 0);
+    char buf[4096];
+    slurp_rel("wattsup_log.csv", buf, sizeof buf);
+    assert_string_equal(buf, "timestamp_unix,watts,volts,amps\n100.500000,42.5,,\n");
+    slurp_rel("perf.log", buf, sizeof buf);
+    assert_string_equal(
+        buf, "0.500000000,200.00,msec,task-clock,w,500000000,100.00,0.400,CPUs utilized\n");
+    /* the rest of the cut line, and more */
+    append_file("samples.csv", "tem,total,measured,43,42\r\n"
+                               "101.0,x,meter/cmd,meter,system,total,measured,98,0\r\n");
+    append_file("features.csv", "101.5,w,0.5,700000000,,\r\n");
+    append_file("event_summaries.jsonl",
+                "{\"timestamp_unix\":101.5,\"elapsed_s\":1.5,\"workloads\":[{\"name\":\"w\","
+                "\"power_w\":6,\"energy_j\":8,\"g_co2e\":0.0012,\"method\":\"estimated\"}]}\n");
+    assert_int_equal(carma_files_follow(cf, &e), 0);
+    slurp_rel("wattsup_log.csv", buf, sizeof buf);
+    assert_string_equal(buf,
+                        "timestamp_unix,watts,volts,amps\n100.500000,42.5,,\n101.000000,43.0,,\n");
+    slurp_rel("perf.log", buf, sizeof buf);
+    assert_string_equal(
+        buf, "0.500000000,200.00,msec,task-clock,w,500000000,100.00,0.400,CPUs utilized\n"
+             "1.500000000,500.00,msec,task-clock,w,1000000000,100.00,0.500,CPUs utilized\n");
+    slurp_rel("w_power_carbon.csv", buf, sizeof buf);
+    assert_string_equal(buf, "timestamp_unix,elapsed_s,power_w,energy_j,operational_g_co2e,"
+                             "embodied_g_co2e,method\n"
+                             "100.500000,0.500000,4.000000,2.000000,0.000300,,estimated\n"
+                             "101.500000,1.500000,6.000000,8.000000,0.001200,,estimated\n");
+    assert_false(exists("nvidia_smi_power.csv"));
+    carma_files_free(cf);
+    carma_files_free(NULL);
+
+    /* the end: written whole, the embodied carbon from report.json */
+    put_file("workloads.json", "{\"workloads\": [{\"name\": \"w\", \"start_unix\": 100.0, "
+                               "\"end_unix\": 102.0}]}");
+    put_file("report.json", "{\"workloads\": [{\"name\": \"w\", \"embodied_g_co2e\": 1.0}]}");
+    assert_int_equal(carma_files_write(tu_dir, &e), 3);
+    slurp_rel("w_power_carbon.csv", buf, sizeof buf);
+    assert_string_equal(buf, "timestamp_unix,elapsed_s,power_w,energy_j,operational_g_co2e,"
+                             "embodied_g_co2e,method\n"
+                             "100.500000,0.500000,4.000000,2.000000,0.000300,0.250000,estimated\n"
+                             "101.500000,1.500000,6.000000,8.000000,0.001200,0.750000,estimated\n");
+    slurp_rel("wattsup_log.csv", buf, sizeof buf);
+    assert_string_equal(buf,
+                        "timestamp_unix,watts,volts,amps\n100.500000,42.5,,\n101.000000,43.0,,\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_perf),
         cmocka_unit_test(test_job),
         cmocka_unit_test_setup_teardown(test_files_write, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_follow, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
