@@ -7,7 +7,7 @@
 
 bool workload_wants_gpu(const struct workload_spec *w)
 {
-    return w->gpu >= 0 || w->n_gpus > 0;
+    return w->gpu_use == WORKLOAD_GPU_YES || w->n_gpus > 0;
 }
 
 bool caveat_has_kind(const struct sampler *s, enum channel_kind k)

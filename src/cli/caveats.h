@@ -19,7 +19,7 @@
 #include "sampler/sampler.h"
 #include "workload/experiment.h"
 
-/* True when the workload asks for a GPU (its "gpu" names one, or it has GPUs allocated). */
+/* True when the workload asks for a GPU ("gpu": true or an index, or GPUs allocated). */
 bool workload_wants_gpu(const struct workload_spec *w);
 
 /* True when the sampler has a channel of kind k (any domain). */

@@ -35,6 +35,7 @@
 #include "core/fmt.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
+#include "export/carma_files.h"
 #include "report/html.h"
 #include "report/live.h"
 #include "sampler/samples_csv.h"
@@ -132,6 +133,32 @@ static void write_json(struct run *r, const char *name, json_t *j)
     if (e < 0)
         cli_error("cannot write %s: %s", path, strerror(-e));
     json_decref(j);
+}
+
+/* CARMA's files (nvidia_smi_power.csv, perf.log, ...) from the run's own (export/carma_files):
+ * followed at every event summary, so that a run killed outright leaves them up to then, and
+ * written whole at the end. */
+static struct carma_files *carma_follow;
+static bool carma_follow_failed;
+
+static void carma_files_tick(struct run *r)
+{
+    struct carma_err e = {0};
+    if (!carma_follow && !carma_follow_failed && !(carma_follow = carma_files_open(r->dir)))
+        carma_follow_failed = true;
+    if (carma_follow && carma_files_follow(carma_follow, &e) < 0 && !carma_follow_failed) {
+        cli_error("%s; CARMA's files are written at the end of the run", e.msg);
+        carma_follow_failed = true;
+    }
+}
+
+static void carma_files(struct run *r)
+{
+    struct carma_err e = {0};
+    carma_files_free(carma_follow);
+    carma_follow = NULL;
+    if (carma_files_write(r->dir, &e) < 0)
+        cli_error("%s; CARMA's files are not all written", e.msg);
 }
 
 /* report.html: `carma report DIR --format html` of the finished run (report/html). */
@@ -764,6 +791,7 @@ static void tick(struct run *r)
     split_pending(r, false);
     if (r->s->t_now - r->last_event >= EVENT_PERIOD_NS) {
         event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
+        carma_files_tick(r);
         r->last_event = r->s->t_now;
         status_line(r);
         live_frame(r, false);
@@ -866,15 +894,18 @@ static double embodied_g(struct run *r, const struct job *j, json_t *detail)
         json_object_set_new(o, "source", json_string(f.source));
         json_array_append_new(detail, o);
     }
-    /* GPUs: the one named by "gpu" or the allocation, shared with the workloads naming it */
-    for (size_t k = 0; k < (j->spec->n_gpus ? j->spec->n_gpus : (j->spec->gpu >= 0)); k++) {
-        int gpu = j->spec->n_gpus ? j->spec->gpus[k] : j->spec->gpu;
+    /* GPUs: those the workload names (allocation, "gpu", or with "gpu": true its
+     * CUDA_VISIBLE_DEVICES), shared with the workloads naming them */
+    int mine[RUN_GPUS_MAX], theirs[RUN_GPUS_MAX];
+    size_t nmine = workload_spec_gpus(j->spec, mine, RUN_GPUS_MAX);
+    for (size_t k = 0; k < nmine; k++) {
+        int gpu = mine[k];
         int sharing = 0;
         for (size_t m = 0; m < r->njobs; m++) {
-            const struct workload_spec *w = r->jobs[m].spec;
-            bool uses = w->gpu == gpu;
-            for (size_t q = 0; q < w->n_gpus; q++)
-                uses = uses || w->gpus[q] == gpu;
+            size_t nt = workload_spec_gpus(r->jobs[m].spec, theirs, RUN_GPUS_MAX);
+            bool uses = false;
+            for (size_t q = 0; q < nt; q++)
+                uses = uses || theirs[q] == gpu;
             sharing += uses;
         }
         double gs = sharing ? 1.0 / sharing : 1.0;
@@ -930,6 +961,7 @@ static json_t *report_json(struct run *r)
         json_t *w = json_object();
         double dur = (double)(j->end_mono - j->start_mono) / 1e9;
         json_object_set_new(w, "name", json_string(j->spec->name));
+        json_object_set_new(w, "type", j->spec->type ? json_string(j->spec->type) : json_null());
         json_object_set_new(w, "exit_status", json_integer(j->exit_status));
         json_object_set_new(w, "timed_out", json_boolean(j->timed_out));
         json_object_set_new(w, "duration_s", json_real(dur));
@@ -1009,6 +1041,23 @@ static void text_num(FILE *f, int width, int dec, double v)
         fprintf(f, " %*.*f", width, dec, fmt_round_zero(v, dec));
 }
 
+/* report.txt: the workloads' types (the experiment's "type"), when any has one. */
+static void types_text(FILE *f, json_t *ws)
+{
+    size_t k, n = 0;
+    json_t *w;
+    json_array_foreach(ws, k, w)
+    {
+        const char *t = json_string_value(json_object_get(w, "type"));
+        if (t)
+            fprintf(f, "%s%s %s",
+                    n++ ? ", " : "workload types: ", json_string_value(json_object_get(w, "name")),
+                    t);
+    }
+    if (n)
+        fputc('\n', f);
+}
+
 static void report_text(struct run *r, json_t *rep, FILE *f)
 {
     fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n", r->x.name,
@@ -1069,6 +1118,7 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
         text_num(f, 10, 6, vals[q] / 3600);
         fprintf(f, "\n");
     }
+    types_text(f, ws);
     json_t *rest = json_object_get(rep, "rest_of_system");
     if (rest) {
         fprintf(f, "\n");
@@ -1410,6 +1460,7 @@ int cmd_run(int argc, char **argv)
         struct job *j = &r->jobs[k];
         json_t *w = json_object();
         json_object_set_new(w, "name", json_string(j->spec->name));
+        json_object_set_new(w, "type", j->spec->type ? json_string(j->spec->type) : json_null());
         json_t *pl = json_array();
         if (j->pid > 0)
             json_array_append_new(pl, json_integer(j->pid));
@@ -1453,6 +1504,7 @@ int cmd_run(int argc, char **argv)
     /* --json: report.json (which write_json takes) and the directory, one document on stdout */
     json_t *doc = co.json ? json_pack("{s:s, s:O}", "run_dir", r->dir, "report", rep) : NULL;
     write_json(r, "report.json", rep);
+    carma_files(r);
     if (doc)
         cli_print_json(stdout, doc);
     else if (text && co.verbose >= 0)

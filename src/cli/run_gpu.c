@@ -86,7 +86,8 @@ static const char *workload_cvd(const struct workload_spec *w)
 }
 
 /* Which GPUs each workload owns: its allocation's, else those its CUDA_VISIBLE_DEVICES
- * names. A workload that states neither owns none (for the fallback split only). */
+ * names. A workload that states neither, or says "gpu": false, owns none (for the fallback
+ * split only). */
 static void find_owners(struct run *r, struct run_gpu *g)
 {
     size_t ngpu = 0;
@@ -101,7 +102,9 @@ static void find_owners(struct run *r, struct run_gpu *g)
     for (size_t k = 0; k < r->njobs; k++) {
         const struct workload_spec *w = r->jobs[k].spec;
         bool vis[NVML_GPUS_MAX] = {0};
-        if (w->n_gpus) {
+        if (w->gpu_use == WORKLOAD_GPU_NO) {
+            /* "gpu": false: not a GPU workload, whatever CUDA_VISIBLE_DEVICES it inherits */
+        } else if (w->n_gpus) {
             for (size_t q = 0; q < w->n_gpus; q++)
                 if (w->gpus[q] >= 0 && w->gpus[q] < NVML_GPUS_MAX)
                     vis[w->gpus[q]] = true;

@@ -130,6 +130,16 @@ static void tag(FILE *f, const char *method)
     fputs("</span>", f);
 }
 
+/* A workload's type (the experiment's "type": its kind, as the user names it). */
+static void kind_tag(FILE *f, const char *type)
+{
+    if (!type)
+        return;
+    fputs(" <span class=\"tag kind\">", f);
+    esc(f, type);
+    fputs("</span>", f);
+}
+
 static void utc(FILE *f, double t)
 {
     if (!isfinite(t)) {
@@ -517,6 +527,7 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
     {
         fputs("<tr><td class=\"l\">", f);
         esc(f, jstr(w, "name"));
+        kind_tag(f, jstr(w, "type"));
         tag(f, jstr(w, "method"));
         fputs("</td>", f);
         td_num(f, jnum(w, "duration_s"));
@@ -689,6 +700,7 @@ static void run_windows(FILE *f, const struct runreport_timeline *tl)
         if (name) {
             fputs("workload ", f);
             esc(f, name);
+            kind_tag(f, jstr(w, "type"));
         } else {
             fputs("the whole run", f);
         }

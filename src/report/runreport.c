@@ -52,10 +52,11 @@ struct rr_chan {
 
 struct rr_job {
     char name[RR_NAME_MAX];
-    bool workload;     /* named in workloads.json (else only in attribution.csv) */
-    double start, end; /* NAN when unknown */
-    bool end_missing;  /* workloads.json had no end_unix (null or absent) */
-    double embodied_g; /* from report.json, NAN when unknown */
+    bool workload;          /* named in workloads.json (else only in attribution.csv) */
+    double start, end;      /* NAN when unknown */
+    bool end_missing;       /* workloads.json had no end_unix (null or absent) */
+    double embodied_g;      /* from report.json, NAN when unknown */
+    char type[RR_NAME_MAX]; /* workloads.json's "type" (the experiment's kind); "" when none */
 };
 
 struct rr_attr {
@@ -562,6 +563,9 @@ static int load_workloads(struct rr *rr, struct carma_err *e)
             goto out;
         }
         struct rr_job *j = &rr->jobs[rr->njobs - 1];
+        const char *type = json_string_value(json_object_get(w, "type"));
+        if (type)
+            snprintf(j->type, sizeof j->type, "%s", type);
         bool miss;
         if ((r = wl_time(w, "start_unix", path, k, &j->start, &miss, e)) < 0 ||
             (r = wl_time(w, "end_unix", path, k, &j->end, &j->end_missing, e)) < 0)
@@ -1114,6 +1118,8 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
         warn(warns, "the window is empty (end_unix %.6f is not after start_unix %.6f)", b, a);
     json_object_set_new(win, "window", json_string(job ? "workload" : "run"));
     json_object_set_new(win, "name", job ? json_string(job->name) : json_null());
+    if (job && job->type[0])
+        json_object_set_new(win, "type", json_string(job->type));
     json_object_set_new(win, "start_unix", jnum(a));
     json_object_set_new(win, "end_unix", jnum(b));
     json_object_set_new(win, "duration_seconds", jnum(b - a));
@@ -1550,8 +1556,10 @@ static void text_window(FILE *f, const json_t *w)
     char a[PYJSON_NUM_MAX], b[PYJSON_NUM_MAX], c[PYJSON_NUM_MAX], d[PYJSON_NUM_MAX],
         g[PYJSON_NUM_MAX], h[PYJSON_NUM_MAX];
     const char *name = json_string_value(json_object_get(w, "name"));
-    fprintf(f, "[%s%s%s] window=%ss start=%s end=%s edges=%s\n",
+    const char *type = json_string_value(json_object_get(w, "type"));
+    fprintf(f, "[%s%s%s%s%s%s] window=%ss start=%s end=%s edges=%s\n",
             json_string_value(json_object_get(w, "window")), name ? " " : "", name ? name : "",
+            type ? " (" : "", type ? type : "", type ? ")" : "",
             fnum(a, tnum(w, "duration_seconds"), 2, false),
             fnum(b, tnum(w, "start_unix"), 3, false), fnum(c, tnum(w, "end_unix"), 3, false),
             json_string_value(json_object_get(w, "edges")));

@@ -670,10 +670,10 @@ static bool get_duration(struct loader *ld, json_t *obj, const char *key, double
 }
 
 /* A device or CPU index at the current path: an integer 0..INT_MAX (or null when
- * null_ok). Returns the index, -1 for null, or -2 when wrong (reported). */
-static int get_index(struct loader *ld, json_t *v, bool null_ok)
+ * null_ok). what names what is wanted, for the messages. Returns the index, -1 for null, or
+ * -2 when wrong (reported). */
+static int get_index_as(struct loader *ld, json_t *v, bool null_ok, const char *what)
 {
-    const char *what = null_ok ? "an integer >= 0 or null" : "an integer >= 0";
     char g[32];
     if (json_is_null(v) && null_ok)
         return -1;
@@ -689,6 +689,11 @@ static int get_index(struct loader *ld, json_t *v, bool null_ok)
         report(ld, AT_VALUE, "must be %s, not %s", what, type_name(v));
     }
     return -2;
+}
+
+static int get_index(struct loader *ld, json_t *v, bool null_ok)
+{
+    return get_index_as(ld, v, null_ok, null_ok ? "an integer >= 0 or null" : "an integer >= 0");
 }
 
 /* A name usable as a directory name: [A-Za-z0-9._-]+, not "." or "..". */
@@ -726,6 +731,8 @@ static char *resolve_path(struct loader *ld, const char *p)
         while (*p == '/')
             p++;
     }
+    if (strcmp(p, ".") == 0 || !*p) /* the directory itself */
+        return xstrdup(ld, ld->dir);
     char *r = NULL;
     if (asprintf(&r, "%s%s%s", ld->dir, strcmp(ld->dir, "/") == 0 ? "" : "/", p) < 0) {
         ld->oom = true;
@@ -758,7 +765,7 @@ static bool check_file(struct loader *ld, const char *given, const char *abs, bo
     }
     if (exec && access(abs, X_OK) < 0) {
         report(ld, AT_VALUE,
-               "%s is not executable (chmod +x it, or set \"type\" to \"python\" or \"shell\")",
+               "%s is not executable (chmod +x it, or set \"launch\" to \"python\" or \"shell\")",
                quote(ld, given));
         return false;
     }
@@ -789,9 +796,76 @@ static bool in_path(const char *name)
 
 /* ---- the sections ---- */
 
-static const char *const workload_fields[] = {"name",      "type",       "gpu",     "script",
-                                              "args",      "cwd",        "env",     "delay_s",
-                                              "timeout_s", "allocation", "profile", NULL};
+static const char *const workload_fields[] = {
+    "name",   "type",    "gpu",       "script",     "args",    "cwd", "env",
+    "launch", "delay_s", "timeout_s", "allocation", "profile", NULL};
+
+static const char *const launch_names[] = {
+    [LAUNCH_EXEC] = "exec", [LAUNCH_PYTHON] = "python", [LAUNCH_SHELL] = "shell"};
+
+const char *workload_launch_name(enum workload_launch l)
+{
+    return (unsigned)l < sizeof launch_names / sizeof launch_names[0] ? launch_names[l] : "exec";
+}
+
+static bool launch_parse(const char *s, enum workload_launch *ret)
+{
+    for (size_t i = 0; i < sizeof launch_names / sizeof launch_names[0]; i++) {
+        if (strcmp(s, launch_names[i]) == 0) {
+            *ret = (enum workload_launch)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t workload_spec_gpus(const struct workload_spec *w, int *out, size_t cap)
+{
+    size_t n = 0;
+    if (w->gpu_use == WORKLOAD_GPU_NO)
+        return 0;
+    if (w->n_gpus) {
+        for (size_t q = 0; q < w->n_gpus && n < cap; q++)
+            out[n++] = w->gpus[q];
+        return n;
+    }
+    if (w->gpu >= 0) {
+        if (cap)
+            out[n++] = w->gpu;
+        return n;
+    }
+    if (w->gpu_use != WORKLOAD_GPU_YES)
+        return 0;
+    static const char key[] = "CUDA_VISIBLE_DEVICES=";
+    const char *cvd = NULL;
+    for (size_t i = 0; i < w->n_env; i++)
+        if (strncmp(w->env[i], key, sizeof key - 1) == 0)
+            cvd = w->env[i] + sizeof key - 1;
+    for (const char *p = cvd; p && *p && n < cap;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        char *end;
+        errno = 0;
+        long v = (*p >= '0' && *p <= '9') ? strtol(p, &end, 10) : -1;
+        if (v < 0 || errno || v > INT_MAX)
+            break; /* a UUID, MIG-..., or not a device: CUDA enumerates no further */
+        p = end;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p && *p != ',')
+            break;
+        bool dup = false;
+        for (size_t k = 0; k < n; k++)
+            dup = dup || out[k] == (int)v;
+        if (!dup)
+            out[n++] = (int)v;
+        if (*p == ',')
+            p++;
+        else
+            break;
+    }
+    return n;
+}
 
 /* allocation.cpus / allocation.gpus: an array of indexes into *ret / *ret_n. */
 static void load_index_list(struct loader *ld, json_t *alloc, const char *key, int **ret,
@@ -883,31 +957,54 @@ static void load_workload(struct loader *ld, json_t *w, size_t i, json_t *all,
         ws->name = xstrdup(ld, name);
     }
 
-    const char *type = get_string(ld, w, "type", false, false);
-    bool type_ok = !json_object_get(w, "type");
-    if (type) {
-        push_key(ld, "type");
-        if (strcmp(type, "exec") == 0 || strcmp(type, "python") == 0 || strcmp(type, "shell") == 0)
-            type_ok = true;
-        else
-            report(ld, AT_VALUE, "%s is not a workload type: use exec, python or shell",
-                   quote(ld, type));
-        pop(ld);
-    }
-    ws->type = xstrdup(ld, type_ok && type ? type : "exec");
+    /* type: the workload's kind, as the user names it (CARMA's meaning) */
+    json_t *tj = member(ld, w, "type", false);
+    const char *type = tj && !json_is_null(tj) ? get_string(ld, w, "type", false, true) : NULL;
+    if (type)
+        ws->type = xstrdup(ld, type);
 
+    /* launch: how the script runs; absent, a type of exec, python or shell (carma's earlier
+     * files) still names it, else exec */
+    bool launch_ok = true;
+    ws->launch = LAUNCH_EXEC;
+    if (json_object_get(w, "launch")) {
+        const char *l = get_string(ld, w, "launch", false, false);
+        launch_ok = l != NULL;
+        if (l && !launch_parse(l, &ws->launch)) {
+            push_key(ld, "launch");
+            report(ld, AT_VALUE, "%s is not a launch mode: use exec, python or shell",
+                   quote(ld, l));
+            pop(ld);
+            launch_ok = false;
+        }
+    } else if (type) {
+        launch_parse(type, &ws->launch);
+    }
+
+    /* gpu: true/false (CARMA: a GPU workload or not), or a device index (carma) */
     json_t *gpu = member(ld, w, "gpu", false);
     if (gpu) {
         push_key(ld, "gpu");
-        int g = get_index(ld, gpu, true);
-        ws->gpu = g >= 0 ? g : -1;
+        if (json_is_boolean(gpu)) {
+            ws->gpu_bool = true;
+            ws->gpu_use = json_is_true(gpu) ? WORKLOAD_GPU_YES : WORKLOAD_GPU_NO;
+            json_t *al = json_object_get(w, "allocation");
+            json_t *ag = json_is_object(al) ? json_object_get(al, "gpus") : NULL;
+            if (ws->gpu_use == WORKLOAD_GPU_NO && json_array_size(ag) > 0)
+                report(ld, AT_VALUE, "false (not a GPU workload), but allocation.gpus names GPUs");
+        } else {
+            int g = get_index_as(ld, gpu, true, "true, false, an integer >= 0 or null");
+            ws->gpu = g >= 0 ? g : -1;
+            if (g >= 0)
+                ws->gpu_use = WORKLOAD_GPU_YES;
+        }
         pop(ld);
     }
 
     const char *script = get_string(ld, w, "script", true, true);
-    if (script && type_ok && ws->type) {
+    if (script && launch_ok) {
         push_key(ld, "script");
-        bool exec = strcmp(ws->type, "exec") == 0;
+        bool exec = ws->launch == LAUNCH_EXEC;
         if (!exec || strchr(script, '/')) {
             char *abs = resolve_path(ld, script);
             if (abs && check_file(ld, script, abs, false, exec))
@@ -998,9 +1095,9 @@ static void load_workload(struct loader *ld, json_t *w, size_t i, json_t *all,
      * copy leaves no gap before the terminating NULL */
     if (!ws->script)
         return;
-    const char *interp = strcmp(ws->type, "python") == 0  ? "python3"
-                         : strcmp(ws->type, "shell") == 0 ? "/bin/sh"
-                                                          : NULL;
+    const char *interp = ws->launch == LAUNCH_PYTHON  ? "python3"
+                         : ws->launch == LAUNCH_SHELL ? "/bin/sh"
+                                                      : NULL;
     size_t n = (interp ? 1 : 0) + 1 + nargs, k = 0;
     ws->argv = calloc(n + 1, sizeof *ws->argv);
     if (!ws->argv) {
@@ -1319,8 +1416,12 @@ static json_t *resolved_json(const struct experiment *x, json_t *root)
         json_t *o = json_object(), *env = json_object();
         json_t *args = json_deep_copy(json_object_get(json_array_get(wsrc, i), "args"));
         json_object_set_new(o, "name", json_string(w->name));
-        json_object_set_new(o, "type", json_string(w->type));
-        json_object_set_new(o, "gpu", w->gpu >= 0 ? json_integer(w->gpu) : json_null());
+        json_object_set_new(o, "type", w->type ? json_string(w->type) : json_null());
+        json_object_set_new(o, "launch", json_string(workload_launch_name(w->launch)));
+        json_object_set_new(o, "gpu",
+                            w->gpu_bool   ? json_boolean(w->gpu_use == WORKLOAD_GPU_YES)
+                            : w->gpu >= 0 ? json_integer(w->gpu)
+                                          : json_null());
         json_object_set_new(o, "script", json_string(w->script));
         json_object_set_new(o, "args", args ? args : json_array());
         json_object_set_new(o, "cwd", json_string(w->cwd ? w->cwd : x->dir));

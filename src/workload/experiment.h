@@ -2,8 +2,10 @@
  * experiment: the experiment file that `carma run` executes and `carma validate` checks.
  *
  * An experiment is a JSON object (docs/experiment.md): CARMA's fields (experiment_name,
- * description, workloads[] with name, type, gpu, script, args, cwd, env) plus carma's optional
- * sections (per-workload delay_s, timeout_s, allocation; monitoring, carbon, attribution).
+ * description, workloads[] with name, type, gpu, script, args, cwd, env) with CARMA's meaning
+ * (type: the workload's kind as the user names it; gpu: whether it is a GPU workload) plus
+ * carma's optional fields (per-workload launch, delay_s, timeout_s, allocation, profile; gpu as
+ * a device index; monitoring, carbon, attribution).
  * Loading checks everything a run would trip on later: unknown fields at any level, wrong
  * types, missing required fields, duplicate workload names, scripts, directories and files
  * that do not exist, out-of-range values. Every problem is reported with the file, line and
@@ -32,15 +34,34 @@
 /* The longest experiment or workload name (characters). */
 #define EXPERIMENT_NAME_MAX 128
 
+/* How a workload's script runs ("launch"). */
+enum workload_launch {
+    LAUNCH_EXEC,   /* the script itself (a path, or a command looked up in PATH) */
+    LAUNCH_PYTHON, /* python3 SCRIPT ARGS... */
+    LAUNCH_SHELL,  /* /bin/sh SCRIPT ARGS... */
+};
+
+/* What "gpu" says about a workload. */
+enum workload_gpu_use {
+    WORKLOAD_GPU_UNSTATED, /* absent or null */
+    WORKLOAD_GPU_NO,       /* false: not a GPU workload */
+    WORKLOAD_GPU_YES,      /* true, or a device index (then gpu >= 0) */
+};
+
 struct workload_spec {
-    char *name, *type, *script; /* script resolved (absolute when it named a file) */
-    char **argv;                /* ready for execvp: interpreter (if any), script, args..., NULL */
-    char *cwd;                  /* absolute, or NULL: the experiment file's directory */
-    char **env;                 /* "KEY=VALUE" to merge over carma's environment, in file order,
-                                   then CUDA_VISIBLE_DEVICES=<gpu> when gpu is set and env has
-                                   no CUDA_VISIBLE_DEVICES */
+    char *name;   /* unique */
+    char *type;   /* the workload's kind as the file names it ("finetune"), NULL when not given */
+    char *script; /* resolved (absolute when it named a file) */
+    enum workload_launch launch;
+    char **argv; /* ready for execvp: interpreter (if any), script, args..., NULL */
+    char *cwd;   /* absolute, or NULL: the experiment file's directory */
+    char **env;  /* "KEY=VALUE" to merge over carma's environment, in file order,
+                    then CUDA_VISIBLE_DEVICES=<gpu> when gpu is set and env has
+                    no CUDA_VISIBLE_DEVICES */
     size_t n_env;
-    int gpu;                   /* -1 when none */
+    enum workload_gpu_use gpu_use;
+    bool gpu_bool;             /* "gpu" was written as true/false (kept so in the resolved doc) */
+    int gpu;                   /* the device index "gpu" gave; -1 when none */
     double delay_s, timeout_s; /* timeout 0: none */
     int *cpus;                 /* allocation (NULL when n is 0) */
     size_t n_cpus;
@@ -94,6 +115,18 @@ int experiment_load(const char *path, struct experiment *ret, char **errors);
 
 /* Releases everything x holds and zeroes it. NULL-safe and safe on a zeroed struct. */
 void experiment_free(struct experiment *x);
+
+/* The name of a launch mode: "exec", "python" or "shell". */
+const char *workload_launch_name(enum workload_launch l);
+
+/*
+ * The GPUs (NVML indexes) workload w names as its own, into out (room for cap), in this
+ * order of precedence: its allocation.gpus; else its "gpu" index; else, for a GPU workload
+ * ("gpu": true), the plain indexes of the CUDA_VISIBLE_DEVICES its env sets (UUIDs and
+ * entries after the first that is not an index are left out, as CUDA stops there). A
+ * workload with "gpu": false names none. Returns how many were written (at most cap).
+ */
+size_t workload_spec_gpus(const struct workload_spec *w, int *out, size_t cap);
 
 /* One step of a path into a JSON document: an object member (key != NULL) or an array element
  * (key == NULL, index). */

@@ -12,7 +12,8 @@ here=$PWD
 
 # --- the good files, named relative to the corpus
 cd "$EXP" || fail "cd $EXP"
-for f in good/full.json:3 good/minimal.json:1 good/intensity_file.json:2; do
+for f in good/full.json:3 good/minimal.json:1 good/intensity_file.json:2 \
+    good/carma-readme/sample_experiment.json:1; do
     file=${f%:*} n=${f##*:}
     name=$(basename "$file" .json)
     rc=$(run_logged "$here/good-$name" "$CARMA" validate "$file")
@@ -66,6 +67,9 @@ assert w[1]["env"] == {"CUDA_VISIBLE_DEVICES": "2,3"}, w[1]["env"]
 assert w[1]["script"] == good + "/bin/run.sh" and w[1]["cwd"] == good, w[1]
 assert w[1]["delay_s"] == 2.5 and w[1]["timeout_s"] is None, w[1]
 assert w[2]["gpu"] is None and w[2]["args"] == [] and w[2]["type"] == "shell", w[2]
+# earlier carma files: type python/shell/exec without launch is the launch mode, kept as the kind
+assert [x["launch"] for x in w] == ["python", "exec", "shell"], w
+assert [x["type"] for x in w] == ["python", "exec", "shell"], w
 assert j["monitoring"] == {"interval": "250ms", "sources": "rapl,model", "baseline_s": 0}, j["monitoring"]
 assert j["carbon"]["region"] == "FRA" and j["carbon"]["pue"] == 1.2, j["carbon"]
 assert j["attribution"] == {"idle_policy": "proportional"}, j["attribution"]

@@ -46,6 +46,23 @@ static struct experiment load_ok(const char *rel)
     return x;
 }
 
+/* Loads the experiment text (written to tu_dir/exp.json); fails the test on any error. */
+static struct experiment load_text_ok(const char *text)
+{
+    char path[TU_DIR_MAX + 32];
+    snprintf(path, sizeof path, "%s/exp.json", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    struct experiment x;
+    char *errors = NULL;
+    int r = experiment_load(path, &x, &errors);
+    if (r != 0)
+        fail_msg("%d: %s", r, errors ? errors : "(no message)");
+    return x;
+}
+
 static void assert_strv(char *const *v, size_t n, const char *const *want)
 {
     for (size_t i = 0; i < n; i++) {
@@ -166,7 +183,12 @@ static void test_good_full(void **state)
     /* python: python3 runs the script, resolved against the file's directory */
     struct workload_spec *w = &x.w[0];
     assert_string_equal(w->name, "train");
+    /* carma's earlier files: a type of python, shell or exec without "launch" is the launch
+     * mode, and stays the workload's type too */
     assert_string_equal(w->type, "python");
+    assert_int_equal(w->launch, LAUNCH_PYTHON);
+    assert_int_equal(w->gpu_use, WORKLOAD_GPU_YES);
+    assert_false(w->gpu_bool);
     snprintf(p, sizeof p, "%s/scripts/train.py", dir);
     assert_string_equal(w->script, p);
     assert_strv(w->argv, 4, (const char *const[]){"python3", p, "--epochs", "3", NULL});
@@ -189,6 +211,7 @@ static void test_good_full(void **state)
     w = &x.w[1];
     assert_string_equal(w->name, "serve");
     assert_string_equal(w->type, "exec");
+    assert_int_equal(w->launch, LAUNCH_EXEC);
     snprintf(p, sizeof p, "%s/bin/run.sh", dir);
     assert_string_equal(w->script, p);
     assert_strv(w->argv, 3, (const char *const[]){p, "--port", "8000", NULL});
@@ -204,6 +227,8 @@ static void test_good_full(void **state)
     /* shell: /bin/sh runs the script; gpu null is no gpu */
     w = &x.w[2];
     assert_string_equal(w->type, "shell");
+    assert_int_equal(w->launch, LAUNCH_SHELL);
+    assert_int_equal(w->gpu_use, WORKLOAD_GPU_UNSTATED);
     snprintf(p, sizeof p, "%s/scripts/setup.sh", dir);
     assert_strv(w->argv, 2, (const char *const[]){"/bin/sh", p, NULL});
     assert_int_equal(w->gpu, -1);
@@ -256,7 +281,9 @@ static void test_good_minimal_defaults(void **state)
     assert_null(x.description);
     assert_int_equal(x.n, 1);
     struct workload_spec *w = &x.w[0];
-    assert_string_equal(w->type, "exec");
+    assert_null(w->type); /* no kind given */
+    assert_int_equal(w->launch, LAUNCH_EXEC);
+    assert_int_equal(w->gpu_use, WORKLOAD_GPU_UNSTATED);
     /* a command name stays a name, for execvp to look up */
     assert_string_equal(w->script, "sleep");
     assert_strv(w->argv, 2, (const char *const[]){"sleep", "1", NULL});
@@ -278,6 +305,95 @@ static void test_good_minimal_defaults(void **state)
     assert_true(json_real_value(json_object_get(m, "baseline_s")) == 3);
     assert_true(json_real_value(json_object_get(json_object_get(x.resolved, "carbon"), "pue")) ==
                 1);
+    json_t *w0 = json_array_get(json_object_get(x.resolved, "workloads"), 0);
+    assert_true(json_is_null(json_object_get(w0, "type")));
+    assert_string_equal(json_string_value(json_object_get(w0, "launch")), "exec");
+    experiment_free(&x);
+}
+
+/* CARMA's README example as it is written: type is the kind, gpu a boolean, script the
+ * program (python3, exec'd from PATH) and args relative to cwd "." (the file's directory). */
+static void test_good_carma_readme(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX];
+    corpus(dir, sizeof dir, "good/carma-readme");
+    struct experiment x = load_ok("good/carma-readme/sample_experiment.json");
+    assert_string_equal(x.name, "experiment_name");
+    assert_string_equal(x.description, "Description of the experiment");
+    assert_int_equal(x.n, 1);
+    struct workload_spec *w = &x.w[0];
+    assert_string_equal(w->name, "workload_name");
+    assert_string_equal(w->type, "finetune");
+    assert_int_equal(w->launch, LAUNCH_EXEC);
+    assert_int_equal(w->gpu_use, WORKLOAD_GPU_YES);
+    assert_true(w->gpu_bool);
+    assert_int_equal(w->gpu, -1);
+    assert_string_equal(w->script, "python3");
+    assert_strv(w->argv, 6,
+                (const char *const[]){"python3", "workloads/finetune_model.py", "--model_name",
+                                      "model_name", "--max_steps", "60", NULL});
+    assert_string_equal(w->cwd, dir); /* "." is the directory itself */
+    /* the env's CUDA_VISIBLE_DEVICES, nothing added */
+    assert_strv(w->env, w->n_env, (const char *const[]){"CUDA_VISIBLE_DEVICES=0", NULL});
+    int g[4];
+    assert_int_equal(workload_spec_gpus(w, g, 4), 1);
+    assert_int_equal(g[0], 0);
+    json_t *w0 = json_array_get(json_object_get(x.resolved, "workloads"), 0);
+    assert_string_equal(json_string_value(json_object_get(w0, "type")), "finetune");
+    assert_string_equal(json_string_value(json_object_get(w0, "launch")), "exec");
+    assert_true(json_is_true(json_object_get(w0, "gpu")));
+    assert_string_equal(json_string_value(json_object_get(w0, "cwd")), dir);
+    experiment_free(&x);
+}
+
+/* type, launch and gpu in their combinations, and the GPUs a workload names. */
+static void test_type_launch_gpu(void **state)
+{
+    (void)state;
+    struct experiment x = load_text_ok(
+        "{\"experiment_name\": \"e\", \"workloads\": ["
+        "{\"name\": \"a\", \"type\": \"inference\", \"gpu\": false, \"script\": \"true\"},"
+        "{\"name\": \"b\", \"type\": \"python\", \"launch\": \"exec\", \"script\": \"true\"},"
+        "{\"name\": \"c\", \"type\": null, \"launch\": \"shell\", \"gpu\": true,"
+        " \"script\": \"/dev/null\", \"env\": {\"CUDA_VISIBLE_DEVICES\": \" 3, 1,3,GPU-ab,2\"}},"
+        "{\"name\": \"d\", \"gpu\": true, \"script\": \"true\"},"
+        "{\"name\": \"e\", \"gpu\": 2, \"script\": \"true\", \"allocation\": {\"gpus\": [4, 5]}},"
+        "{\"name\": \"f\", \"gpu\": 2, \"script\": \"true\"}]}");
+    int g[8];
+    assert_string_equal(x.w[0].type, "inference");
+    assert_int_equal(x.w[0].launch, LAUNCH_EXEC);
+    assert_int_equal(x.w[0].gpu_use, WORKLOAD_GPU_NO);
+    assert_int_equal(workload_spec_gpus(&x.w[0], g, 8), 0);
+    /* launch given: type is only the kind */
+    assert_string_equal(x.w[1].type, "python");
+    assert_int_equal(x.w[1].launch, LAUNCH_EXEC);
+    assert_strv(x.w[1].argv, 1, (const char *const[]){"true", NULL});
+    assert_null(x.w[2].type);
+    assert_int_equal(x.w[2].launch, LAUNCH_SHELL);
+    /* true: the indexes of its CUDA_VISIBLE_DEVICES, up to the first that is not one */
+    assert_int_equal(workload_spec_gpus(&x.w[2], g, 8), 2);
+    assert_int_equal(g[0], 3);
+    assert_int_equal(g[1], 1);
+    assert_int_equal(workload_spec_gpus(&x.w[2], g, 1), 1);
+    /* true without CUDA_VISIBLE_DEVICES: a GPU workload on whatever GPUs it uses */
+    assert_int_equal(x.w[3].gpu_use, WORKLOAD_GPU_YES);
+    assert_int_equal(x.w[3].n_env, 0);
+    assert_int_equal(workload_spec_gpus(&x.w[3], g, 8), 0);
+    /* the allocation first, then the index */
+    assert_int_equal(workload_spec_gpus(&x.w[4], g, 8), 2);
+    assert_int_equal(g[0], 4);
+    assert_int_equal(workload_spec_gpus(&x.w[5], g, 8), 1);
+    assert_int_equal(g[0], 2);
+    assert_int_equal(x.w[5].gpu_use, WORKLOAD_GPU_YES);
+    json_t *ws = json_object_get(x.resolved, "workloads");
+    assert_true(json_is_false(json_object_get(json_array_get(ws, 0), "gpu")));
+    assert_true(json_is_null(json_object_get(json_array_get(ws, 2), "type")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ws, 2), "launch")),
+                        "shell");
+    assert_true(json_is_true(json_object_get(json_array_get(ws, 3), "gpu")));
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(ws, 5), "gpu")), 2);
+    assert_string_equal(workload_launch_name(LAUNCH_PYTHON), "python");
     experiment_free(&x);
 }
 
@@ -321,8 +437,9 @@ static void test_resolved_reloads(void **state)
 {
     (void)state;
     static const char *const files[] = {"good/full.json", "good/minimal.json",
-                                        "good/intensity_file.json"};
-    for (size_t i = 0; i < 3; i++) {
+                                        "good/intensity_file.json",
+                                        "good/carma-readme/sample_experiment.json"};
+    for (size_t i = 0; i < 4; i++) {
         struct experiment x = load_ok(files[i]), y;
         char path[TU_DIR_MAX + 32], *errors = NULL;
         snprintf(path, sizeof path, "%s/resolved.json", tu_dir);
@@ -387,7 +504,8 @@ static void test_errors_in_text(void **state)
     char path[TU_DIR_MAX + 32], want[TU_DIR_MAX + 256];
     snprintf(path, sizeof path, "%s/crlf.json", tu_dir);
     snprintf(want, sizeof want,
-             "%s:4:42: workloads[0].gpu: must be an integer >= 0 or null (got -3)\n", path);
+             "%s:4:42: workloads[0].gpu: must be true, false, an integer >= 0 or null (got -3)\n",
+             path);
     expect_errors(path, -EINVAL, want);
 
     /* a newline in a user's string never breaks the one-problem-per-line output, and long
@@ -468,6 +586,8 @@ int main(void)
         cmocka_unit_test(test_good_full),
         cmocka_unit_test(test_good_minimal_defaults),
         cmocka_unit_test(test_good_intensity_file),
+        cmocka_unit_test(test_good_carma_readme),
+        cmocka_unit_test_setup_teardown(test_type_launch_gpu, tu_setup, tu_teardown),
         cmocka_unit_test(test_relative_path),
         cmocka_unit_test_setup_teardown(test_resolved_reloads, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_cannot_read, tu_setup, tu_teardown),

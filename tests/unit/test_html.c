@@ -371,6 +371,42 @@ static void test_html_run_gpu(void **state)
     free(p);
 }
 
+/* A copy of rundir/run-gpu with `"type": TYPE` added to workload "small" in file rel. */
+static void add_type(const char *rel, const char *type)
+{
+    static char buf[1 << 20];
+    char path[TU_DIR_MAX + 64], to[256];
+    snprintf(path, sizeof path, "%s/%s", tu_dir, rel);
+    tu_slurp(path, buf, sizeof buf);
+    char *p = strstr(buf, "\"name\": \"small\",");
+    assert_non_null(p);
+    p += strlen("\"name\": \"small\",");
+    snprintf(to, sizeof to, " \"type\": %s,", type);
+    assert_true(strlen(buf) + strlen(to) < sizeof buf);
+    memmove(p + strlen(to), p, strlen(p) + 1);
+    memcpy(p, to, strlen(to));
+    tu_put(rel, buf);
+}
+
+/* The workload's type (the experiment's kind) beside its name, escaped, in the jobs table and
+ * its window; none where the run has none. */
+static void test_html_type(void **state)
+{
+    (void)state;
+    char *p = page_of(fx("run-gpu"));
+    assert_null(strstr(p, "tag kind"));
+    free(p);
+    tu_copy_fixture("rundir/run-gpu");
+    add_type("report.json", "\"fine<tune>\"");
+    add_type("workloads.json", "\"fine<tune>\"");
+    p = page_of(tu_dir);
+    assert_non_null(strstr(p, ">small <span class=\"tag kind\">fine&lt;tune&gt;</span> <span "
+                              "class=\"tag measured\">measured</span></td>"));
+    assert_non_null(
+        strstr(p, "<summary>workload small <span class=\"tag kind\">fine&lt;tune&gt;</span>: "));
+    free(p);
+}
+
 static void test_html_errors(void **state)
 {
     (void)state;
@@ -394,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_svg_flat),
         cmocka_unit_test_setup_teardown(test_timeline_sums, tu_setup, tu_teardown),
         cmocka_unit_test(test_html_run_gpu),
+        cmocka_unit_test_setup_teardown(test_html_type, tu_setup, tu_teardown),
         cmocka_unit_test(test_html_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

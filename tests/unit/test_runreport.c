@@ -444,6 +444,28 @@ static void text_form(void **state)
     json_decref(w);
 }
 
+/* workloads.json's type (the experiment's kind): in the workload's window and its text; a
+ * workload without one has none */
+static void workload_type(void **state)
+{
+    (void)state;
+    tu_copy_fixture("rundir/run-cpu");
+    edit("workloads.json", "\"name\": \"sleeper\",",
+         "\"name\": \"sleeper\", \"type\": \"inference\",");
+    json_t *rep = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    assert_null(json_object_get(json_array_get(rep, 0), "type"));
+    assert_null(json_object_get(json_array_get(rep, 1), "type"));
+    const json_t *sl = json_array_get(rep, 2);
+    assert_string_equal(json_string_value(json_object_get(sl, "name")), "sleeper");
+    assert_string_equal(json_string_value(json_object_get(sl, "type")), "inference");
+    char *t = runreport_text(rep);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "\n[workload sleeper (inference)] window=1.01s "));
+    assert_non_null(strstr(t, "\n[workload full] window="));
+    free(t);
+    json_decref(rep);
+}
+
 static void killed_run(void **state)
 {
     (void)state;
@@ -601,6 +623,7 @@ int main(void)
         cmocka_unit_test(gpu_utilization),
         cmocka_unit_test(stat_dir),
         cmocka_unit_test(text_form),
+        cmocka_unit_test_setup_teardown(workload_type, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(killed_run, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(uncovered_window, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(malformed_attribution, tu_setup, tu_teardown),
