@@ -73,16 +73,17 @@ if [[ ${1:-} == --inner ]]; then
             kill -TERM "$phase_pid" 2>/dev/null || true
             wait "$phase_pid" 2>/dev/null || true
         fi
-        # processes the chroot started and left (a service, a stuck step): ours, by pid
-        pids=$(in_chroot_pids)
-        if [[ -n $pids ]]; then
-            # shellcheck disable=SC2086
-            kill -TERM $pids 2>/dev/null || true
-            sleep 1
+        # processes the chroot started and left (a service, a stuck step, dpkg in a session of
+        # its own): ours, by pid, until none is left (one may start another meanwhile)
+        local sig=TERM round
+        for ((round = 0; round < 20; round++)); do
             pids=$(in_chroot_pids)
+            [[ -n $pids ]] || break
             # shellcheck disable=SC2086
-            [[ -z $pids ]] || kill -KILL $pids 2>/dev/null || true
-        fi
+            kill -"$sig" $pids 2>/dev/null || true
+            sleep 0.5
+            [[ $round -lt 2 ]] || sig=KILL
+        done
         for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
             umount -R "${mounts[i]}" 2>/dev/null || umount -R -l "${mounts[i]}" 2>/dev/null ||
                 say "could not unmount ${mounts[i]}"
