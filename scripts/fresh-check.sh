@@ -298,6 +298,7 @@ remove_work() {
         wait "$inner_pid" 2>/dev/null || true
     fi
     clean_work || [[ $rc -ne 0 ]] || rc=1
+    [[ $rc -lt 128 ]] || say "stopped by a signal, after $(since "$t_all"): nothing left mounted or running"
     exit "$rc"
 }
 trap remove_work EXIT
