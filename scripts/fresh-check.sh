@@ -55,6 +55,7 @@ if [[ ${1:-} == --inner ]]; then
     root=$FRESH_ROOT
     log=$FRESH_LOG
     mounts=()
+    phase_pid=
 
     in_chroot_pids() {
         local p r
@@ -67,16 +68,22 @@ if [[ ${1:-} == --inner ]]; then
 
     cleanup() {
         local rc=$? pids i
-        # processes the chroot started and left (a service, a stuck step): ours, by pid
-        pids=$(in_chroot_pids)
-        if [[ -n $pids ]]; then
-            # shellcheck disable=SC2086
-            kill -TERM $pids 2>/dev/null || true
-            sleep 1
-            pids=$(in_chroot_pids)
-            # shellcheck disable=SC2086
-            [[ -z $pids ]] || kill -KILL $pids 2>/dev/null || true
+        # a phase cut short: timeout passes the signal on to its process group
+        if [[ -n ${phase_pid:-} ]]; then
+            kill -TERM "$phase_pid" 2>/dev/null || true
+            wait "$phase_pid" 2>/dev/null || true
         fi
+        # processes the chroot started and left (a service, a stuck step, dpkg in a session of
+        # its own): ours, by pid, until none is left (one may start another meanwhile)
+        local sig=TERM round
+        for ((round = 0; round < 20; round++)); do
+            pids=$(in_chroot_pids)
+            [[ -n $pids ]] || break
+            # shellcheck disable=SC2086
+            kill -"$sig" $pids 2>/dev/null || true
+            sleep 0.5
+            [[ $round -lt 2 ]] || sig=KILL
+        done
         for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
             umount -R "${mounts[i]}" 2>/dev/null || umount -R -l "${mounts[i]}" 2>/dev/null ||
                 say "could not unmount ${mounts[i]}"
@@ -117,10 +124,16 @@ if [[ ${1:-} == --inner ]]; then
         say "[$n/$FRESH_PHASES] $name ..."
         start_line=$(($(wc -l <"$log") + 1))
         printf '\n===== [%s/%s] %s\n$ %s\n' "$n" "$FRESH_PHASES" "$name" "$cmd" >>"$log"
-        timeout --kill-after=30 "$FRESH_TIMEOUT" chroot "$root" /usr/bin/env -i \
+        # in the background, so that a signal to this shell is handled at once (wait returns);
+        # with every signal's default disposition, as in a login shell (a background job's
+        # SIGINT and SIGQUIT are ignored)
+        timeout --kill-after=30 "$FRESH_TIMEOUT" chroot "$root" /usr/bin/env -i --default-signal \
             HOME=/root USER=root LOGNAME=root LANG=C.UTF-8 TERM=dumb \
             PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            /bin/bash -c "cd /root/carma && $cmd" </dev/null >>"$log" 2>&1 || rc=$?
+            /bin/bash -c "cd /root/carma && $cmd" </dev/null >>"$log" 2>&1 &
+        phase_pid=$!
+        wait "$phase_pid" || rc=$?
+        phase_pid=
         if [[ $rc -eq 0 ]]; then
             say "[$n/$FRESH_PHASES] $name: ok ($(since "$t0"))"
             return 0
@@ -230,7 +243,8 @@ mirror=${CARMA_FRESH_MIRROR:-$(mirror_for "$suite")}
 mirror=${mirror:-http://deb.debian.org/debian}
 security=${CARMA_FRESH_SECURITY_MIRROR:-$(mirror_for "$suite-security")}
 security=${security:-http://deb.debian.org/debian-security}
-updates=$(mirror_for "$suite-updates")
+updates=
+[[ -n ${CARMA_FRESH_MIRROR:-} ]] || updates=$(mirror_for "$suite-updates")
 updates=${updates:-$mirror}
 say "mirror: $mirror ($suite, $suite-updates: $updates, $suite-security: $security)"
 
@@ -238,7 +252,9 @@ host=${mirror#*://}
 host=${host%%/*}
 host=${host%%:*}
 if [[ $mirror == http* ]] && ! getent hosts "$host" >/dev/null 2>&1; then
-    cannot "no network: $host (the Debian mirror, from /etc/apt) does not resolve"
+    from="as in /etc/apt"
+    [[ -z ${CARMA_FRESH_MIRROR:-} ]] || from="CARMA_FRESH_MIRROR"
+    cannot "no network: $host (the Debian mirror, $from) does not resolve"
 fi
 
 # chroot needs /proc and /sys mounted: a container without CAP_SYS_ADMIN cannot
@@ -273,9 +289,16 @@ clean_work() {
         rm -rf --one-file-system "$work"
     fi
 }
+inner_pid=
 remove_work() {
     local rc=$?
+    # stopped early: the inner part stops its phase and unmounts first
+    if [[ -n $inner_pid ]]; then
+        kill -TERM "$inner_pid" 2>/dev/null || true
+        wait "$inner_pid" 2>/dev/null || true
+    fi
     clean_work || [[ $rc -ne 0 ]] || rc=1
+    [[ $rc -lt 128 ]] || say "stopped by a signal, after $(since "$t_all"): nothing left mounted or running"
     exit "$rc"
 }
 trap remove_work EXIT
@@ -301,7 +324,7 @@ else
         [[ -f $root/debootstrap/debootstrap.log ]] && tail -n 15 "$root/debootstrap/debootstrap.log"
         echo "-----"
         if grep -Eq 'Failed getting release file|Temporary failure|Could not resolve|Connection refused|Network is unreachable' "$log" "$root/debootstrap/debootstrap.log" 2>/dev/null; then
-            cannot "no network: debootstrap could not download $suite from $mirror"
+            cannot "debootstrap could not download $suite from $mirror (no network, or not a Debian mirror)"
         fi
         exit 1
     fi
@@ -360,7 +383,10 @@ fi
 
 rc=0
 FRESH_ROOT=$root FRESH_LOG=$log FRESH_ARCHIVES=$archives FRESH_MIRROR=$mirror FRESH_PHASES=5 \
-    FRESH_TIMEOUT=$timeout_s unshare --mount --propagation private -- bash "$0" --inner || rc=$?
+    FRESH_TIMEOUT=$timeout_s unshare --mount --propagation private -- bash "$0" --inner &
+inner_pid=$!
+wait "$inner_pid" || rc=$?
+inner_pid=
 t0=$(now)
 trap - EXIT
 clean_work || [[ $rc -ne 0 ]] || rc=1
