@@ -122,6 +122,20 @@ int file_mkdirs(const char *path)
 
 int file_replace(const char *path, const void *p, size_t n)
 {
+    /* not a regular file (/dev/null, /dev/stdout, a FIFO): written as it is, never replaced,
+     * since a rename would put a regular file in place of the device */
+    struct stat ost;
+    if (stat(path, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+        if (S_ISDIR(ost.st_mode))
+            return -EISDIR;
+        int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+            return -errno;
+        int r = file_write_all(fd, p, n);
+        if (close(fd) < 0 && r == 0)
+            r = -errno;
+        return r;
+    }
     char tmp[4200];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
         return -ENAMETOOLONG;

@@ -29,7 +29,9 @@ int file_mkdirs(const char *path);
  * Replaces path with the n bytes at p atomically: they are written to `<path>.tmp.<pid>` in the
  * same directory, fsync'ed, renamed over path, and the directory is fsync'ed (best effort), so
  * that a reader, or a crash, sees the old file or the new one whole. Returns 0 or a negative
- * errno (the temporary file is removed on failure; the old file is left as it was).
+ * errno (the temporary file is removed on failure; the old file is left as it was). A path
+ * that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written to as it
+ * is, never replaced; a directory is -EISDIR.
  */
 int file_replace(const char *path, const void *p, size_t n);
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -132,14 +133,41 @@ static void test_claim_race(void **state)
     }
 }
 
+/* A FIFO (like /dev/null or /dev/stdout: not a regular file) is written to, never replaced by
+ * a regular file; a directory is refused. */
+static void test_replace_special(void **state)
+{
+    (void)state;
+    char fifo[400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", tu_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    assert_true(rd >= 0);
+    assert_int_equal(file_replace(fifo, "hello\n", 6), 0);
+    char buf[16] = {0};
+    assert_int_equal(read(rd, buf, sizeof buf), 6);
+    assert_string_equal(buf, "hello\n");
+    close(rd);
+    struct stat st;
+    assert_int_equal(stat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(file_replace(tu_dir, "x", 1), -EISDIR);
+    /* a regular file is still replaced whole */
+    char reg[400];
+    snprintf(reg, sizeof reg, "%s/reg", tu_dir);
+    assert_int_equal(file_replace(reg, "one", 3), 0);
+    assert_int_equal(file_replace(reg, "22", 2), 0);
+    assert_int_equal(stat(reg, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_size, 2);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
     const struct CMUnitTest tests[] = {
-        T(test_claim_new),
-        T(test_claim_empty_existing),
-        T(test_claim_refuses_what_is_there),
-        T(test_claim_race),
+        T(test_claim_new),  T(test_claim_empty_existing), T(test_claim_refuses_what_is_there),
+        T(test_claim_race), T(test_replace_special),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
