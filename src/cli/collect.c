@@ -146,8 +146,8 @@ static void help(void)
         "                      expanded with scontrol show hostnames), each at --port\n"
         "  --port P            port of targets given without one (default 9405)\n\n"
         "options:\n"
-        "  -o, --output DIR    the run directory: a new or empty one, an earlier run is never\n"
-        "                      overwritten (default: a new collect_<YYYYmmdd-HHMMSS>)\n"
+        "  -o, --output DIR    the run directory: new, or without an earlier run's files (never\n"
+        "                      overwritten; default: a new collect_<YYYYmmdd-HHMMSS>)\n"
         "  --interval T        scrape period, 10ms..1h (default 1s)\n"
         "  --timeout T         request timeout (default: the interval, at most 5s; never\n"
         "                      more than 95 %% of the interval)\n"
@@ -595,15 +595,18 @@ static int outcome(struct collector *c, size_t i, uint64_t seq, int64_t cycle_re
 
 /* ---- the run directory ---- */
 
-/* Claims -o DIR (new or empty) or makes a new collect_<stamp>. 0, 2 when DIR holds something
- * (refused, printed), 1 on another error (printed). */
+/* Claims -o DIR (new, or holding none of a run's files) or makes a new collect_<stamp>. 0, 2 when
+ * DIR holds something (refused, printed), 1 on another error (printed). */
 static int make_dir(struct collector *c)
 {
     const char *dir = c->o->out_dir;
     if (dir) {
-        /* new or empty, claimed: an earlier run there is never overwritten (2: refused) */
+        /* new, or without a run's files, claimed: an earlier run is never overwritten (2: refused)
+         */
         bool created;
-        int r = outdir_claim("collect", "-o", dir, &created);
+        static const char *const outputs[] = {OUTDIR_CLAIM, "samples.csv", "nodes.csv", "power",
+                                              NULL};
+        int r = outdir_claim("collect", "-o", dir, outputs, &created);
         if (r != 0)
             return r;
         snprintf(c->dir, sizeof c->dir, "%s", dir);

@@ -1,7 +1,6 @@
 /* outdir: claiming a measurement's directory without overwriting one (see outdir.h). */
 #include "cli/outdir.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -13,42 +12,25 @@
 #include "cli/common.h"
 #include "core/file.h"
 
-#define LIST_MAX 4 /* entries named in the message */
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* "a, b, c and 2 more" of dir's entries (sorted) other than skip, into buf. The count. */
-static size_t list_entries(const char *dir, const char *skip, char *buf, size_t cap)
+/* "a, b, c": those of names (but skip) that exist in dir, into buf. The count. */
+static size_t list_present(const char *dir, const char *const *names, const char *skip, char *buf,
+                           size_t cap)
 {
     buf[0] = '\0';
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    char *names[64];
-    size_t n = 0, total = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-            (skip && !strcmp(de->d_name, skip)))
+    size_t n = 0, len = 0;
+    for (size_t k = 0; names[k]; k++) {
+        char p[4200];
+        struct stat st;
+        if (skip && !strcmp(names[k], skip))
             continue;
-        total++;
-        if (n < sizeof names / sizeof *names && (names[n] = strdup(de->d_name)))
-            n++;
+        snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+        if (lstat(p, &st) < 0)
+            continue;
+        if (len < cap)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", n ? ", " : "", names[k]);
+        n++;
     }
-    closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
-    size_t len = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (k < LIST_MAX && len < cap)
-            len += (size_t)snprintf(buf + len, cap - len, "%s%s", k ? ", " : "", names[k]);
-        free(names[k]);
-    }
-    if (total > LIST_MAX && len < cap)
-        snprintf(buf + len, cap - len, " and %zu more", total - LIST_MAX);
-    return total;
+    return n;
 }
 
 /* What the manifest at path says of its measurement: "carma stat, status complete, written
@@ -77,9 +59,10 @@ static void describe_manifest(const char *path, char *buf, size_t cap)
     json_decref(m);
 }
 
-int outdir_claim(const char *cmd, const char *option, const char *dir, bool *ret_created)
+int outdir_claim(const char *cmd, const char *option, const char *dir, const char *const *outputs,
+                 bool *ret_created)
 {
-    int r = file_claim_dir(dir, OUTDIR_CLAIM, ret_created);
+    int r = file_claim_dir(dir, OUTDIR_CLAIM, outputs, ret_created);
     if (r == 0)
         return 0;
     if (r != -ENOTEMPTY) {
@@ -91,17 +74,15 @@ int outdir_claim(const char *cmd, const char *option, const char *dir, bool *ret
     struct stat st;
     if (stat(mpath, &st) == 0) {
         describe_manifest(mpath, what, sizeof what);
-        size_t others = list_entries(dir, OUTDIR_CLAIM, rest, sizeof rest);
+        size_t n = list_present(dir, outputs, OUTDIR_CLAIM, rest, sizeof rest);
         cli_error("%s: %s %s: %s already holds a measurement (manifest.json: %s%s%s), which carma "
                   "never overwrites: give another %s DIR, or remove %s first",
-                  cmd, option, dir, dir, what, others ? "; also " : "", others ? rest : "", option,
-                  dir);
+                  cmd, option, dir, dir, what, n ? "; also " : "", n ? rest : "", option, dir);
     } else {
-        list_entries(dir, NULL, rest, sizeof rest);
-        cli_error("%s: %s %s: %s is not empty (it holds %s); carma measures into a new or an "
-                  "empty directory only, so as never to overwrite or mix with what is there: give "
-                  "another %s DIR, or empty %s first",
-                  cmd, option, dir, dir, rest, option, dir);
+        list_present(dir, outputs, NULL, rest, sizeof rest);
+        cli_error("%s: %s %s: %s holds files of an earlier measurement (%s), which carma never "
+                  "overwrites nor mixes with a new one: give another %s DIR, or remove them first",
+                  cmd, option, dir, dir, rest, option);
     }
     return 2;
 }

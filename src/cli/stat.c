@@ -97,7 +97,7 @@ static void help(void)
            "(128+N if a signal N killed it, 127 if it was not found).\n\n"
            "options:\n" COMMON_OPTIONS_HELP
            "  -o, --output DIR    keep a run directory: manifest.json, samples.csv, summary.json;\n"
-           "                      DIR is new or empty (an earlier run is never overwritten)\n"
+           "                      DIR is new or holds none of these (never overwritten)\n"
            "  --json-out FILE     write the summary as JSON to FILE\n"
            "  --json              print the summary as JSON on stderr instead of the table\n"
            "  --baseline T        measure the node's idle power for T before starting CMD, so\n"
@@ -683,7 +683,8 @@ static int setup_run_dir(struct stat_run *r)
 {
     if (!r->o->run_dir)
         return 0;
-    int c = outdir_claim("stat", "-o", r->o->run_dir, &r->dir_created);
+    static const char *const outputs[] = {OUTDIR_CLAIM, "samples.csv", "summary.json", NULL};
+    int c = outdir_claim("stat", "-o", r->o->run_dir, outputs, &r->dir_created);
     if (c != 0)
         return c;
     snprintf(r->csv_path, sizeof r->csv_path, "%s/samples.csv", r->o->run_dir);

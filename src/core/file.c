@@ -194,7 +194,8 @@ static int dir_is_empty(int dfd)
     return empty;
 }
 
-int file_claim_dir(const char *path, const char *claim, bool *ret_created)
+int file_claim_dir(const char *path, const char *claim, const char *const *outputs,
+                   bool *ret_created)
 {
     char parent[4096];
     size_t n = strlen(path);
@@ -219,12 +220,19 @@ int file_claim_dir(const char *path, const char *claim, bool *ret_created)
     if (dfd < 0)
         return errno == ENOTDIR ? -ENOTDIR : -errno;
     int r = 0;
-    if (!created) {
+    if (!created && !outputs) {
         r = dir_is_empty(dfd);
         if (r == 0)
             r = -ENOTEMPTY;
         if (r < 0)
             goto out;
+    }
+    for (size_t k = 0; !created && outputs && outputs[k]; k++) {
+        struct stat st;
+        if (fstatat(dfd, outputs[k], &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            r = -ENOTEMPTY;
+            goto out;
+        }
     }
     /* the claim proper: of two processes that both made or found the directory empty, only
      * one creates the file */

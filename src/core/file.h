@@ -37,13 +37,17 @@ int file_replace(const char *path, const void *p, size_t n);
 
 /*
  * Claims path as the directory of a new measurement, so that nothing already there is ever
- * overwritten: makes it (with its missing parents) or takes an existing directory only when it
- * is empty, and creates the (empty) file claim in it with O_EXCL. Of two processes claiming the
- * same path at once, one wins (its mkdir, or its O_EXCL create in an empty directory) and the
- * other gets -ENOTEMPTY. Returns 0 (*ret_created: whether path was made here), -ENOTEMPTY when
- * path holds anything, -ENOTDIR when it is not a directory, or another negative errno.
+ * overwritten: makes it (with its missing parents) or takes an existing directory only when
+ * none of the names in outputs (NULL-terminated: the files the measurement will write; NULL:
+ * the directory must be empty) exists in it, and creates the (empty) file claim in it with
+ * O_EXCL. Other entries (a job's logs/) are left alone. Of two processes claiming the same path
+ * at once, one wins (its mkdir, or its O_EXCL create) and the other gets -ENOTEMPTY. Returns 0
+ * (*ret_created: whether path was made here), -ENOTEMPTY when path holds claim or one of
+ * outputs (or anything, with outputs NULL), -ENOTDIR when it is not a directory, or another
+ * negative errno.
  */
-int file_claim_dir(const char *path, const char *claim, bool *ret_created);
+int file_claim_dir(const char *path, const char *claim, const char *const *outputs,
+                   bool *ret_created);
 
 /* Undoes file_claim_dir while nothing else was written: removes the claim file, and path when
  * it was made by the claim (created). */

@@ -142,7 +142,8 @@ check_eq "$(cat deep/er/run/* | md5sum)" "$sum_before" "second run: the first ru
 check_eq "$(ls deep/er/run | tr '\n' ' ')" "manifest.json samples.csv summary.json " \
     "second run: nothing added"
 
-# an empty directory is used; one holding anything else is refused, its entries named
+# an empty directory is used, and so is one holding other files (a job's logs): they stay; one
+# holding a file the measurement writes is refused, naming it
 mkdir empty_dir
 rc=$(run_logged empty "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
     -o empty_dir -- true)
@@ -152,10 +153,17 @@ mkdir -p other_dir/sub
 : >other_dir/notes.txt
 rc=$(run_logged other "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
     -o other_dir -- true)
-check_rc other 2 "$rc"
-check_grep other.err "carma: stat: -o other_dir: other_dir is not empty (it holds notes.txt, sub); carma measures into a new or an empty directory only" \
-    "a directory of other files: refused, its entries named"
-check_eq "$(ls other_dir | tr '\n' ' ')" "notes.txt sub " "a directory of other files: untouched"
+check_rc other 0 "$rc"
+check_eq "$(ls other_dir | tr '\n' ' ')" "manifest.json notes.txt samples.csv sub summary.json " \
+    "a directory of other files: used, they stay"
+mkdir part_dir
+echo "earlier rows" >part_dir/samples.csv
+rc=$(run_logged part "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \
+    -o part_dir -- true)
+check_rc part 2 "$rc"
+check_grep part.err "carma: stat: -o part_dir: part_dir holds files of an earlier measurement (samples.csv), which carma never overwrites nor mixes with a new one" \
+    "an earlier measurement's file without its manifest: refused, named"
+check_eq "$(cat part_dir/samples.csv)" "earlier rows" "an earlier measurement's file: untouched"
 
 # a command that cannot be started: the manifest says failed, not running
 rc=$(run_logged nocmd "$CARMA" stat -q --root "$CARMA_FIXTURES/vm-empty" --interval 20ms \

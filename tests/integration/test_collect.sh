@@ -625,7 +625,7 @@ rc=$(run_logged prev2 "$CARMA" collect --target "127.0.0.1:${TPORT[a]}" -o prev 
 check_rc prev2 2 "$rc"
 check_grep prev2.err "carma: collect: -o prev: prev already holds a measurement (manifest.json: carma collect, status complete, written 20" \
     "collect into an earlier run: refused, naming it"
-check_grep prev2.err "also nodes.csv, power, samples.csv), which carma never overwrites: give another -o DIR, or remove prev first" \
+check_grep prev2.err "also samples.csv, nodes.csv, power), which carma never overwrites: give another -o DIR, or remove prev first" \
     "collect into an earlier run: what is there, what to do"
 check_eq "$(find prev -type f -exec md5sum {} + | sort)" "$before" "collect into an earlier run: files unchanged"
 check_eq "$(grep -c "^req ${TPORT[a]} " a.conns)" "$reqs" "collect into an earlier run: nothing scraped"
@@ -644,8 +644,8 @@ check_grep unw.err "carma: collect: cannot create afile/sub: Not a directory" "u
 mkdir -p isdir/samples.csv
 rc=$(run_logged isdir "$CARMA" collect --target "127.0.0.1:${TPORT[a]}" -o isdir --duration 1s)
 check_rc isdir 2 "$rc"
-check_grep isdir.err "carma: collect: -o isdir: isdir is not empty (it holds samples.csv); carma measures into a new or an empty directory only" \
-    "a directory of other things: refused, naming them"
+check_grep isdir.err "carma: collect: -o isdir: isdir holds files of an earlier measurement (samples.csv), which carma never overwrites" \
+    "a directory holding a run's file: refused, naming it"
 rc=0
 (
     ulimit -f 4 # KiB: samples.csv outgrows it after about 15 cycles

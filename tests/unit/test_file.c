@@ -32,12 +32,12 @@ static void test_claim_new(void **state)
     char dir[400], claim[500];
     snprintf(dir, sizeof dir, "%s/a/b/run", tu_dir);
     bool created = false;
-    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), 0);
+    assert_int_equal(file_claim_dir(dir, "manifest.json", NULL, &created), 0);
     assert_true(created);
     snprintf(claim, sizeof claim, "%s/manifest.json", dir);
     assert_true(exists(claim));
     /* claimed once: a second claim of the same directory is refused */
-    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), -ENOTEMPTY);
+    assert_int_equal(file_claim_dir(dir, "manifest.json", NULL, &created), -ENOTEMPTY);
     /* undone: the directory made by the claim goes too */
     file_unclaim_dir(dir, "manifest.json", true);
     assert_false(exists(dir));
@@ -50,7 +50,7 @@ static void test_claim_empty_existing(void **state)
     snprintf(dir, sizeof dir, "%s/empty", tu_dir);
     assert_int_equal(mkdir(dir, 0755), 0);
     bool created = true;
-    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), 0);
+    assert_int_equal(file_claim_dir(dir, "manifest.json", NULL, &created), 0);
     assert_false(created);
     file_unclaim_dir(dir, "manifest.json", false);
     assert_true(exists(dir)); /* not made by the claim: kept */
@@ -64,7 +64,7 @@ static void test_claim_refuses_what_is_there(void **state)
     assert_int_equal(mkdir(dir, 0755), 0);
     tu_put("old/samples.csv", "earlier rows\n");
     bool created;
-    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), -ENOTEMPTY);
+    assert_int_equal(file_claim_dir(dir, "manifest.json", NULL, &created), -ENOTEMPTY);
     snprintf(path, sizeof path, "%s/manifest.json", dir);
     assert_false(exists(path));
     snprintf(path, sizeof path, "%s/samples.csv", dir);
@@ -74,15 +74,27 @@ static void test_claim_refuses_what_is_there(void **state)
     snprintf(dir, sizeof dir, "%s/hidden", tu_dir);
     assert_int_equal(mkdir(dir, 0755), 0);
     tu_put("hidden/.x", "");
-    assert_int_equal(file_claim_dir(dir, "manifest.json", &created), -ENOTEMPTY);
+    assert_int_equal(file_claim_dir(dir, "manifest.json", NULL, &created), -ENOTEMPTY);
+    /* with the measurement's outputs named: only they (and the claim) count, other files stay */
+    static const char *const outs[] = {"manifest.json", "samples.csv", "power", NULL};
+    snprintf(dir, sizeof dir, "%s/old", tu_dir);
+    assert_int_equal(file_claim_dir(dir, "manifest.json", outs, &created), -ENOTEMPTY);
+    snprintf(dir, sizeof dir, "%s/hidden", tu_dir);
+    tu_put("hidden/logs/job.out", "a job's log\n");
+    assert_int_equal(file_claim_dir(dir, "manifest.json", outs, &created), 0);
+    assert_false(created);
+    assert_int_equal(file_claim_dir(dir, "manifest.json", outs, &created), -ENOTEMPTY);
+    snprintf(dir, sizeof dir, "%s/withpower", tu_dir);
+    tu_put("withpower/power/cpu/samples.csv", "rows\n");
+    assert_int_equal(file_claim_dir(dir, "manifest.json", outs, &created), -ENOTEMPTY);
     /* a file is not a directory; the trailing slash is fine */
     tu_put("file", "x");
     snprintf(path, sizeof path, "%s/file", tu_dir);
-    assert_int_equal(file_claim_dir(path, "manifest.json", &created), -ENOTDIR);
+    assert_int_equal(file_claim_dir(path, "manifest.json", NULL, &created), -ENOTDIR);
     snprintf(path, sizeof path, "%s/file/sub", tu_dir);
-    assert_int_equal(file_claim_dir(path, "manifest.json", &created), -ENOTDIR);
+    assert_int_equal(file_claim_dir(path, "manifest.json", NULL, &created), -ENOTDIR);
     snprintf(path, sizeof path, "%s/slash/", tu_dir);
-    assert_int_equal(file_claim_dir(path, "manifest.json", &created), 0);
+    assert_int_equal(file_claim_dir(path, "manifest.json", NULL, &created), 0);
     assert_true(created);
 }
 
@@ -102,7 +114,7 @@ static void race(const char *dir)
             if (read(go[0], &c, 1) < 0)
                 _exit(3);
             bool created;
-            int r = file_claim_dir(dir, "manifest.json", &created);
+            int r = file_claim_dir(dir, "manifest.json", NULL, &created);
             _exit(r == 0 ? 0 : r == -ENOTEMPTY ? 1 : 2);
         }
     }
