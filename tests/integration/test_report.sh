@@ -183,7 +183,7 @@ rc=$(run_logged "$here/rrep" "$CARMA" report "$rd" --json-out "$here/rrep.json")
 check_rc "$here/rrep" 0 "$rc"
 check_clean_stderr "$here/rrep"
 check_grep "$here/rrep.out" "[run] window=" "run report text"
-check_grep "$here/rrep.out" "[workload heavy (python)] window=" "workload window text, with the type"
+check_grep "$here/rrep.out" "[workload heavy (cpu-load)] window=" "workload window text, with the type"
 check_grep "$here/rrep.out" "[estimated]" "the model's numbers are labelled"
 check_py "run report vs report.json" '
 rep = load(sys.argv[1]); w = load(sys.argv[2])
