@@ -28,7 +28,8 @@ static void help(void)
            "--type sqlite) and writes each process's GPU kernel busy time per device and\n"
            "interval as CSV: interval_start_unix,interval_end_unix,gpu,pid,workload,busy_s\n"
            "(the union of the process's kernels: concurrent kernels count once). A summary per\n"
-           "process goes to stderr. Exit status: 0, 1 when a file cannot be used, 2 for usage.\n\n"
+           "process goes to stderr (--json: to stdout). Exit status: 0, 1 when a file cannot be\n"
+           "used, 2 for usage.\n\n"
            "options:\n"
            "  --run DIR           write DIR/nsys_gpu.csv for the carma run in DIR (intervals =\n"
            "                      its sample ticks, gpu = its NVML index by UUID, workload by\n"
@@ -39,19 +40,66 @@ static void help(void)
            "                      (default: DIR/logs/NAME.sqlite is NAME's, else by pid)\n"
            "  --interval T        without --run: the intervals' length (default 100ms)\n"
            "  -o, --output FILE   without --run: write the CSV to FILE, not stdout\n"
-           "  -q, --quiet         no summary\n"
+           "  --json              the summary (and with --run the GPUs' new split) as one JSON\n"
+           "                      document on stdout instead of the tables on stderr; needs -o\n"
+           "                      or --run (else the CSV is on stdout)\n"
+           "  -q, --quiet         no summary on stderr (--json still prints its document)\n"
            "  -h, --help          show this help\n");
 }
 
-/* The summary of one file's processes, from the rows [r0, r1) it added. */
-static void summary(const char *file, const struct nsys_profile *p, const struct nsys_busy_set *s,
-                    size_t r0, size_t r1, size_t left_unmapped, bool with_run)
+/* One (pid, gpu) of a file: its kernels, and its busy seconds and workload in the rows added. */
+struct proc_sum {
+    uint32_t pid;
+    int gpu;
+    size_t kernels;
+    double busy_s;
+    const char *workload; /* NULL: none (without --run) */
+};
+
+/* The (pid, gpu) pairs of p's kernels in the order they first appear, with their busy time in
+ * the rows [r0, r1) of s: *ret (malloc'd, *ret_n entries). Returns 0 or -ENOMEM. */
+static int proc_sums(const struct nsys_profile *p, const struct nsys_busy_set *s, size_t r0,
+                     size_t r1, struct proc_sum **ret, size_t *ret_n)
 {
-    fprintf(stderr, "%s: %zu kernels, session start %.6f", file, p->n,
-            (double)p->session_start_unix_ns / 1e9);
-    if (p->skipped)
-        fprintf(stderr, ", %zu rows without times skipped", p->skipped);
-    fprintf(stderr, "\n");
+    struct proc_sum *v = NULL;
+    size_t n = 0, cap = 0, last = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct nsys_kernel *k = &p->k[i];
+        size_t j = last;
+        if (j >= n || v[j].pid != k->pid || v[j].gpu != k->index)
+            for (j = 0; j < n && (v[j].pid != k->pid || v[j].gpu != k->index); j++)
+                ;
+        if (j == n) {
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                struct proc_sum *nv = realloc(v, nc * sizeof *nv);
+                if (!nv) {
+                    free(v);
+                    return -ENOMEM;
+                }
+                v = nv;
+                cap = nc;
+            }
+            v[n++] = (struct proc_sum){.pid = k->pid, .gpu = k->index};
+        }
+        v[j].kernels++;
+        last = j;
+    }
+    for (size_t r = r0; r < r1; r++)
+        for (size_t j = 0; j < n; j++)
+            if (s->rows[r].pid == v[j].pid && s->rows[r].gpu == v[j].gpu) {
+                v[j].busy_s += s->rows[r].busy_s;
+                v[j].workload = s->rows[r].workload;
+                break;
+            }
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
+/* The warnings about one file's devices (stderr, also with --json). */
+static void device_warnings(const struct nsys_profile *p, size_t left_unmapped, bool with_run)
+{
     if (p->unmapped)
         fprintf(stderr,
                 "  warning: %zu kernels on devices the export does not name "
@@ -63,31 +111,61 @@ static void summary(const char *file, const struct nsys_profile *p, const struct
                 "  warning: %zu kernels on GPUs whose UUID is not among the run's: gpu = the "
                 "export's GPU id\n",
                 left_unmapped);
-    /* per (pid, gpu): kernels and busy seconds */
-    for (size_t i = 0; i < p->n; i++) {
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = p->k[j].pid == p->k[i].pid && p->k[j].index == p->k[i].index;
-        if (seen)
-            continue;
-        size_t nk = 0;
-        for (size_t j = i; j < p->n; j++)
-            nk += p->k[j].pid == p->k[i].pid && p->k[j].index == p->k[i].index;
-        double busy = 0;
-        const char *who = NULL;
-        for (size_t r = r0; r < r1; r++) {
-            if (s->rows[r].pid == p->k[i].pid && s->rows[r].gpu == p->k[i].index) {
-                busy += s->rows[r].busy_s;
-                who = s->rows[r].workload;
-            }
+}
+
+/*
+ * The summary of one file's processes, from the rows [r0, r1) it added: on stderr, or (files
+ * not NULL) appended to the JSON array files. Returns 0 or -ENOMEM.
+ */
+static int summary(const char *file, const struct nsys_profile *p, const struct nsys_busy_set *s,
+                   size_t r0, size_t r1, size_t left_unmapped, bool with_run, json_t *files)
+{
+    struct proc_sum *v;
+    size_t n;
+    if (proc_sums(p, s, r0, r1, &v, &n) < 0)
+        return -ENOMEM;
+    if (files) {
+        json_t *o = json_object(), *procs = json_array();
+        json_object_set_new(o, "path", json_string(file));
+        json_object_set_new(o, "kernels", json_integer((json_int_t)p->n));
+        json_set_num(o, "session_start_unix", (double)p->session_start_unix_ns / 1e9);
+        json_object_set_new(o, "skipped_rows", json_integer((json_int_t)p->skipped));
+        json_object_set_new(o, "unmapped_kernels", json_integer((json_int_t)p->unmapped));
+        if (with_run)
+            json_object_set_new(o, "kernels_not_on_run_gpus",
+                                json_integer((json_int_t)left_unmapped));
+        for (size_t j = 0; j < n; j++) {
+            json_t *q = json_object();
+            json_object_set_new(q, "pid", json_integer(v[j].pid));
+            json_object_set_new(q, "gpu", json_integer(v[j].gpu));
+            json_object_set_new(q, "workload",
+                                v[j].workload ? json_string(v[j].workload) : json_null());
+            json_object_set_new(q, "kernels", json_integer((json_int_t)v[j].kernels));
+            json_set_num(q, "busy_s", v[j].busy_s);
+            json_array_append_new(procs, q);
         }
-        fprintf(stderr, "  pid %-8" PRIu32 " gpu %-3d %-20s %10zu kernels %14.6f s busy\n",
-                p->k[i].pid, p->k[i].index, who ? who : "", nk, busy);
-        if (i > 4096) {
-            fprintf(stderr, "  ...\n");
+        json_object_set_new(o, "processes", procs);
+        json_array_append_new(files, o);
+        free(v);
+        return 0;
+    }
+    fprintf(stderr, "%s: %zu kernels, session start %.6f", file, p->n,
+            (double)p->session_start_unix_ns / 1e9);
+    if (p->skipped)
+        fprintf(stderr, ", %zu rows without times skipped", p->skipped);
+    fprintf(stderr, "\n");
+    device_warnings(p, left_unmapped, with_run);
+    /* per (pid, gpu): kernels and busy seconds */
+    for (size_t j = 0; j < n; j++) {
+        if (j == 4096) {
+            fprintf(stderr, "  ... (%zu more)\n", n - j);
             break;
         }
+        fprintf(stderr, "  pid %-8" PRIu32 " gpu %-3d %-20s %10zu kernels %14.6f s busy\n",
+                v[j].pid, v[j].gpu, v[j].workload ? v[j].workload : "", v[j].kernels, v[j].busy_s);
     }
+    free(v);
+    return 0;
 }
 
 /* Writes buf to path atomically, or to stdout when path is NULL. */
@@ -101,6 +179,17 @@ static int write_out(const char *path, const struct csv_buf *b)
     }
     if (fwrite(b->data, 1, b->len, stdout) != b->len || fflush(stdout) != 0) {
         cli_error("cannot write the CSV to stdout: %s", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* Prints doc on stdout (--json). Returns 0, or 1 after saying why not. */
+static int print_doc(const json_t *doc)
+{
+    cli_print_json(stdout, doc);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error("cannot write the JSON to stdout: %s", strerror(errno));
         return 1;
     }
     return 0;
@@ -139,17 +228,49 @@ static void print_reattr(const struct nsys_reattr *ra)
     }
 }
 
-int import_nsys_into_run(const char *run_dir, char *const *files, const char *const *workload,
-                         size_t n, bool reattribute, bool skip_unreadable, bool quiet)
+/* The GPUs' new split as JSON rows (--json). */
+static json_t *reattr_json(const struct nsys_reattr *ra)
+{
+    json_t *arr = json_array();
+    for (size_t g = 0; g < ra->ngpu; g++) {
+        const struct nsys_reattr_gpu *v = &ra->gpu[g];
+        json_t *o = json_object(), *basis = json_object();
+        json_object_set_new(o, "channel", json_string(v->channel));
+        json_object_set_new(o, "index", json_integer(v->index));
+        json_set_num(o, "energy_j", v->energy_j);
+        json_set_num(o, "workloads_j", v->jobs_j);
+        json_set_num(o, "idle_j", v->idle_j);
+        json_set_num(o, "other_j", v->other_j);
+        json_set_num(o, "unattributed_j", v->unattributed_j);
+        for (int k = 0; k < NSYS_BASIS_N; k++)
+            json_set_num(basis, nsys_basis_name(k), v->basis_s[k]);
+        json_object_set_new(o, "basis", basis);
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+/* import_nsys_into_run; with doc, the summaries go into it (--json) instead of stderr. */
+static int import_run(const char *run_dir, char *const *files, const char *const *workload,
+                      size_t n, bool reattribute, bool skip_unreadable, bool quiet, json_t *doc)
 {
     struct nsys_run_info ri;
     struct carma_err e = {0};
     struct nsys_busy_set set = {0};
     struct csv_buf buf = {0};
     int status = 1;
+    char path[4200];
+    json_t *jfiles = NULL;
     if (nsys_run_info_load(run_dir, &ri, &e) < 0) {
         cli_error("%s", e.msg);
         return 1;
+    }
+    snprintf(path, sizeof path, "%s/nsys_gpu.csv", run_dir);
+    if (doc) {
+        json_object_set_new(doc, "run_dir", json_string(run_dir));
+        json_object_set_new(doc, "csv", json_string(path));
+        jfiles = json_array();
+        json_object_set_new(doc, "files", jfiles); /* doc keeps it: appended to below */
     }
     for (size_t f = 0; f < n; f++) {
         struct nsys_profile p;
@@ -187,8 +308,13 @@ int import_nsys_into_run(const char *run_dir, char *const *files, const char *co
             int k = forced >= 0 ? forced : nsys_run_owner_of(&ri, set.rows[r].pid);
             set.rows[r].workload = k >= 0 ? ri.job[k] : "other";
         }
-        if (!quiet)
-            summary(files[f], &p, &set, r0, set.n, left, true);
+        if (doc && !quiet)
+            device_warnings(&p, left, true);
+        if ((doc || !quiet) && summary(files[f], &p, &set, r0, set.n, left, true, jfiles) < 0) {
+            cli_error("out of memory");
+            nsys_profile_free(&p);
+            goto out;
+        }
         nsys_profile_free(&p);
     }
     if (set.outside_s > 0 && !quiet)
@@ -196,13 +322,13 @@ int import_nsys_into_run(const char *run_dir, char *const *files, const char *co
                 "carma: note: %.6f s of kernel busy time outside the run's samples left "
                 "out\n",
                 set.outside_s);
+    if (doc)
+        json_set_num(doc, "outside_run_s", set.outside_s);
     nsys_busy_sort(&set);
     if (nsys_busy_csv(&set, &buf) < 0) {
         cli_error("out of memory");
         goto out;
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/nsys_gpu.csv", run_dir);
     if (write_out(path, &buf) != 0)
         goto out;
     if (reattribute) {
@@ -212,14 +338,19 @@ int import_nsys_into_run(const char *run_dir, char *const *files, const char *co
         if (r == -ENODATA) {
             if (!quiet)
                 fprintf(stderr, "carma: note: %s: nothing to split again\n", e.msg);
+            if (doc)
+                json_object_set_new(doc, "gpus", json_null());
         } else if (r < 0) {
             cli_error("%s", e.msg);
             goto out;
+        } else if (doc) {
+            json_object_set_new(doc, "split_periods", json_integer((json_int_t)ra.periods));
+            json_object_set_new(doc, "gpus", reattr_json(&ra));
         } else if (!quiet) {
             print_reattr(&ra);
         }
     }
-    status = 0;
+    status = doc ? print_doc(doc) : 0;
 out:
     nsys_busy_free(&set);
     csv_buf_free(&buf);
@@ -227,10 +358,25 @@ out:
     return status;
 }
 
-/* Without a run: a fixed grid, gpu = the export's GPU id, a blank workload. */
-static int import_plain(char *const *files, size_t n, int64_t interval_ns, const char *output,
-                        bool quiet)
+int import_nsys_into_run(const char *run_dir, char *const *files, const char *const *workload,
+                         size_t n, bool reattribute, bool skip_unreadable, bool quiet)
 {
+    return import_run(run_dir, files, workload, n, reattribute, skip_unreadable, quiet, NULL);
+}
+
+/* Without a run: a fixed grid, gpu = the export's GPU id, a blank workload; with doc (and
+ * output), the summaries go into it (--json) instead of stderr. */
+static int import_plain(char *const *files, size_t n, int64_t interval_ns, const char *output,
+                        bool quiet, json_t *doc)
+{
+    json_t *jfiles = NULL;
+    if (doc) {
+        json_object_set_new(doc, "run_dir", json_null());
+        json_object_set_new(doc, "csv", json_string(output));
+        json_object_set_new(doc, "interval_s", json_real((double)interval_ns / 1e9));
+        jfiles = json_array();
+        json_object_set_new(doc, "files", jfiles); /* doc keeps it: appended to below */
+    }
     struct nsys_profile *p = calloc(n, sizeof *p);
     const struct nsys_profile **pp = calloc(n, sizeof *pp);
     struct nsys_busy_set set = {0};
@@ -261,8 +407,12 @@ static int import_plain(char *const *files, size_t n, int64_t interval_ns, const
             cli_error("out of memory");
             goto out;
         }
-        if (!quiet)
-            summary(files[f], &p[f], &set, r0, set.n, 0, false);
+        if (doc && !quiet)
+            device_warnings(&p[f], 0, false);
+        if ((doc || !quiet) && summary(files[f], &p[f], &set, r0, set.n, 0, false, jfiles) < 0) {
+            cli_error("out of memory");
+            goto out;
+        }
     }
     nsys_busy_sort(&set);
     if (nsys_busy_csv(&set, &buf) < 0) {
@@ -270,6 +420,8 @@ static int import_plain(char *const *files, size_t n, int64_t interval_ns, const
         goto out;
     }
     status = write_out(output, &buf);
+    if (status == 0 && doc)
+        status = print_doc(doc);
 out:
     for (size_t f = 0; p && f < n; f++)
         nsys_profile_free(&p[f]);
@@ -283,19 +435,20 @@ out:
 
 int cmd_import_nsys(int argc, char **argv)
 {
-    enum { OPT_RUN = 256, OPT_WORKLOAD, OPT_INTERVAL_NS };
+    enum { OPT_RUN = 256, OPT_WORKLOAD, OPT_INTERVAL_NS, OPT_JSON_SUMMARY };
     static const struct option longopts[] = {
         {"run", required_argument, NULL, OPT_RUN},
         {"workload", required_argument, NULL, OPT_WORKLOAD},
         {"interval", required_argument, NULL, OPT_INTERVAL_NS},
         {"output", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, OPT_JSON_SUMMARY},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *run = NULL, *wl = NULL, *output = NULL;
     int64_t interval_ns = 100 * 1000000LL;
-    bool interval_given = false, quiet = false;
+    bool interval_given = false, quiet = false, json = false;
     int c;
     optind = 1;
     opterr = 0;
@@ -316,6 +469,9 @@ int cmd_import_nsys(int argc, char **argv)
         case 'o':
             output = optarg;
             break;
+        case OPT_JSON_SUMMARY:
+            json = true;
+            break;
         case 'q':
             quiet = true;
             break;
@@ -332,6 +488,11 @@ int cmd_import_nsys(int argc, char **argv)
         return 2;
     }
     size_t n = (size_t)(argc - optind);
+    if (json && !run && !output) {
+        cli_error("import-nsys: --json prints the summary on stdout, where the CSV goes without "
+                  "-o or --run: give -o FILE or --run DIR");
+        return 2;
+    }
     if (run) {
         if (output || interval_given) {
             cli_error("import-nsys: --run writes DIR/nsys_gpu.csv on the run's ticks: no -o or "
@@ -343,7 +504,9 @@ int cmd_import_nsys(int argc, char **argv)
             return 1;
         for (size_t i = 0; i < n; i++)
             w[i] = wl;
-        int st = import_nsys_into_run(run, argv + optind, w, n, true, false, quiet);
+        json_t *doc = json ? json_object() : NULL;
+        int st = import_run(run, argv + optind, w, n, true, false, quiet, doc);
+        json_decref(doc);
         free(w);
         return st;
     }
@@ -351,5 +514,8 @@ int cmd_import_nsys(int argc, char **argv)
         cli_error("import-nsys: --workload needs --run (the workloads are the run's)");
         return 2;
     }
-    return import_plain(argv + optind, n, interval_ns, output, quiet);
+    json_t *doc = json ? json_object() : NULL;
+    int st = import_plain(argv + optind, n, interval_ns, output, quiet, doc);
+    json_decref(doc);
+    return st;
 }

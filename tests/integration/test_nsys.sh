@@ -10,8 +10,11 @@
 #            2 s = 640 J): checked by check_nsys.py with the sum rules, nsys_gpu.csv's format,
 #            attribution_nvml.csv kept. Retried up to three times (as test_run_gpu.sh: the
 #            workloads' ends against carma's ticks).
-#   again    import-nsys --run on the run's own profiles: report.json's GPU figures unchanged
-#   plain    import-nsys FILE without a run: CSV on stdout, 100 ms grid, blank workload
+#   again    import-nsys --run on the run's own profiles: report.json's GPU figures unchanged;
+#            with --json the summary and the new split as JSON on stdout (busy seconds as in
+#            nsys_gpu.csv, the GPUs' figures as report.json's)
+#   plain    import-nsys FILE without a run: CSV on stdout, 100 ms grid, blank workload; --json
+#            with -o (the busy seconds as in the CSV), refused (exit 2) without -o
 #   errors   a missing file, a text file, an SQLite file without nsys tables, no file, an
 #            unknown --workload; carma run without nsys in PATH exits 2 before starting anything;
 #            carma validate on "profile" and "attribution.gpu"
@@ -117,6 +120,48 @@ for x, y in zip(a["workloads"], b["workloads"]):
     assert abs(x["energy_j"] - y["energy_j"]) < 1e-6, (x["name"], x["energy_j"], y["energy_j"])
 PYEOF
 
+note "import-nsys --run --json: the summary and the split as JSON on stdout"
+rc=$(run_logged ajson "$CARMA" import-nsys --json --run "$RD" "$RD/logs/busy.sqlite" \
+    "$RD/logs/half.sqlite")
+[ "$rc" = 0 ] || { show ajson.out ajson.err; fail "import-nsys --json --run: $rc"; }
+if grep -Eq "GPU \(nsys\)|pid .* busy" ajson.err; then show ajson.err; fail "--json: tables on stderr"; fi
+"$PY" - ajson.out "$RD" <<'PYEOF' || { show ajson.out; fail "import-nsys --json --run: the document"; }
+import csv, json, sys
+doc = json.load(open(sys.argv[1]))
+rd = sys.argv[2]
+assert doc["run_dir"] == rd and doc["csv"] == rd + "/nsys_gpu.csv", (doc["run_dir"], doc["csv"])
+assert [f["path"] for f in doc["files"]] == [rd + "/logs/busy.sqlite", rd + "/logs/half.sqlite"]
+csv_busy = {}
+for r in csv.DictReader(open(rd + "/nsys_gpu.csv", newline="")):
+    key = (int(r["pid"]), int(r["gpu"]), r["workload"])
+    csv_busy[key] = csv_busy.get(key, 0) + float(r["busy_s"])
+js_busy, names = {}, set()
+for f in doc["files"]:
+    assert f["kernels"] > 0 and f["skipped_rows"] == 0 and f["session_start_unix"] > 1e9, f
+    assert sum(p["kernels"] for p in f["processes"]) == f["kernels"], f
+    for p in f["processes"]:
+        key = (p["pid"], p["gpu"], p["workload"])
+        js_busy[key] = js_busy.get(key, 0) + p["busy_s"]
+        names.add(p["workload"])
+assert names == {"busy", "half"}, names
+assert set(js_busy) == set(csv_busy), (js_busy, csv_busy)
+for k in csv_busy:
+    assert abs(js_busy[k] - csv_busy[k]) < 1e-5, (k, js_busy[k], csv_busy[k])
+rep = json.load(open(rd + "/report.json"))
+assert len(doc["gpus"]) == len(rep["gpus"]) >= 1, (doc["gpus"], rep["gpus"])
+for g, r in zip(doc["gpus"], rep["gpus"]):
+    assert g["channel"] == r["channel"], (g, r)
+    for k, rk in (("energy_j", "energy_j"), ("workloads_j", "jobs_j"), ("idle_j", "idle_j"),
+                  ("other_j", "other_j"), ("unattributed_j", "unattributed_j")):
+        assert abs(g[k] - r[rk]) < 1e-3, (k, g[k], r[rk])  # report.json: 3 decimals
+    parts = g["workloads_j"] + g["idle_j"] + g["other_j"] + g["unattributed_j"]
+    assert abs(parts - g["energy_j"]) < 1e-6 * max(1, g["energy_j"]), g
+    assert set(g["basis"]) == {"kernels", "context", "allocation", "none"}, g["basis"]
+    assert g["basis"]["kernels"] > 1, g["basis"]
+print("    json: %d files, %s" % (len(doc["files"]),
+      ", ".join("%s %.3f s" % (k[2], v) for k, v in sorted(js_busy.items()))))
+PYEOF
+
 note "import-nsys without a run"
 rc=$(run_logged plain "$CARMA" import-nsys --interval 100ms "$RD/logs/busy.sqlite")
 [ "$rc" = 0 ] || { show plain.err; fail "import-nsys FILE: $rc"; }
@@ -137,6 +182,26 @@ PYEOF
 rc=$(run_logged plain2 "$CARMA" import-nsys -q -o "$top/out.csv" "$RD/logs/busy.sqlite")
 assert_eq "$rc" 0 "import-nsys -o"
 [ -s "$top/out.csv" ] && [ ! -s plain2.err ] || fail "-o / -q"
+
+rc=$(run_logged pjson "$CARMA" import-nsys --json -o "$top/out2.csv" "$RD/logs/busy.sqlite")
+[ "$rc" = 0 ] || { show pjson.out pjson.err; fail "import-nsys --json -o: $rc"; }
+if grep -q "pid .* busy" pjson.err; then show pjson.err; fail "--json -o: table on stderr"; fi
+"$PY" - pjson.out "$top/out2.csv" "$RD/logs/busy.sqlite" <<'PYEOF' || { show pjson.out; fail "import-nsys --json -o: the document"; }
+import csv, json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["run_dir"] is None and doc["csv"] == sys.argv[2] and doc["interval_s"] == 0.1, doc
+(f,) = doc["files"]
+assert f["path"] == sys.argv[3] and f["kernels"] > 0, f
+total = sum(float(r["busy_s"]) for r in csv.DictReader(open(sys.argv[2], newline="")))
+procs = f["processes"]
+assert procs and all(p["workload"] is None and p["gpu"] == 0 for p in procs), procs
+assert abs(sum(p["busy_s"] for p in procs) - total) < 1e-5, (procs, total)
+assert "gpus" not in doc, doc
+PYEOF
+rc=$(run_logged pjson2 "$CARMA" import-nsys --json "$RD/logs/busy.sqlite")
+assert_eq "$rc" 2 "import-nsys --json with the CSV on stdout"
+grep -q "give -o FILE or --run DIR" pjson2.err || { show pjson2.err; fail "--json refusal message"; }
+[ ! -s pjson2.out ] || { show pjson2.out; fail "--json refused, yet something on stdout"; }
 
 note "import-nsys errors"
 rc=$(run_logged e1 "$CARMA" import-nsys "$top/absent.sqlite")
