@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "core/file.h"
+#include "core/fmt.h"
 #include "core/parse.h"
 #include "import/nsys.h"
 #include "import/nsys_run.h"
@@ -223,8 +224,10 @@ static void print_reattr(const struct nsys_reattr *ra)
             if (v->basis_s[k] >= 0.05)
                 bl += (size_t)snprintf(basis + bl, sizeof basis - bl, "%s%s %.1fs", bl ? ", " : "",
                                        nsys_basis_name(k), v->basis_s[k]);
-        fprintf(stderr, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f  %s\n", v->channel, v->energy_j,
-                v->jobs_j, v->idle_j, v->other_j, v->unattributed_j, basis);
+        fprintf(stderr, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f  %s\n", v->channel,
+                fmt_round_zero(v->energy_j, 3), fmt_round_zero(v->jobs_j, 3),
+                fmt_round_zero(v->idle_j, 3), fmt_round_zero(v->other_j, 3),
+                fmt_round_zero(v->unattributed_j, 3), basis);
     }
 }
 
