@@ -21,7 +21,7 @@
  * made), 2 when dir holds an earlier measurement's files (the exit status for it), 1 on another
  * error ("CMD: cannot create DIR: reason", printed).
  */
-int outdir_claim(const char *cmd, const char *option, const char *dir,
-                 const char *const *outputs, bool *ret_created);
+int outdir_claim(const char *cmd, const char *option, const char *dir, const char *const *outputs,
+                 bool *ret_created);
 
 #endif
