@@ -108,6 +108,15 @@ print(json.dumps(v) if v is None or isinstance(v, (bool, dict, list)) else v)
 ' "$1" "$2" || fail "json_get $1 $2"
 }
 
+# sig_ignored FILE: the SigIgn mask of a /proc/PID/status copy in FILE, as 16 hex digits, less
+# the signals glibc keeps for itself (32 and 33): no program can reset those through sigaction,
+# and some environments (this project's CI among them) start everything with them ignored.
+sig_ignored() {
+    local v
+    v=$(awk '/^SigIgn/ { print $2 }' "$1")
+    printf '%016x' $((0x${v:-ffffffffffffffff} & ~0x180000000))
+}
+
 # run_logged NAME CMD...: run CMD with stdout/stderr in NAME.out/NAME.err, print its exit
 # status (never fails by itself).
 run_logged() {

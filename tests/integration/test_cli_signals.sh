@@ -155,7 +155,7 @@ t1=$(date +%s.%N)
 check_eq "$(cat sigcmd.got 2>/dev/null)" INT "from a script: the command got SIGINT"
 awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 3) }' ||
     check_fail "from a script: carma took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s after SIGINT (the command ignored it?)"
-check_eq "$(awk '/^SigIgn/ { print $2 }' sigcmd.status)" 0000000000000000 \
+check_eq "$(sig_ignored sigcmd.status)" 0000000000000000 \
     "the command's ignored signals (SigIgn)"
 check_eq "$(awk '/^SigBlk/ { print $2 }' sigcmd.status)" 0000000000000000 \
     "the command's blocked signals (SigBlk)"
