@@ -37,7 +37,9 @@ cd fw || fail "cd fw"
 note "validate"
 rc=$(run_logged "$top/validate" "$CARMA" validate sample_experiment.json)
 check_rc "$top/validate" 0 "$rc"
-check_eq "$(cat "$top/validate.out")" "sample_experiment.json: ok (1 workload)" "validate"
+check_eq "$(head -n 1 "$top/validate.out")" "sample_experiment.json: ok (1 workload)" "validate"
+check_grep "$top/validate.out" "  workload_name: python3 workloads/finetune_model.py --model_name model_name --max_steps 60 (in " \
+    "validate: the command CARMA's example runs"
 rc=$(run_logged "$top/json" "$CARMA" validate --json sample_experiment.json)
 check_rc "$top/json" 0 "$rc"
 check_py "validate --json" '

@@ -20,7 +20,9 @@ for f in good/full.json:3 good/minimal.json:1 good/intensity_file.json:2 \
     check_rc "$here/good-$name" 0 "$rc"
     words=workloads
     [ "$n" = 1 ] && words=workload
-    check_eq "$(cat "$here/good-$name.out")" "$file: ok ($n $words)" "validate $file"
+    check_eq "$(head -n 1 "$here/good-$name.out")" "$file: ok ($n $words)" "validate $file"
+    check_eq "$(sed -n 2p "$here/good-$name.out")" "commands it runs:" "validate $file: its commands"
+    check_eq "$(($(wc -l <"$here/good-$name.out") - 2))" "$n" "validate $file: a command a workload"
     check_eq "$(cat "$here/good-$name.err")" "" "validate $file: stderr"
 done
 
@@ -49,7 +51,25 @@ cd "$here" || fail "cd $here"
 # --- relative paths resolve against the file's directory, not the working directory
 rc=$(run_logged abs "$CARMA" validate "$EXP/good/full.json")
 check_rc abs 0 "$rc"
-check_eq "$(cat abs.out)" "$EXP/good/full.json: ok (3 workloads)" "validate by absolute path"
+check_eq "$(head -n 1 abs.out)" "$EXP/good/full.json: ok (3 workloads)" "validate by absolute path"
+check_eq "$(sed -n 3p abs.out)" "  train: python3 $(cd "$EXP/good" && pwd -P)/scripts/train.py --epochs 3 (in $(cd "$EXP/good" && pwd -P)/scripts)" \
+    "validate: a python workload's command, in its directory"
+
+# --- every command the file makes carma run execute is listed, quoted as a shell reads it:
+# the workloads' (a profiled one under nsys), a cmd: meter's
+mkdir -p cmds
+cat >cmds/exp.json <<'EOF2'
+{"experiment_name": "cmds",
+ "workloads": [{"name": "w", "script": "sh", "args": ["-c", "echo it's here; sleep 1"],
+                "profile": "nsys"}],
+ "monitoring": {"meter": "cmd:ipmitool dcmi power reading"}}
+EOF2
+rc=$(run_logged cmds "$CARMA" validate cmds/exp.json)
+check_rc cmds 0 "$rc"
+check_eq "$(sed -n 3p cmds.out)" "  w: nsys profile --output=RUN_DIR/logs/w --export=sqlite --force-overwrite=true --trace=cuda sh -c 'echo it'\\''s here; sleep 1' (in $(cd cmds && pwd -P))" \
+    "validate: a profiled workload's command under nsys, quoted"
+check_eq "$(sed -n 4p cmds.out)" "  monitoring.meter: /bin/sh -c 'ipmitool dcmi power reading' (every second while carma samples)" \
+    "validate: the cmd: meter's command"
 
 # --- --json: the resolved document, which validates again (before or after the file name)
 rc=$(run_logged json "$CARMA" validate --json "$EXP/good/full.json")

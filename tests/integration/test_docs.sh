@@ -32,6 +32,8 @@ self_case() {
 ok_doc='```console
 $ carma validate tests/experiments/good/minimal.json
 tests/experiments/good/minimal.json: ok (1 workload)
+commands it runs:
+  sleep: sleep 1 (in ...)
 $ printf "a  1.5 W\nb 22.25 W\nc 3 W\n"
 a 9.0 W
 ...
@@ -56,6 +58,7 @@ self_case background 0 "\`\`\`console
 \$ sh -c 'echo \$\$ >$PWD/bg.pid; exec carma-busy --duty 0.01 60' &
 \$ carma validate tests/experiments/good/minimal.json
 tests/experiments/good/minimal.json: ... (N workload)
+...
 \`\`\`"
 [ -s bg.pid ] || fail "the background command of background.md did not run"
 # (killed, it may stay a zombie a moment: its parent, the page's shell, is gone too)
@@ -64,7 +67,7 @@ if [ -n "$state" ] && [ "${state#Z}" = "$state" ]; then
     kill "$(cat bg.pid)"
     fail "the background job of background.md was left running"
 fi
-grep -q "^FAIL .*/column.md:4: the output of" column.log || fail "no line named: $(cat column.log)"
+grep -q "^FAIL .*/column.md:6: the output of" column.log || fail "no line named: $(cat column.log)"
 note "doctest.py passes a right document and fails stale ones"
 
 # every subcommand's --help: --sources names every source carma knows, and every option it
