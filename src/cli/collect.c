@@ -96,6 +96,7 @@ struct tgt {
     char *node_label;        /* the node label its exporter gives, once seen */
     unsigned empty_in_row;   /* answers without a power sample, in a row */
     bool warned_empty;
+    uint64_t negative; /* power samples below 0 W it served (written as missing) */
 };
 
 struct collector {
@@ -584,6 +585,11 @@ static int outcome(struct collector *c, size_t i, uint64_t seq, int64_t cycle_re
                   t->t->name, node_of(t), EMPTY_WARN_SCRAPES);
         t->warned_empty = true;
     }
+    if (info.negative && !t->negative && c->o->verbose >= 0)
+        cli_error("collect: warning: %s (node %s) serves power below 0 W: no reading, written as "
+                  "a missing value (each counted; the count is in the last line)",
+                  t->t->name, node_of(t));
+    t->negative += info.negative;
     if (c->cpu) {
         srt_cpu_parse(&doc, c->cpu_scrape);
         srt_cpu_node(c->cpu, i, ts, c->cpu_scrape);
@@ -1003,16 +1009,21 @@ out:
     if (ret == 0 && (c.write_failed || c.cpu_write_failed || c.report_failed))
         ret = 1;
     if (c.start_real && o.verbose >= 0 && !fatal) {
-        uint64_t scrapes = 0, errors = 0;
+        uint64_t scrapes = 0, errors = 0, negative = 0;
         for (size_t i = 0; i < c.n; i++) {
             scrapes += c.tg[i].scrapes;
             errors += c.tg[i].errors;
+            negative += c.tg[i].negative;
         }
+        char neg[64] = "";
+        if (negative)
+            snprintf(neg, sizeof neg, ", %llu negative power readings dropped",
+                     (unsigned long long)negative);
         fprintf(stderr,
-                "carma: collect: %llu cycles of %zu target%s, %llu scrapes, %llu failed%s; "
+                "carma: collect: %llu cycles of %zu target%s, %llu scrapes, %llu failed%s%s; "
                 "%s\n",
                 (unsigned long long)c.cycles, c.n, c.n == 1 ? "" : "s", (unsigned long long)scrapes,
-                (unsigned long long)errors, c.missed ? ", some cycles missed" : "", c.dir);
+                (unsigned long long)errors, c.missed ? ", some cycles missed" : "", neg, c.dir);
     }
     if (c.multi || c.headers)
         http_done(&c);

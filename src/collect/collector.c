@@ -788,6 +788,16 @@ static void put_num(struct csv_buf *b, double v)
     b->data[b->len] = '\0';
 }
 
+/* Appends a power cell: a reading below 0 W is no reading (blank, counted), never passed on. */
+static void put_watts(struct csv_buf *b, double w, struct collect_scrape_info *info)
+{
+    if (w < 0) {
+        info->negative++;
+        return;
+    }
+    put_num(b, w);
+}
+
 /* Appends the start of a row: prefix, node, target. false when out of memory. */
 static bool row_start(struct collect_out *o, struct csv_buf *b, const char *node,
                       const char *target, size_t more)
@@ -838,7 +848,7 @@ static void power_rows(struct collect_out *o, const struct prom_doc *doc, const 
         for (size_t c = 0; c < 5; c++)
             csv_buf_field(b, cells[c], 0);
         b->data[b->len++] = ',';
-        put_num(b, s->value);
+        put_watts(b, s->value, info);
         b->data[b->len++] = ',';
         const struct prom_sample *j = match(o, doc, (size_t)nc, k, s);
         if (j)
@@ -906,7 +916,7 @@ static void node_rows(struct collect_out *o, const struct prom_doc *doc, const c
             return;
         csv_buf_field(b, method, 0);
         b->data[b->len++] = ',';
-        put_num(b, s->value);
+        put_watts(b, s->value, info);
         b->data[b->len++] = ',';
         const struct prom_sample *j = match(o, doc, (size_t)nc, k, s);
         if (j)

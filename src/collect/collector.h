@@ -86,6 +86,7 @@ void collect_targets_free(struct collect_targets *ts);
 struct collect_scrape_info {
     size_t power_rows;      /* carma_power_watts samples written */
     size_t node_rows;       /* carma_node_power_watts samples written */
+    size_t negative;        /* power samples below 0 W, written as missing (blank) */
     bool srt_cpu;           /* the body has cpu_power_acpi_watts or cpu_power_dcgm_watts */
     const char *node_label; /* the first non-empty node label (into the doc), or NULL */
 };

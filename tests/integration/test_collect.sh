@@ -724,4 +724,20 @@ else:
     done
 fi
 
+# ---- an exporter serving negative watts: no reading (blank), warned once, counted at the end
+carma_body neg.prom node-n rapl/package-0:-5.5:1000 rapl/package-1:40:2000
+start_target neg neg.prom
+rc=$(run_logged neg "$CARMA" collect --target "127.0.0.1:${TPORT[neg]}" -o neg --duration 1s \
+    --interval 200ms)
+check_rc neg 0 "$rc"
+check_eq "$(grep -c 'serves power below 0 W' neg.err)" 1 "negative watts: warned once"
+check_grep neg.err "negative power readings dropped" "negative watts: counted in the last line"
+py "negative watts: a missing reading, the counter kept, the other channel whole" '
+rows = rows_of("neg/samples.csv", HEADER)
+p0 = [r for r in rows if r["channel"] == "rapl/package-0"]
+p1 = [r for r in rows if r["channel"] == "rapl/package-1"]
+assert p0 and all(r["watts"] == "" and float(r["joules_total"]) == 1000 for r in p0), p0
+assert p1 and all(float(r["watts"]) == 40 for r in p1), p1
+'
+
 cli_done
