@@ -79,6 +79,10 @@ int csv_parse(const char *text, size_t len, const char *name, struct csv_doc *do
 
     while (i < len) {
         char c = text[i];
+        if (c == '\0') {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: a NUL byte (not text)", name, line);
+            goto fail;
+        }
         if (c == '"' && field.n == 0 && !field.s) {
             /* quoted field */
             size_t start_line = line;
@@ -101,6 +105,10 @@ int csv_parse(const char *text, size_t len, const char *name, struct csv_doc *do
                 }
                 if (text[i] == '\n')
                     line++;
+                if (text[i] == '\0') {
+                    r = carma_err_set(e, -EINVAL, "%s:%zu: a NUL byte (not text)", name, line);
+                    goto fail;
+                }
                 if ((r = gb_put(&field, text[i])) < 0)
                     goto fail;
                 i++;

@@ -26,7 +26,8 @@ struct csv_doc {
 
 /*
  * Parses len bytes of text. name labels errors ("data/cpu_tdp.csv:12: ..."). Returns 0 and
- * fills doc (free with csv_doc_free), or -EINVAL with e set (unterminated quote, stray quote).
+ * fills doc (free with csv_doc_free), or -EINVAL with e set (unterminated quote, stray quote,
+ * a NUL byte anywhere).
  * Blank lines are skipped.
  */
 int csv_parse(const char *text, size_t len, const char *name, struct csv_doc *doc,

@@ -186,6 +186,25 @@ static void test_not_nul_terminated(void **state)
     csv_doc_free(&doc);
 }
 
+/* A NUL byte in a cell (unquoted or quoted) is refused with its line by the parser (data
+ * tables, intensity files) instead of cutting the cell where it stands. */
+static void test_nul_byte(void **state)
+{
+    (void)state;
+    static const char unq[] = "a,b\n1,2\n12\0 34,5\n";
+    static const char quo[] = "a,b\n\"x\0y\",5\n";
+    const struct {
+        const char *text;
+        size_t len;
+    } cases[] = {{unq, sizeof unq - 1}, {quo, sizeof quo - 1}};
+    for (size_t k = 0; k < 2; k++) {
+        struct csv_doc doc;
+        struct carma_err e = {0};
+        assert_int_equal(csv_parse(cases[k].text, cases[k].len, "t.csv", &doc, &e), -EINVAL);
+        assert_non_null(strstr(e.msg, k == 0 ? "t.csv:3: a NUL byte" : "t.csv:2: a NUL byte"));
+    }
+}
+
 static void test_writer_quoting(void **state)
 {
     (void)state;
@@ -277,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_unterminated_quote),
         cmocka_unit_test(test_stray_quote),
         cmocka_unit_test(test_not_nul_terminated),
+        cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_writer_quoting),
         cmocka_unit_test(test_writer_grows),
         cmocka_unit_test(test_round_trip),
