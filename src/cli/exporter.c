@@ -8,9 +8,16 @@
  * whose free callback drops the reference when the response is done; it never reads a
  * sensor. The main thread waits for SIGINT/SIGTERM, then stops accepting, lets the responses
  * in flight finish, stops the server and the sampler, and exits 0.
+ *
+ * So that one host cannot lock the others out, every connection is tracked by a guard
+ * (serve/connguard.h): MHD's connection notifications open and close its records, the request
+ * handler marks a request complete, and the main thread, while it waits, drops the
+ * connections whose request is past its deadline; a new connection near the limits drops the
+ * oldest one still waiting, so that a scrape always finds a place.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -21,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -29,6 +38,7 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "core/timeutil.h"
+#include "serve/connguard.h"
 #include "serve/metrics.h"
 
 #define EXPORTER_PORT_DEFAULT 9405
@@ -36,12 +46,25 @@
  * connection of a 16-scraper load, so that a thread the scheduler holds back delays one
  * connection, not a CPU's share of them (measured: a lower p99 than one per CPU on a busy
  * 2-CPU machine); idle threads cost nothing but their stacks */
-#define EXPORTER_THREADS        16
-#define EXPORTER_CONN_MAX       1024           /* connections at once */
-#define EXPORTER_CONN_TIMEOUT_S 60             /* an idle keep-alive connection is closed after */
-#define EXPORTER_CONN_MEMORY    16384          /* per connection: the request must fit */
-#define EXPORTER_DRAIN_NS       (5 * NS_PER_S) /* responses in flight get this long to end */
-#define EXPORTER_ADDR_TEXT_MAX  (INET6_ADDRSTRLEN + 16)
+#define EXPORTER_THREADS  16
+#define EXPORTER_CONN_MAX 1024 /* connections at once */
+/* places kept free: past CONN_MAX - CONN_RESERVE connections, a new one drops the oldest
+ * still waiting for its request (serve/connguard.h); likewise for one address's */
+#define EXPORTER_CONN_RESERVE   128
+#define EXPORTER_PER_IP_MAX     64 /* connections at once from one address */
+#define EXPORTER_PER_IP_RESERVE 16
+/* a request must be complete within this of the accept, or of the last response */
+#define EXPORTER_REQUEST_DEADLINE_NS (10 * NS_PER_S)
+#define EXPORTER_SWEEP_MS            250   /* how often the deadline is checked */
+#define EXPORTER_CONN_TIMEOUT_S      60    /* a connection silent this long is closed */
+#define EXPORTER_CONN_MEMORY         32768 /* per connection: the request's headers must fit */
+#define EXPORTER_FD_SPARE            256   /* descriptors beyond the connections' */
+/* a connection closed with request bytes unread (an error response: 431) is held this long,
+ * its input read and discarded, so that the client reads the response, not a reset */
+#define EXPORTER_LINGER_MAX    32
+#define EXPORTER_LINGER_NS     (2 * NS_PER_S)
+#define EXPORTER_DRAIN_NS      (5 * NS_PER_S) /* responses in flight get this long to end */
+#define EXPORTER_ADDR_TEXT_MAX (INET6_ADDRSTRLEN + 16)
 
 struct exporter {
     struct common_opts c;
@@ -57,6 +80,14 @@ struct exporter {
     bool render_failed;  /* sampler thread: the out-of-memory warning was given */
     int stopfd;          /* eventfd: the sampler thread ends when it is readable */
     struct MHD_Daemon *d;
+    struct conn_guard *guard;
+    pthread_mutex_t linger_lock;
+    struct {
+        int fd; /* a duplicate of the closed connection's socket */
+        int64_t until;
+    } linger[EXPORTER_LINGER_MAX];
+    unsigned nlinger;
+    unsigned conn_max; /* EXPORTER_CONN_MAX, or fewer where descriptors are short */
     struct MHD_Response *r_ok, *r_wait, *r_404, *r_405, *r_index;
 };
 
@@ -81,7 +112,13 @@ static void help(void)
            "                      address, IPv4 and IPv6; the default is :9405); port 0 picks\n"
            "                      a free port\n"
            "  --compat srtctl     also serve srt-slurm's cpu_power_acpi_watts family for the\n"
-           "                      ACPI power_meter channels (NVIDIA Grace)\n");
+           "                      ACPI power_meter channels (NVIDIA Grace)\n\n"
+           "limits (fixed): 1024 connections at once, 64 from one address; a request must be\n"
+           "complete (headers and body) within 10 s of the connection's accept or of its last\n"
+           "response, else the connection is closed; past 896 connections (48 from one\n"
+           "address) a new one closes the oldest still waiting for its request, so a scrape\n"
+           "always finds a place; request headers over 32 KiB get 431; a connection silent\n"
+           "for 60 s is closed.\n");
 }
 
 /* ---- the listening address ---- */
@@ -326,6 +363,14 @@ static enum MHD_Result send_metrics(struct exporter *x, struct MHD_Connection *c
     return ret;
 }
 
+/* The guard's record of a connection (set when it was accepted), or NULL. */
+static struct guarded_conn *guarded(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -341,14 +386,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         /* another method is refused at once, its body unread (MHD then closes the
          * connection); GET and HEAD are answered at the next call, once the request is
          * complete, so that the connection is kept alive */
-        if (!get_or_head)
+        if (!get_or_head) {
+            conn_guard_answered(x->guard, guarded(conn));
             return MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, x->r_405);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
         *upload_data_size = 0; /* a body sent with GET is not for us: discarded */
         return MHD_YES;
     }
+    /* the request is complete (headers and body): the deadline no longer applies */
+    conn_guard_answered(x->guard, guarded(conn));
     if (strcmp(url, "/metrics") == 0)
         return send_metrics(x, conn);
     if (strcmp(url, "/healthz") == 0) {
@@ -365,12 +414,95 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode why)
 {
     struct exporter *x = cls;
-    (void)conn;
-    (void)why;
+    /* a kept-alive connection waits for its next request from now */
+    if (why == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        conn_guard_idle(x->guard, guarded(conn), time_mono_ns());
     if (*req_cls == &inflight_marker) {
         atomic_fetch_sub(&x->inflight, 1);
         *req_cls = NULL;
     }
+}
+
+/*
+ * MHD closes a connection (its response, an error one such as 431, is sent): where request
+ * bytes are still unread, closing the socket would send a reset, and the client, still
+ * sending, could lose the response. A duplicate of the socket keeps it open instead: its
+ * output is shut (the client reads the end of the response), its input read and discarded by
+ * the main thread (linger_sweep) until the client closes, for EXPORTER_LINGER_NS at most.
+ */
+static void linger_maybe(struct exporter *x, int fd)
+{
+    int unread = 0;
+    if (ioctl(fd, FIONREAD, &unread) < 0 || unread <= 0)
+        return;
+    pthread_mutex_lock(&x->linger_lock);
+    if (x->nlinger < EXPORTER_LINGER_MAX) {
+        int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (d >= 0) {
+            shutdown(d, SHUT_WR);
+            x->linger[x->nlinger].fd = d;
+            x->linger[x->nlinger].until = time_mono_ns() + EXPORTER_LINGER_NS;
+            x->nlinger++;
+        }
+    }
+    pthread_mutex_unlock(&x->linger_lock);
+}
+
+/* Reads and discards the lingering sockets' input; closes those at their end or past their
+ * time (all of them when final). */
+static void linger_sweep(struct exporter *x, int64_t now, bool final)
+{
+    static char sink[65536];
+    pthread_mutex_lock(&x->linger_lock);
+    for (unsigned i = 0; i < x->nlinger;) {
+        bool done = final || now >= x->linger[i].until;
+        for (int k = 0; !done && k < 16; k++) {
+            ssize_t n = recv(x->linger[i].fd, sink, sizeof sink, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                done = true;
+            if (n < 0)
+                break;
+        }
+        if (done) {
+            close(x->linger[i].fd);
+            x->linger[i] = x->linger[--x->nlinger];
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&x->linger_lock);
+}
+
+/* Accepted and closed connections, for the guard (closed: before MHD closes the socket). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct exporter *x = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *peer =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        *socket_context = fd ? conn_guard_open(x->guard, fd->connect_fd,
+                                               peer ? peer->client_addr : NULL, time_mono_ns())
+                             : NULL;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        bool dropped = conn_guard_close(x->guard, *socket_context);
+        *socket_context = NULL;
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!dropped && fd)
+            linger_maybe(x, fd->connect_fd);
+    }
+}
+
+/* The guard drops a connection: its socket is shut down, and MHD, reading the end of the
+ * stream, closes it in its own thread (the descriptor stays valid: MHD tells the guard of a
+ * close before it closes the socket). */
+static void drop_connection(void *cls, int fd)
+{
+    (void)cls;
+    shutdown(fd, SHUT_RDWR);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -425,10 +557,12 @@ static struct MHD_Daemon *start_server(struct exporter *x, int fd)
     return MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, x, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)EXPORTER_THREADS,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)EXPORTER_CONN_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_CONNECTION_LIMIT, x->conn_max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)EXPORTER_PER_IP_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)EXPORTER_CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)EXPORTER_CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed, x,
-        MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, x, MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
+        MHD_OPTION_END);
 }
 
 /* ---- sampling ---- */
@@ -561,17 +695,56 @@ static void describe(const struct exporter *x)
             fprintf(stderr, "  unavailable: %-6s %s\n", s->src[i].ops->name, s->src[i].reason);
 }
 
-/* Waits for SIGINT or SIGTERM on fd. */
-static int wait_signal(int fd)
+/* Waits for SIGINT or SIGTERM on fd; meanwhile drops the connections past their deadline. */
+static int wait_signal(struct exporter *x, int fd)
 {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
     struct signalfd_siginfo si;
     for (;;) {
+        int r = poll(&p, 1, EXPORTER_SWEEP_MS);
+        if (r < 0 && errno != EINTR)
+            return -errno;
+        int64_t now = time_mono_ns();
+        conn_guard_sweep(x->guard, now);
+        linger_sweep(x, now, false);
+        if (r <= 0)
+            continue;
         ssize_t n = read(fd, &si, sizeof si);
         if (n == (ssize_t)sizeof si)
             return (int)si.ssi_signo;
-        if (n < 0 && errno != EINTR)
+        if (n < 0 && errno != EINTR && errno != EAGAIN)
             return -errno;
     }
+}
+
+/*
+ * How many connections the descriptors allow: the soft RLIMIT_NOFILE is raised (up to the
+ * hard one) to EXPORTER_CONN_MAX + EXPORTER_FD_SPARE; where the hard limit is lower, fewer
+ * connections, said with -v.
+ */
+static unsigned connection_budget(const struct exporter *x)
+{
+    const rlim_t want = EXPORTER_CONN_MAX + EXPORTER_FD_SPARE;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return EXPORTER_CONN_MAX;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        struct rlimit up = {
+            .rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max,
+            .rlim_max = rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl.rlim_cur = up.rlim_cur;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+        return EXPORTER_CONN_MAX;
+    unsigned n = rl.rlim_cur > 2 * EXPORTER_FD_SPARE ? (unsigned)(rl.rlim_cur - EXPORTER_FD_SPARE)
+                                                     : EXPORTER_THREADS;
+    if (x->c.verbose > 0)
+        fprintf(stderr,
+                "carma: exporter: open files limited to %llu (ulimit -n): %u connections at "
+                "once, not %d\n",
+                (unsigned long long)rl.rlim_cur, n, EXPORTER_CONN_MAX);
+    return n;
 }
 
 /* Stops accepting, lets the responses in flight end (for at most EXPORTER_DRAIN_NS), stops. */
@@ -601,6 +774,7 @@ int cmd_exporter(int argc, char **argv)
     pthread_t thr;
     common_opts_init(&x->c);
     x->stopfd = -1;
+    pthread_mutex_init(&x->linger_lock, NULL);
     metrics_store_init(&x->store);
     atomic_init(&x->scrapes, 0);
     atomic_init(&x->inflight, 0);
@@ -668,6 +842,21 @@ int cmd_exporter(int argc, char **argv)
         goto out;
     }
 
+    x->conn_max = connection_budget(x);
+    struct conn_guard_opts go = {
+        .max_open = x->conn_max,
+        .reserve =
+            x->conn_max / 8 < EXPORTER_CONN_RESERVE ? x->conn_max / 8 : EXPORTER_CONN_RESERVE,
+        .per_ip_max = EXPORTER_PER_IP_MAX,
+        .per_ip_reserve = EXPORTER_PER_IP_RESERVE,
+        .deadline_ns = EXPORTER_REQUEST_DEADLINE_NS,
+    };
+    x->guard = conn_guard_new(&go, drop_connection, x);
+    if (!x->guard) {
+        cli_error("out of memory");
+        goto out;
+    }
+
     char bound[EXPORTER_ADDR_TEXT_MAX];
     lfd = listen_on(&la, x->listen_arg, bound, sizeof bound);
     if (lfd < 0)
@@ -694,7 +883,7 @@ int cmd_exporter(int argc, char **argv)
     fprintf(stderr, "listening on %s\n", bound);
     fflush(stderr);
 
-    int sig = wait_signal(sigfd);
+    int sig = wait_signal(x, sigfd);
     if (sig < 0)
         cli_error("exporter: waiting for signals: %s", strerror(-sig));
     else if (x->c.verbose > 0)
@@ -716,6 +905,9 @@ out:
     if (x->stopfd >= 0)
         close(x->stopfd);
     free_responses(x);
+    linger_sweep(x, 0, true);
+    pthread_mutex_destroy(&x->linger_lock);
+    conn_guard_free(x->guard);
     metrics_store_done(&x->store);
     metrics_renderer_free(x->r);
     sampler_free(x->s);
