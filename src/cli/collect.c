@@ -628,7 +628,7 @@ static int make_dir(struct collector *c)
             snprintf(c->dir, sizeof c->dir, "collect_%s", stamp);
         else
             snprintf(c->dir, sizeof c->dir, "collect_%s-%d", stamp, k);
-        if (mkdir(c->dir, 0755) == 0)
+        if (mkdir(c->dir, FILE_DIR_MODE) == 0)
             return 0;
         if (errno != EEXIST) {
             cli_error("collect: cannot create %s: %s", c->dir, strerror(errno));

@@ -77,7 +77,7 @@ FILE *run_open_file(struct run *r, const char *name, const char *header)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    FILE *f = fopen(path, "we");
+    FILE *f = file_fopen_w(path);
     if (!f) {
         cli_error("cannot create %s: %s", path, strerror(errno));
         return NULL;
@@ -105,7 +105,7 @@ static int make_run_dir(struct run *r, const char *runs)
             snprintf(r->dir, sizeof r->dir, "%s/%s_%s", runs, r->x.name, stamp);
         else
             snprintf(r->dir, sizeof r->dir, "%s/%s_%s-%d", runs, r->x.name, stamp, k);
-        if (mkdir(r->dir, 0755) == 0)
+        if (mkdir(r->dir, FILE_DIR_MODE) == 0)
             break;
         if (errno != EEXIST) {
             cli_error("cannot create %s: %s", r->dir, strerror(errno));
@@ -118,7 +118,7 @@ static int make_run_dir(struct run *r, const char *runs)
         snprintf(r->dir, sizeof r->dir, "%s", abs);
     char logs[4200];
     snprintf(logs, sizeof logs, "%s/logs", r->dir);
-    if (mkdir(logs, 0755) < 0) {
+    if (mkdir(logs, FILE_DIR_MODE) < 0) {
         cli_error("cannot create %s: %s", logs, strerror(errno));
         return -1;
     }

@@ -607,9 +607,10 @@ static int file_open(struct out_file *f, const char *dir, const char *name, cons
     if ((size_t)snprintf(f->path, sizeof f->path, "%s/%s", dir, name) >= sizeof f->path)
         return carma_err_set(e, -ENAMETOOLONG, "cannot create %s/%s: %s", dir, name,
                              strerror(ENAMETOOLONG));
-    f->fd = open(f->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    f->fd = file_create(f->path, O_TRUNC);
     if (f->fd < 0) {
-        int r = -errno;
+        int r = f->fd;
+        f->fd = -1;
         return carma_err_set(e, r, "cannot create %s: %s", f->path, strerror(-r));
     }
     int r = file_write_all(f->fd, header, strlen(header));

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int file_read_all(const char *path, size_t max, char **ret, size_t *ret_len)
@@ -91,6 +93,48 @@ int file_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
+int file_createat(int dfd, const char *path, int flags)
+{
+    int fd = openat(dfd, path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | flags, FILE_MODE);
+    return fd < 0 ? -errno : fd;
+}
+
+int file_create(const char *path, int flags)
+{
+    return file_createat(AT_FDCWD, path, flags);
+}
+
+FILE *file_fopen_w(const char *path)
+{
+    int fd = file_create(path, O_TRUNC);
+    if (fd < 0) {
+        errno = -fd;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int err = errno;
+        close(fd);
+        errno = err;
+    }
+    return f;
+}
+
+/* 64 random bits for a temporary file's name: the kernel's, or the clock's when it has none. */
+static uint64_t tmp_rand_default(void)
+{
+    uint64_t v;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v)
+        return v;
+    static uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (++counter * 0x9e3779b97f4a7c15u);
+    return v;
+}
+
+uint64_t (*file_tmp_rand)(void) = tmp_rand_default;
+
 int file_mkdirs(const char *path)
 {
     char buf[4096];
@@ -104,11 +148,11 @@ int file_mkdirs(const char *path)
         if (*s != '/')
             continue;
         *s = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        if (mkdir(buf, FILE_DIR_MODE) < 0 && errno != EEXIST)
             return -errno;
         *s = '/';
     }
-    if (mkdir(buf, 0755) < 0) {
+    if (mkdir(buf, FILE_DIR_MODE) < 0) {
         if (errno != EEXIST)
             return -errno;
         struct stat st;
@@ -136,12 +180,18 @@ int file_replace(const char *path, const void *p, size_t n)
             r = -errno;
         return r;
     }
+    /* a new file of a name no one else uses: O_EXCL never opens one left by a crashed run (or
+     * put there, a link to elsewhere); another random name is tried instead */
     char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
-        return -ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = -EEXIST;
+    for (int tries = 0; tries < FILE_TMP_TRIES && fd == -EEXIST; tries++) {
+        if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d.%016llx", path, (int)getpid(),
+                             (unsigned long long)file_tmp_rand()) >= sizeof tmp)
+            return -ENAMETOOLONG;
+        fd = file_create(tmp, O_EXCL);
+    }
     if (fd < 0)
-        return -errno;
+        return fd;
     int r = file_write_all(fd, p, n);
     if (r == 0 && fsync(fd) < 0)
         r = -errno;
@@ -213,7 +263,7 @@ int file_claim_dir(const char *path, const char *claim, const char *const *outpu
         if (r < 0)
             return r;
     }
-    bool created = mkdir(path, 0755) == 0;
+    bool created = mkdir(path, FILE_DIR_MODE) == 0;
     if (!created && errno != EEXIST)
         return -errno;
     int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -236,9 +286,9 @@ int file_claim_dir(const char *path, const char *claim, const char *const *outpu
     }
     /* the claim proper: of two processes that both made or found the directory empty, only
      * one creates the file */
-    int fd = openat(dfd, claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = file_createat(dfd, claim, O_EXCL);
     if (fd < 0) {
-        r = errno == EEXIST ? -ENOTEMPTY : -errno;
+        r = fd == -EEXIST ? -ENOTEMPTY : fd;
         goto out;
     }
     close(fd);

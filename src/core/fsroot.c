@@ -3,11 +3,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "parse.h"
@@ -72,6 +77,159 @@ static void faults_load(void)
     }
 }
 
+/* ---- resolving a path below the root ---- */
+
+#ifndef SYS_openat2
+#define SYS_openat2 437 /* the same number on every architecture */
+#endif
+
+/* Whether openat2(RESOLVE_IN_ROOT) is tried: cleared by CARMA_FSROOT_RESOLVE=walk (re-read when
+ * a root is opened) and, for the rest of the process, by a kernel without openat2 (ENOSYS). */
+static atomic_bool use_openat2 = true;
+
+static void resolve_load(void)
+{
+    const char *env = getenv("CARMA_FSROOT_RESOLVE");
+    use_openat2 = !(env && strcmp(env, "walk") == 0);
+}
+
+/* At most this many directories deep, and this many symbolic links followed (the kernel's own
+ * limit, 40), in one walk. */
+#define WALK_DEPTH 128
+#define WALK_LINKS 40
+
+/*
+ * The fallback: rel resolved one component at a time from rootfd, each opened with O_PATH |
+ * O_NOFOLLOW, so that the kernel never follows a link itself. A symbolic link's text is put in
+ * place of the component and walked in turn: an absolute one from the root, ".." never above
+ * it (the view a chroot or a container has). The last component is opened with flags.
+ */
+static int walk_open(int rootfd, const char *rel, int flags)
+{
+    char todo[2 * PATH_MAX];
+    size_t tl = strlen(rel);
+    if (tl >= sizeof todo)
+        return -ENAMETOOLONG;
+    memcpy(todo, rel, tl + 1);
+    int stack[WALK_DEPTH];
+    int depth = 0;
+    stack[0] = rootfd;
+    int links = 0, r = 0;
+    size_t pos = 0;
+    char last[NAME_MAX + 1] = "";
+    for (;;) {
+        while (todo[pos] == '/')
+            pos++;
+        if (!todo[pos])
+            break;
+        size_t len = strcspn(todo + pos, "/");
+        if (len > NAME_MAX) {
+            r = -ENAMETOOLONG;
+            goto out;
+        }
+        char name[NAME_MAX + 1];
+        memcpy(name, todo + pos, len);
+        name[len] = '\0';
+        pos += len;
+        size_t after = pos;
+        while (todo[after] == '/')
+            after++;
+        bool more = todo[after] != '\0';
+        last[0] = '\0';
+        if (strcmp(name, ".") == 0)
+            continue;
+        if (strcmp(name, "..") == 0) {
+            if (depth > 0)
+                close(stack[depth--]);
+            continue;
+        }
+        int fd = openat(stack[depth], name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            r = -errno;
+            goto out;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+            r = -errno;
+            close(fd);
+            goto out;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t n = -1;
+            r = -ELOOP;
+            if (++links <= WALK_LINKS) {
+                n = readlinkat(fd, "", target, sizeof target);
+                r = n < 0 ? -errno : 0;
+            }
+            close(fd);
+            if (r < 0)
+                goto out;
+            if ((size_t)n >= sizeof target) {
+                r = -ENAMETOOLONG;
+                goto out;
+            }
+            /* todo becomes the link's text, '/', then what was left of it */
+            size_t rest = strlen(todo + pos);
+            if ((size_t)n + 1 + rest >= sizeof todo) {
+                r = -ENAMETOOLONG;
+                goto out;
+            }
+            memmove(todo + n + 1, todo + pos, rest + 1);
+            memcpy(todo, target, (size_t)n);
+            todo[n] = '/';
+            pos = 0;
+            if (todo[0] == '/')
+                while (depth > 0)
+                    close(stack[depth--]);
+            continue;
+        }
+        if (!more) {
+            close(fd);
+            memcpy(last, name, len + 1);
+            break;
+        }
+        if (depth + 1 >= WALK_DEPTH) {
+            close(fd);
+            r = -ENAMETOOLONG;
+            goto out;
+        }
+        stack[++depth] = fd;
+    }
+    /* not a link (checked above): O_NOFOLLOW refuses one put there since */
+    r = openat(stack[depth], last[0] ? last : ".", flags | O_NOFOLLOW);
+    if (r < 0)
+        r = -errno;
+out:
+    while (depth > 0)
+        close(stack[depth--]);
+    return r;
+}
+
+/* Opens rel (no leading '/') below the root with flags, never outside it. Returns the fd or a
+ * negative errno. */
+static int resolve_open(const struct fsroot *r, const char *rel, int flags)
+{
+    if (use_openat2) {
+        struct open_how how;
+        memset(&how, 0, sizeof how);
+        how.flags = (uint64_t)(unsigned)flags;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        for (int tries = 0; tries < 16; tries++) {
+            long fd = syscall(SYS_openat2, r->dirfd, rel, &how, sizeof how);
+            if (fd >= 0)
+                return (int)fd;
+            /* EAGAIN: a rename below the root raced with the lookup, which is safe to retry */
+            if (errno != EAGAIN && errno != EINTR)
+                break;
+        }
+        if (errno != ENOSYS)
+            return -errno;
+        use_openat2 = false; /* a kernel before 5.6 (or a filter that hides the call) */
+    }
+    return walk_open(r->dirfd, rel, flags);
+}
+
 int fsroot_open(struct fsroot *r, const char *path, struct carma_err *e)
 {
     r->dirfd = -1;
@@ -89,6 +247,7 @@ int fsroot_open(struct fsroot *r, const char *path, struct carma_err *e)
                              strerror(errno));
     r->dirfd = fd;
     faults_load();
+    resolve_load();
     return 0;
 }
 
@@ -119,9 +278,9 @@ int fsroot_open_file(const struct fsroot *r, const char *rel)
             hit = true;
         }
     }
-    int fd = openat(r->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    int fd = resolve_open(r, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
-        return -errno;
+        return fd;
     struct stat st;
     if (hit && fstat(fd, &st) == 0) {
         for (int i = 0; i < n_faults; i++) {
@@ -137,9 +296,9 @@ int fsroot_open_file(const struct fsroot *r, const char *rel)
 
 int fsroot_open_dir(const struct fsroot *r, const char *rel, DIR **ret)
 {
-    int fd = openat(r->dirfd, strip(rel), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = resolve_open(r, strip(rel), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return -errno;
+        return fd;
     DIR *d = fdopendir(fd);
     if (!d) {
         int err = -errno;
@@ -219,6 +378,9 @@ ssize_t fsroot_read_text(const struct fsroot *r, const char *rel, char *buf, siz
 
 int fsroot_exists(const struct fsroot *r, const char *rel)
 {
-    struct stat st;
-    return fstatat(r->dirfd, strip(rel), &st, 0) == 0;
+    int fd = resolve_open(r, strip(rel), O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
 }

@@ -2,7 +2,13 @@
  * fsroot: every sysfs/procfs access carma makes goes through one root directory.
  *
  * `--root DIR` (default "/") is opened once as a directory fd; files below it are opened
- * with openat() relative to that fd, so a fixture tree stands in for a real machine. Sources
+ * relative to that fd, so a fixture tree stands in for a real machine. Every path is resolved
+ * below the root, as a chroot or a container sees it: an absolute symbolic link starts again
+ * at the root (a link to /etc/passwd reads ROOT/etc/passwd) and ".." never climbs above it.
+ * The kernel does this where it has openat2(RESOLVE_IN_ROOT) (Linux 5.6); elsewhere (ENOSYS)
+ * carma walks the path itself, one O_NOFOLLOW component at a time, reading each link and
+ * resolving its text the same way (at most 40 links, as the kernel). Setting
+ * CARMA_FSROOT_RESOLVE=walk (read when a root is opened) forces that walk, for tests. Sources
  * open their files once at probe time and re-read them with fsroot_pread_text() at offset 0
  * each tick: no path formatting, no allocation and no open in the sampling path.
  *

@@ -695,7 +695,7 @@ static int follow_put(const char *dir, const char *rel, struct follow_out *o, co
     if (!o->f) {
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, rel);
-        o->f = fopen(path, "we");
+        o->f = file_fopen_w(path);
         if (!o->f)
             return -errno;
     }

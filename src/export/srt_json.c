@@ -19,9 +19,9 @@ int srt_json_replace(json_t *m, const char *dir, const char *tmp_path, const cha
     if (!text)
         return carma_err_set(e, -ENOMEM, "cannot write %s: out of memory", path);
     int r = 0;
-    int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = file_create(tmp_path, O_TRUNC);
     if (fd < 0) {
-        r = -errno;
+        r = fd;
         free(text);
         return carma_err_set(e, r, "cannot create %s: %s", tmp_path, strerror(-r));
     }
@@ -56,9 +56,9 @@ int srt_csv_create(const char *dir, const char *csv_path, const char *header, si
     int r = file_mkdirs(dir);
     if (r < 0)
         return carma_err_set(e, r, "cannot create %s: %s", dir, strerror(-r));
-    int fd = open(csv_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = file_create(csv_path, O_TRUNC);
     if (fd < 0) {
-        r = -errno;
+        r = fd;
         return carma_err_set(e, r, "cannot create %s: %s", csv_path, strerror(-r));
     }
     r = file_write_all(fd, header, n);

@@ -104,9 +104,9 @@ static int emit(const struct follow *f, const char *artifact, long long concurre
     }
     n = strlen(line);
     line[n] = '\n';
-    int fd = open(jsonl, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = file_create(jsonl, O_APPEND);
     if (fd < 0) {
-        r = -errno;
+        r = fd;
         carma_err_set(e, r, "cannot open %s: %s", jsonl, strerror(-r));
         goto out;
     }

@@ -63,9 +63,11 @@ struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, 
     w->buf = malloc(w->cap);
     if (!w->buf)
         goto oom;
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    w->fd = file_create(path, O_TRUNC);
     if (w->fd < 0) {
-        carma_err_set(e, -errno, "cannot create %s: %s", path, strerror(errno));
+        int r = w->fd;
+        w->fd = -1;
+        carma_err_set(e, r, "cannot create %s: %s", path, strerror(-r));
         samples_csv_close(w);
         return NULL;
     }

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/file.h"
+
 int launcher_signals_open(sigset_t *old)
 {
     sigset_t set;
@@ -55,7 +57,7 @@ static void signals_default(void)
 
 static int redirect(const char *path, int target)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = file_create(path, O_TRUNC);
     if (fd < 0)
         return -1;
     int r = dup2(fd, target);

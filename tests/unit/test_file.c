@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -174,12 +175,140 @@ static void test_replace_special(void **state)
     assert_int_equal(st.st_size, 2);
 }
 
+/* file_tmp_rand for the tests: clash[0 .. n_clash) then 0xf00d forever. */
+static uint64_t clash[4];
+static size_t n_clash, n_drawn;
+
+static uint64_t fixed_rand(void)
+{
+    return n_drawn < n_clash ? clash[n_drawn++] : 0xf00d;
+}
+
+static void tmp_name(char *buf, size_t cap, const char *path, uint64_t v)
+{
+    snprintf(buf, cap, "%s.tmp.%d.%016llx", path, (int)getpid(), (unsigned long long)v);
+}
+
+/* The files in tu_dir whose name starts with prefix. */
+static int count_prefix(const char *prefix)
+{
+    DIR *d = opendir(tu_dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* A temporary name that exists already (left by a crashed run, or a link planted to make carma
+ * write elsewhere) is never opened: another name is drawn, and what was there is left alone. */
+static void test_replace_leftover_temporary(void **state)
+{
+    (void)state;
+    char path[400], victim[400], old_style[500], left[500], link2[500], buf[64];
+    snprintf(path, sizeof path, "%s/report.json", tu_dir);
+    snprintf(victim, sizeof victim, "%s/victim", tu_dir);
+    tu_put("victim", "victim\n");
+    tu_put("report.json", "old\n");
+    /* the name an earlier carma used (no random part), and the first two names drawn */
+    snprintf(old_style, sizeof old_style, "%s.tmp.%d", path, (int)getpid());
+    assert_int_equal(symlink(victim, old_style), 0);
+    tmp_name(left, sizeof left, path, 0xabc);
+    int lfd = open(left, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(lfd >= 0);
+    close(lfd);
+    tmp_name(link2, sizeof link2, path, 0xdef);
+    assert_int_equal(symlink(victim, link2), 0);
+    clash[0] = 0xabc;
+    clash[1] = 0xdef;
+    n_clash = 2;
+    n_drawn = 0;
+    uint64_t (*random_bits)(void) = file_tmp_rand;
+    file_tmp_rand = fixed_rand;
+    assert_int_equal(file_replace(path, "new\n", 4), 0);
+    assert_int_equal(n_drawn, 2);
+    tu_slurp(path, buf, sizeof buf);
+    assert_string_equal(buf, "new\n");
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    tu_slurp(victim, buf, sizeof buf);
+    assert_string_equal(buf, "victim\n");
+    assert_int_equal(lstat(left, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_size, 0);
+    assert_int_equal(lstat(link2, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(old_style, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    /* report.json, and the three names that were there before: no temporary of this call */
+    assert_int_equal(count_prefix("report.json"), 4);
+
+    /* every name drawn is taken: -EEXIST, and nothing changes */
+    for (size_t k = 0; k < 4; k++)
+        clash[k] = 0xabc;
+    n_clash = 4;
+    n_drawn = 0;
+    /* past clash[] fixed_rand gives 0xf00d: make that one taken too */
+    char f00d[500];
+    tmp_name(f00d, sizeof f00d, path, 0xf00d);
+    assert_int_equal(symlink(victim, f00d), 0);
+    assert_int_equal(file_replace(path, "newer\n", 6), -EEXIST);
+    tu_slurp(path, buf, sizeof buf);
+    assert_string_equal(buf, "new\n");
+    tu_slurp(victim, buf, sizeof buf);
+    assert_string_equal(buf, "victim\n");
+    assert_int_equal(count_prefix("report.json"), 5);
+    file_tmp_rand = random_bits;
+}
+
+/* The mode of every file and directory created: FILE_MODE and FILE_DIR_MODE less the umask,
+ * never more (umask 000 gives 0644 and 0755, not 0666 and 0777). */
+static void test_create_modes(void **state)
+{
+    (void)state;
+    static const mode_t masks[] = {0, 022, 077, 027};
+    for (size_t k = 0; k < sizeof masks / sizeof masks[0]; k++) {
+        mode_t old = umask(masks[k]);
+        mode_t want_f = FILE_MODE & ~masks[k], want_d = FILE_DIR_MODE & ~masks[k];
+        char p[5][500];
+        for (int i = 0; i < 5; i++)
+            snprintf(p[i], sizeof p[i], "%s/m%zu-%d", tu_dir, k, i);
+        int fd = file_create(p[0], O_TRUNC);
+        assert_true(fd >= 0);
+        close(fd);
+        fd = file_create(p[1], O_APPEND | O_EXCL);
+        assert_true(fd >= 0);
+        close(fd);
+        FILE *f = file_fopen_w(p[2]);
+        assert_non_null(f);
+        fclose(f);
+        assert_int_equal(file_replace(p[3], "x", 1), 0);
+        assert_int_equal(file_mkdirs(p[4]), 0);
+        umask(old);
+        struct stat st;
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(stat(p[i], &st), 0);
+            if ((st.st_mode & 07777) != want_f)
+                fail_msg("%s: mode %04o under umask %03o, expected %04o", p[i],
+                         (unsigned)(st.st_mode & 07777), (unsigned)masks[k], (unsigned)want_f);
+        }
+        assert_int_equal(stat(p[4], &st), 0);
+        if ((st.st_mode & 07777) != want_d)
+            fail_msg("%s: mode %04o under umask %03o, expected %04o", p[4],
+                     (unsigned)(st.st_mode & 07777), (unsigned)masks[k], (unsigned)want_d);
+    }
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
     const struct CMUnitTest tests[] = {
-        T(test_claim_new),  T(test_claim_empty_existing), T(test_claim_refuses_what_is_there),
-        T(test_claim_race), T(test_replace_special),
+        T(test_claim_new),    T(test_claim_empty_existing), T(test_claim_refuses_what_is_there),
+        T(test_claim_race),   T(test_replace_special),      T(test_replace_leftover_temporary),
+        T(test_create_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,6 +357,144 @@ static void test_fault_reset_on_reopen_of_root(void **state)
     assert_int_equal(fsroot_read_text(&t->root, "x", buf, sizeof buf), -EIO);
 }
 
+/* A symbolic link rel below tu_dir with text target. */
+static void put_link(const char *rel, const char *target)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tu_dir, rel);
+    tu_mkdirs(rel);
+    assert_int_equal(symlink(target, path), 0);
+}
+
+/*
+ * Every path resolves below the root (tu_dir/root), links included: the tree beside it
+ * (tu_dir/outside) and the host's own /etc/passwd are never reached. walk: through the
+ * component-by-component fallback instead of openat2.
+ */
+static void check_links_stay_in_root(struct tree *t, bool walk)
+{
+    if (walk)
+        setenv("CARMA_FSROOT_RESOLVE", "walk", 1);
+    else
+        unsetenv("CARMA_FSROOT_RESOLVE");
+    char root[600], outside[600];
+    snprintf(root, sizeof root, "%s/root", t->dir);
+    snprintf(outside, sizeof outside, "%s/outside/secret", t->dir);
+    tu_put("outside/secret", "host secret\n");
+    tu_put("root/sys/devices/platform/acpi/hwmon/hwmon0/name", "power_meter\n");
+    tu_put("root/sys/devices/platform/acpi/hwmon/hwmon0/power1_average", "1000\n");
+    /* as sysfs has them: relative links into devices/ */
+    put_link("root/sys/class/hwmon/hwmon0", "../../devices/platform/acpi/hwmon/hwmon0");
+    put_link("root/sys/devices/platform/acpi/hwmon/hwmon0/device/power1_oem_info", "/etc/passwd");
+    put_link("root/sys/devices/platform/acpi/hwmon/hwmon0/device/power2_oem_info", outside);
+    put_link("root/a/b/up", "../../../outside/secret"); /* tu_dir/outside/secret */
+    put_link("root/a/b/updir", "../../../outside");
+    put_link("root/abs-devices", "/sys/devices");
+    put_link("root/loop", "loop");
+    put_link("root/chain1", "chain2/");
+    put_link("root/chain2", "/a/./b/../b");
+    tu_open_root(&t->root, root);
+
+    char buf[64];
+    /* a relative link inside the root works, for files and directories */
+    assert_int_equal(fsroot_read_text(&t->root, "sys/class/hwmon/hwmon0/name", buf, sizeof buf),
+                     11);
+    assert_string_equal(buf, "power_meter");
+    DIR *d = NULL;
+    assert_int_equal(fsroot_open_dir(&t->root, "sys/class/hwmon/hwmon0", &d), 0);
+    int seen = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        seen += strcmp(de->d_name, "power1_average") == 0;
+    closedir(d);
+    assert_int_equal(seen, 1);
+
+    /* an absolute link starts again at the root: ROOT/etc/passwd, absent */
+    const char *oem = "sys/class/hwmon/hwmon0/device/power1_oem_info";
+    assert_int_equal(fsroot_read_text(&t->root, oem, buf, sizeof buf), -ENOENT);
+    assert_int_equal(fsroot_open_file(&t->root, oem), -ENOENT);
+    assert_int_equal(fsroot_exists(&t->root, oem), 0);
+    assert_int_equal(fsroot_read_text(&t->root, "sys/class/hwmon/hwmon0/device/power2_oem_info",
+                                      buf, sizeof buf),
+                     -ENOENT);
+    /* ".." never climbs above the root, in a link or in the path given */
+    assert_int_equal(fsroot_read_text(&t->root, "a/b/up", buf, sizeof buf), -ENOENT);
+    assert_int_equal(fsroot_read_text(&t->root, "../outside/secret", buf, sizeof buf), -ENOENT);
+    assert_int_equal(fsroot_read_text(&t->root, "a/../../outside/secret", buf, sizeof buf),
+                     -ENOENT);
+    assert_int_equal(fsroot_open_dir(&t->root, "a/b/updir", &d), -ENOENT);
+    assert_int_equal(fsroot_exists(&t->root, "a/b/up"), 0);
+    assert_int_equal(fsroot_exists(&t->root, "../outside"), 0);
+    /* ".." at the root is the root */
+    assert_int_equal(fsroot_exists(&t->root, "../../a/b"), 1);
+    assert_int_equal(fsroot_open_dir(&t->root, "..", &d), 0);
+    closedir(d);
+
+    /* the same names once the root holds them: each is read from inside */
+    tu_put("root/etc/passwd", "inside passwd\n");
+    tu_put("root/outside/secret", "inside secret\n");
+    char own[600];
+    snprintf(own, sizeof own, "root%s", outside);
+    tu_put(own, "inside secret 2\n");
+    assert_int_equal(fsroot_read_text(&t->root, oem, buf, sizeof buf), 13);
+    assert_string_equal(buf, "inside passwd");
+    assert_int_equal(fsroot_exists(&t->root, oem), 1);
+    assert_int_equal(fsroot_read_text(&t->root, "sys/class/hwmon/hwmon0/device/power2_oem_info",
+                                      buf, sizeof buf),
+                     15);
+    assert_string_equal(buf, "inside secret 2");
+    assert_int_equal(fsroot_read_text(&t->root, "a/b/up", buf, sizeof buf), 13);
+    assert_string_equal(buf, "inside secret");
+    assert_int_equal(fsroot_read_text(&t->root, "a/b/updir/secret", buf, sizeof buf), 13);
+    assert_int_equal(fsroot_read_text(&t->root, "../outside/secret", buf, sizeof buf), 13);
+    assert_string_equal(buf, "inside secret");
+
+    /* an absolute link to a directory, links to links, a trailing '/' and "." in a link */
+    assert_int_equal(
+        fsroot_read_text(&t->root, "abs-devices/platform/acpi/hwmon/hwmon0/name", buf, sizeof buf),
+        11);
+    assert_int_equal(fsroot_exists(&t->root, "chain1/up"), 1);
+    assert_int_equal(fsroot_read_text(&t->root, "chain1/up", buf, sizeof buf), 13);
+    assert_string_equal(buf, "inside secret");
+    /* a loop ends in ELOOP; a file used as a directory in ENOTDIR */
+    assert_int_equal(fsroot_open_file(&t->root, "loop"), -ELOOP);
+    assert_int_equal(fsroot_open_file(&t->root, "etc/passwd/x"), -ENOTDIR);
+    assert_int_equal(fsroot_open_dir(&t->root, "etc/passwd", &d), -ENOTDIR);
+    unsetenv("CARMA_FSROOT_RESOLVE");
+}
+
+static void test_links_stay_in_root(void **state)
+{
+    check_links_stay_in_root(*state, false);
+}
+
+static void test_links_stay_in_root_walk(void **state)
+{
+    check_links_stay_in_root(*state, true);
+}
+
+/* The walk's own limits: a path deeper than it follows, and the name length. */
+static void test_walk_long_paths(void **state)
+{
+    struct tree *t = *state;
+    setenv("CARMA_FSROOT_RESOLVE", "walk", 1);
+    char rel[1200] = "";
+    size_t n = 0;
+    for (int i = 0; i < 100; i++)
+        n += (size_t)snprintf(rel + n, sizeof rel - n, "d/");
+    snprintf(rel + n, sizeof rel - n, "f");
+    tu_put(rel, "7\n");
+    tu_open_root(&t->root, t->dir);
+    char buf[16];
+    assert_int_equal(fsroot_read_text(&t->root, rel, buf, sizeof buf), 1);
+    assert_string_equal(buf, "7");
+    char name[300];
+    memset(name, 'x', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    assert_int_equal(fsroot_open_file(&t->root, name), -ENAMETOOLONG);
+    unsetenv("CARMA_FSROOT_RESOLVE");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -374,6 +513,9 @@ int main(void)
         T(test_fault_not_inherited_by_reused_fd),
         T(test_fault_eio_and_lists),
         T(test_fault_reset_on_reopen_of_root),
+        T(test_links_stay_in_root),
+        T(test_links_stay_in_root_walk),
+        T(test_walk_long_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
