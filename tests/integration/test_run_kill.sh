@@ -24,12 +24,17 @@ pid_of() {
     printf '%s' "$p"
 }
 
-# kill_file FILE...: SIGKILL to the pid each FILE holds
+# kill_file FILE...: SIGKILL to the pid each FILE holds, and to its process group unless that
+# is this test's
+own_pgid=$(ps -o pgid= -p $$ | tr -d ' ')
 kill_file() {
-    local f p
+    local f p g
     for f in "$@"; do
         p=$(pid_of "$f")
-        [ -n "$p" ] && kill -KILL "$p" 2>/dev/null
+        [ -n "$p" ] || continue
+        g=$(ps -o pgid= -p "$p" 2>/dev/null | tr -d ' ')
+        [ -n "$g" ] && [ "$g" != "$own_pgid" ] && [ "$g" -gt 1 ] && kill -KILL -- "-$g" 2>/dev/null
+        kill -KILL "$p" 2>/dev/null
     done
     return 0
 }
@@ -38,6 +43,8 @@ kill_file() {
 cleanup_left() {
     kill_file "$here"/*.pid "$here"/*.child
     [ -n "$carma_pid" ] && kill -KILL "$carma_pid" 2>/dev/null
+    # a cgroup a failed check left (empty once its processes are killed)
+    [ -n "${dir:-}" ] && [ -d "$dir" ] && sleep 0.2 && rmdir "$dir"/*/ "$dir" 2>/dev/null
     return 0
 }
 trap 'cleanup_left; _lib_cleanup' EXIT
