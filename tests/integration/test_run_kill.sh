@@ -225,6 +225,23 @@ else
     note "cannot hide cgroup v2 (unshare -m): kill -9 without cgroups is not checked"
 fi
 
+# ---------------------------------------------------------------- kill -9 of carma stat
+rm -f st.pid st.child
+"$CARMA" stat --root "$ROOT" -- sh sleeper.sh st 30 >stat9.out 2>stat9.err &
+carma_pid=$!
+if wait_files 10 st.pid st.child; then
+    kill -KILL "$carma_pid"
+    wait "$carma_pid" 2>/dev/null
+    carma_pid=
+    wait_gone 5 "$(pid_of st.pid)" "$(pid_of st.child)" ||
+        check_fail "kill -9 of carma stat: the command's processes still run 5 s later"
+    check_re stat9.err '^carma: carma \(pid [0-9]+\) ended with its workloads running: SIGKILL to 1 process group' \
+        "kill -9 of carma stat: the supervisor says what it did"
+else
+    check_fail "carma stat did not start its command: $(head -n 3 stat9.err)"
+fi
+kill_file st.pid st.child
+
 # ---------------------------------------------------------------- the escaped daemon
 if [ "$have_nocg" = 1 ]; then
     cat >daemon.sh <<'EOF'
