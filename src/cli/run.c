@@ -44,10 +44,15 @@
 #include "workload/launcher.h"
 #include "workload/perfcount.h"
 #include "workload/proctree.h"
+#include "workload/supervise.h"
 #include "cli/run.h"
 #include "cli/follow_opt.h"
 #include "cli/interrupt.h"
 #include "cli/caveats.h"
+#include "cli/escaped.h"
+
+/* kills the workloads if carma is killed (supervise.h) */
+static struct supervisor run_sup = {.fd = -1};
 
 static void help(void)
 {
@@ -243,6 +248,7 @@ static void start_job(struct run *r, struct job *j)
         j->end_real = j->start_real;
         return;
     }
+    supervisor_watch(&run_sup, j->pid);
     if (!j->have_cg && proctree_init(&j->tree, j->pid, "/proc", NS_PER_S) == 0)
         j->have_tree = true;
     perf_counters_open(&j->perf, j->pid);
@@ -1255,6 +1261,7 @@ int cmd_run(int argc, char **argv)
     struct run *r = calloc(1, sizeof *r);
     if (!r)
         return 1;
+    signal(SIGXFSZ, SIG_IGN); /* past a file size limit a write fails (EFBIG), as on a full disk */
     r->sigfd = -1;
     r->grace_ns = grace_ns;
     r->clk_tck = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
@@ -1360,6 +1367,10 @@ int cmd_run(int argc, char **argv)
     r->live = isatty(STDOUT_FILENO) && co.verbose >= 0;
     r->tty = !r->live && isatty(STDERR_FILENO) && co.verbose >= 0;
     r->sigfd = launcher_signals_open(&r->old_mask);
+    /* before carma is a subreaper: the supervisor must not be carma's child */
+    if (supervisor_start(&run_sup, r->have_base ? &r->base : NULL, &e) < 0)
+        cli_error("%s (a killed carma would leave its workloads running)", e.msg);
+    escaped_begin();
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     signal(SIGPIPE, SIG_IGN); /* a closed stdout is an error to report, not a death */
     if (sampler_start(r->s) < 0) {
@@ -1419,6 +1430,7 @@ int cmd_run(int argc, char **argv)
                 next = j->kill_deadline;
             if (j->started && j->exited && !j->done && !job_alive(j)) {
                 j->done = true;
+                supervisor_forget(&run_sup, j->pid);
                 j->linger_deadline = j->kill_deadline = 0;
                 if (now > j->end_mono) { /* the last of its processes ended now */
                     j->end_mono = now;
@@ -1483,6 +1495,14 @@ int cmd_run(int argc, char **argv)
     }
     if (report_failed)
         status = 1; /* reports that could not be written (said above) */
+    int csv_err;
+    uint64_t lost = samples_csv_lost_ticks(r->csv, &csv_err);
+    if (lost) {
+        cli_error("%s/samples.csv: %llu tick%s could not be written (%s): the samples are "
+                  "incomplete",
+                  r->dir, (unsigned long long)lost, lost == 1 ? "" : "s", strerror(-csv_err));
+        status = 1;
+    }
     json_object_set_new(wl, "workloads", arr);
     write_json(r, "workloads.json", wl);
     write_json(r, "workload_pids.json", pids);
@@ -1560,6 +1580,14 @@ out:
     if (r->sigfd >= 0)
         close(r->sigfd);
     sampler_free(r->s);
+    /* without cgroups, what left its workload's process group is carma's (the subreaper's) */
+    pid_t keep[SPLIT_JOBS_MAX];
+    size_t nkeep = 0;
+    for (size_t k = 0; r->jobs && k < r->njobs && nkeep < SPLIT_JOBS_MAX; k++)
+        if (r->jobs[k].pid > 0)
+            keep[nkeep++] = r->jobs[k].pid;
+    escaped_end(keep, nkeep, r->grace_ns);
+    supervisor_stop(&run_sup);
     carbon_intensity_done(&r->ci);
     experiment_free(&r->x);
     json_decref(r->warnings);

@@ -35,6 +35,7 @@
 #include "sampler/samples_csv.h"
 #include "workload/launcher.h"
 #include "workload/proctree.h"
+#include "workload/supervise.h"
 
 #define ATTRIB_EPOCH_MIN_NS (500 * NS_PER_MS)
 /* New members of the command's tree are found among the pids created since the last update;
@@ -707,6 +708,8 @@ int cmd_stat(int argc, char **argv)
     if (pr != 0)
         return pr > 0 ? 0 : 2;
     struct stat_run r = {.o = &o, .sigfd = -1, .static_w = NAN};
+    struct supervisor sup = {.fd = -1}; /* kills the command if carma is killed */
+    signal(SIGXFSZ, SIG_IGN); /* past a file size limit a write fails (EFBIG), as on a full disk */
     struct carma_err e = {0};
     if (carbon_intensity_resolve(o.region, o.intensity, &r.ci, &e) < 0) {
         cli_error("--region: %s", e.msg);
@@ -748,6 +751,9 @@ int cmd_stat(int argc, char **argv)
         cli_error("cannot set up signal handling: %s", strerror(-r.sigfd));
         goto out;
     }
+    /* before carma is a subreaper: the supervisor must not be carma's child */
+    if (supervisor_start(&sup, NULL, &e) < 0)
+        cli_error("%s (a killed carma would leave the command running)", e.msg);
     /* orphans of the command's tree are reparented to carma, which reaps them and counts
      * their CPU time */
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -790,6 +796,7 @@ int cmd_stat(int argc, char **argv)
         write_manifest(&r, true);
         goto out;
     }
+    supervisor_watch(&sup, r.pid);
     cpu_attrib_init(&r.attrib,
                     r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS,
                     isnan(r.static_w) ? -1.0 : r.static_w, r.static_busy);
@@ -859,6 +866,7 @@ int cmd_stat(int argc, char **argv)
     }
     json_decref(j);
 out:
+    supervisor_stop(&sup);
     if (r.have_tree)
         proctree_done(&r.tree);
     samples_csv_close(r.csv);

@@ -23,7 +23,9 @@ struct samples_csv {
     size_t *mid_len;
     size_t n;
     uint64_t rows;
-    off_t good; /* bytes of complete rows on disk */
+    off_t good;    /* bytes of complete rows on disk */
+    uint64_t lost; /* ticks that could not be written */
+    int first_err; /* the first write error (-errno), 0 when none */
 };
 
 struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, struct carma_err *e)
@@ -118,6 +120,9 @@ int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struc
         /* never leave half a tick: cut the file back to its last complete row */
         if (ftruncate(w->fd, w->good) == 0)
             lseek(w->fd, w->good, SEEK_SET);
+        w->lost++;
+        if (!w->first_err)
+            w->first_err = r;
         return carma_err_set(e, r, "cannot write %s: %s (the rows written before are kept)",
                              w->path, strerror(-r));
     }
@@ -129,6 +134,13 @@ int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struc
 uint64_t samples_csv_rows(const struct samples_csv *w)
 {
     return w ? w->rows : 0;
+}
+
+uint64_t samples_csv_lost_ticks(const struct samples_csv *w, int *ret_err)
+{
+    if (ret_err)
+        *ret_err = w ? w->first_err : 0;
+    return w ? w->lost : 0;
 }
 
 int samples_csv_close(struct samples_csv *w)

@@ -26,13 +26,19 @@ struct samples_csv *samples_csv_open(const char *path, const struct sampler *s,
                                      struct carma_err *e);
 
 /*
- * Appends the current tick's rows. Returns 0, or a negative errno (e.g. -ENOSPC) with e
- * naming the file; rows written before stay on disk and later ticks are tried again.
+ * Appends the current tick's rows. Returns 0, or a negative errno (-ENOSPC for a full disk,
+ * -EFBIG past the file size limit, with SIGXFSZ ignored) with e naming the file; a tick
+ * written in part is cut off again (the file keeps whole rows only), rows written before
+ * stay on disk and later ticks are tried again.
  */
 int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struct carma_err *e);
 
 /* Rows written so far. */
 uint64_t samples_csv_rows(const struct samples_csv *w);
+
+/* Ticks that could not be written so far (NULL-safe); *ret_err (may be NULL) gets the first
+ * error, a negative errno, or 0 when none failed. */
+uint64_t samples_csv_lost_ticks(const struct samples_csv *w, int *ret_err);
 
 /* Closes the file and frees the writer (NULL-safe). Returns 0 or -errno from close. */
 int samples_csv_close(struct samples_csv *w);

@@ -102,15 +102,28 @@ int cgroup_base_create(struct cgroup_dir *ret, struct carma_err *e)
     if (r < 0)
         return carma_err_set(e, r,
                              "this process is in no cgroup v2 (/proc/self/cgroup has no 0:: line)");
-    snprintf(ret->path, sizeof ret->path, "%s%s%scarma-%d", mnt, own,
-             own[strlen(own) - 1] == '/' ? "" : "/", (int)getpid());
-    snprintf(ret->rel, sizeof ret->rel, "%s%scarma-%d", own, own[strlen(own) - 1] == '/' ? "" : "/",
-             (int)getpid());
-    if (mkdir(ret->path, 0755) < 0 && errno != EEXIST)
-        return carma_err_set(e, -errno, "cannot create cgroup %s: %s%s", ret->path, strerror(errno),
-                             errno == EACCES || errno == EPERM || errno == EROFS
-                                 ? " (run as root, or delegate a cgroup subtree to this user)"
-                                 : "");
+    /* never an existing directory: one left by a carma that was killed (its processes may
+     * still run there) under a pid now reused is not this run's */
+    const char *sep = own[strlen(own) - 1] == '/' ? "" : "/";
+    for (int k = 1;; k++) {
+        char name[48];
+        if (k == 1)
+            snprintf(name, sizeof name, "carma-%d", (int)getpid());
+        else
+            snprintf(name, sizeof name, "carma-%d-%d", (int)getpid(), k);
+        snprintf(ret->path, sizeof ret->path, "%s%s%s%s", mnt, own, sep, name);
+        snprintf(ret->rel, sizeof ret->rel, "%s%s%s", own, sep, name);
+        if (mkdir(ret->path, 0755) == 0)
+            break;
+        if (errno != EEXIST || k == CGROUP_BASE_TRIES)
+            return carma_err_set(
+                e, -errno, "cannot create cgroup %s: %s%s", ret->path, strerror(errno),
+                errno == EACCES || errno == EPERM || errno == EROFS
+                    ? " (run as root, or delegate a cgroup subtree to this user)"
+                : errno == EEXIST ? " (and every other name tried: cgroups of runs that were "
+                                    "killed are left there)"
+                                  : "");
+    }
     r = open_files(ret, e);
     if (r < 0)
         rmdir(ret->path);
@@ -125,8 +138,9 @@ int cgroup_child_create(const struct cgroup_dir *parent, const char *name, struc
         return carma_err_set(e, -EINVAL, "bad cgroup name '%s'", name);
     snprintf(ret->path, sizeof ret->path, "%s/%s", parent->path, name);
     snprintf(ret->rel, sizeof ret->rel, "%s/%s", parent->rel, name);
-    if (mkdirat(parent->dirfd, name, 0755) < 0 && errno != EEXIST)
-        return carma_err_set(e, -errno, "cannot create cgroup %s: %s", ret->path, strerror(errno));
+    if (mkdirat(parent->dirfd, name, 0755) < 0)
+        return carma_err_set(e, -errno, "cannot create cgroup %s: %s", ret->path,
+                             strerror(errno)); /* EEXIST too: never a cgroup in use */
     int r = open_files(ret, e);
     if (r < 0)
         unlinkat(parent->dirfd, name, AT_REMOVEDIR);

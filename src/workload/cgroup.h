@@ -30,13 +30,19 @@ struct cgroup_dir {
     int kill_fd;   /* cgroup.kill (Linux 5.14+), -1 when absent */
 };
 
+#define CGROUP_BASE_TRIES 100 /* names tried for carma's own cgroup */
+
 /*
  * Creates carma's own cgroup ("carma-<pid>" below the calling process's cgroup v2) in *ret.
- * Returns 0, or a negative errno with e saying why cgroups cannot be used here.
+ * An existing directory is never taken (a run killed before it could remove its cgroup may
+ * have left one, with its processes, under a pid now reused): "carma-<pid>-2", "-3", ... up
+ * to CGROUP_BASE_TRIES are tried instead. Returns 0, or a negative errno with e saying why
+ * cgroups cannot be used here.
  */
 int cgroup_base_create(struct cgroup_dir *ret, struct carma_err *e);
 
-/* Creates child name below parent and opens its files. Returns 0 or -errno (e set). */
+/* Creates child name below parent and opens its files. Returns 0 or -errno (e set; -EEXIST
+ * when it exists already: a cgroup is never shared). */
 int cgroup_child_create(const struct cgroup_dir *parent, const char *name, struct cgroup_dir *ret,
                         struct carma_err *e);
 

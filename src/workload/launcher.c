@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -100,6 +101,7 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
         return carma_err_set(e, -errno, "pipe: %s", strerror(errno));
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int r = -errno;
@@ -109,6 +111,11 @@ int launcher_spawn(const struct launch_opts *o, pid_t *ret_pid, struct carma_err
     }
     if (pid == 0) {
         close(pfd[0]);
+        /* the kernel kills the command when the thread that started it ends, however carma
+         * ends (kept across exec, cleared by a set-user-ID one); carma may have died already */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent)
+            _exit(127);
         setpgid(0, 0);
         if (tty_taken) {
             signal(SIGTTOU, SIG_IGN);

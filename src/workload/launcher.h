@@ -45,7 +45,9 @@ void launcher_reclaim_tty(void);
 
 /*
  * Forks and execs the command in a new process group (its pgid = its pid), with every signal's
- * disposition the default and an empty signal mask, whatever carma inherited or blocked. Returns 0
+ * disposition the default and an empty signal mask, whatever carma inherited or blocked, and
+ * PR_SET_PDEATHSIG SIGKILL: the command is killed when the calling thread ends (call it from
+ * the thread that lives as long as the measurement: carma's main thread). Returns 0
  * and *ret_pid once exec succeeded; when exec fails, returns the negative errno (-ENOENT for a
  * command not found, -EACCES for one that cannot be executed) with a message in e, and the
  * child has already been reaped.

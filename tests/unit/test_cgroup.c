@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -155,12 +156,72 @@ static void test_bad_name(void **state)
     assert_non_null(strstr(e.msg, "bad cgroup name"));
 }
 
+/* A directory "carma-<pid>" left by a killed run under the pid now reused is never taken:
+ * the run gets "carma-<pid>-2" (checked in a child, whose pid names the stale directory) */
+static void test_stale_base(void **state)
+{
+    (void)state;
+    if (!base.path[0])
+        skip();
+    char parent[sizeof base.path];
+    snprintf(parent, sizeof parent, "%s", base.path);
+    *strrchr(parent, '/') = '\0';
+    int res[2];
+    assert_int_equal(pipe(res), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(res[0]);
+        char stale[sizeof parent + 64], want[sizeof parent + 64];
+        snprintf(stale, sizeof stale, "%s/carma-%d", parent, (int)getpid());
+        snprintf(want, sizeof want, "%s/carma-%d-2", parent, (int)getpid());
+        int code = 0;
+        struct cgroup_dir g;
+        struct carma_err e = {0};
+        if (mkdir(stale, 0755) < 0)
+            code = 10;
+        else if (cgroup_base_create(&g, &e) < 0)
+            code = 11;
+        else {
+            code = strcmp(g.path, want) == 0 ? 0 : 12;
+            if (cgroup_remove(&g) < 0)
+                code = 13;
+        }
+        struct stat st;
+        if (code != 10 && (stat(stale, &st) < 0 || rmdir(stale) < 0))
+            code = 14; /* the stale one is left alone */
+        ssize_t w = write(res[1], &code, sizeof code);
+        _exit(w == (ssize_t)sizeof code ? 0 : 1);
+    }
+    close(res[1]);
+    int code = -1;
+    assert_int_equal(read(res[0], &code, sizeof code), (ssize_t)sizeof code);
+    close(res[0]);
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_int_equal(code, 0);
+}
+
+/* A child cgroup that exists already is refused, not shared */
+static void test_child_exists(void **state)
+{
+    (void)state;
+    if (!base.path[0])
+        skip();
+    struct cgroup_dir g, again;
+    struct carma_err e = {0};
+    assert_int_equal(cgroup_child_create(&base, "twice", &g, &e), 0);
+    assert_int_equal(cgroup_child_create(&base, "twice", &again, &e), -EEXIST);
+    assert_non_null(strstr(e.msg, "twice"));
+    assert_int_equal(cgroup_remove(&g), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_usage),
-        cmocka_unit_test(test_signal_all),
-        cmocka_unit_test(test_bad_name),
+        cmocka_unit_test(test_usage),        cmocka_unit_test(test_signal_all),
+        cmocka_unit_test(test_bad_name),     cmocka_unit_test(test_stale_base),
+        cmocka_unit_test(test_child_exists),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

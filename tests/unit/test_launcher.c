@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +357,60 @@ static void test_signals_taken_when_ignored(void **state)
     sigaction(SIGCHLD, &old_chld, NULL);
 }
 
+/* True when pid has ended (gone, or a zombie of whoever adopted it). */
+static bool ended(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return !p || (p[1] == ' ' && p[2] == 'Z');
+}
+
+/* The command dies with the process that started it, even by SIGKILL (PR_SET_PDEATHSIG) */
+static void test_dies_with_parent(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t parent = fork();
+    assert_true(parent >= 0);
+    if (parent == 0) {
+        close(p[0]);
+        char *argv[] = {"sleep", "30", NULL};
+        struct launch_opts o = {.argv = argv};
+        pid_t pid = -1;
+        struct carma_err e = {0};
+        if (launcher_spawn(&o, &pid, &e) < 0)
+            _exit(3);
+        ssize_t w = write(p[1], &pid, sizeof pid);
+        (void)w;
+        kill(getpid(), SIGKILL);
+        _exit(4);
+    }
+    close(p[1]);
+    pid_t pid = 0;
+    assert_int_equal(read(p[0], &pid, sizeof pid), (ssize_t)sizeof pid);
+    close(p[0]);
+    int ws;
+    assert_int_equal(waitpid(parent, &ws, 0), parent);
+    assert_true(WIFSIGNALED(ws));
+    bool gone = false;
+    for (int i = 0; i < 300 && !gone; i++) {
+        gone = ended(pid);
+        if (!gone)
+            usleep(10000);
+    }
+    if (!gone)
+        kill(pid, SIGKILL);
+    assert_true(gone);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
@@ -371,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_signals_fd),
         T(test_child_signals_default),
         cmocka_unit_test(test_signals_taken_when_ignored),
+        cmocka_unit_test(test_dies_with_parent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

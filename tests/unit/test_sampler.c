@@ -13,6 +13,9 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/resource.h>
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
@@ -664,6 +667,66 @@ static void test_samples_csv_open_errors(void **state)
     sampler_free(s);
 }
 
+/* Past the file size limit (ulimit -f, SIGXFSZ ignored as carma does) a tick written in part
+ * is cut off again: the file keeps whole ticks only, and the writer counts what it lost */
+static void test_samples_csv_file_size_limit(void **state)
+{
+    (void)state;
+    tu_copy_fixture("intel-2s");
+    struct sampler *s = new_on("rapl");
+    char path[400];
+    snprintf(path, sizeof path, "%s/samples.csv", tu_dir);
+    struct carma_err e = {0};
+    struct samples_csv *w = samples_csv_open(path, s, &e);
+    assert_non_null(w);
+    sampler_tick(s);
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    tick(s);
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    off_t two = st.st_size;
+    int err = 1;
+    assert_int_equal(samples_csv_lost_ticks(w, &err), 0);
+    assert_int_equal(err, 0);
+    /* room for a third of a tick more */
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)two + (rlim_t)two / 8;
+    void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    tick(s);
+    int r3 = samples_csv_write_tick(w, s, &e);
+    tick(s);
+    int r4 = samples_csv_write_tick(w, s, &e);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, old_xfsz);
+    assert_int_equal(r3, -EFBIG);
+    assert_int_equal(r4, -EFBIG);
+    assert_non_null(strstr(e.msg, path));
+    assert_int_equal(samples_csv_lost_ticks(w, &err), 2);
+    assert_int_equal(err, -EFBIG);
+    assert_int_equal(samples_csv_rows(w), 12);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, two); /* not a byte of the torn tick */
+    /* with room again, the next tick follows the last whole one */
+    tick(s);
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_close(w), 0);
+    size_t len;
+    char *text = slurp(path, &len);
+    int lines = 0;
+    for (const char *q = text; (q = strchr(q, '\n')); q++) {
+        assert_true(q > text && q[-1] == '\r');
+        lines++;
+    }
+    assert_int_equal(lines, 1 + 18);
+    assert_true(len > 2 && text[len - 1] == '\n');
+    free(text);
+    sampler_free(s);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
@@ -686,6 +749,7 @@ int main(void)
         T(test_samples_csv),
         T(test_samples_csv_fixed_point),
         T(test_samples_csv_open_errors),
+        T(test_samples_csv_file_size_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
