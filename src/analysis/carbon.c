@@ -34,6 +34,8 @@ static int read_whole(const char *path, char **ret, size_t *ret_len, struct carm
         return carma_err_set(e, r, "%s: out of memory", path);
     case -ENOENT:
         return carma_err_set(e, r, "%s: cannot open the intensity file: %s", path, strerror(-r));
+    case -ESPIPE:
+        return file_input_err(e, path, r);
     default:
         return carma_err_set(e, -EACCES, "%s: cannot open the intensity file: %s", path,
                              strerror(-r));

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/parse.h"
+#include "core/pidlive.h"
 #include "sources/meter.h"
 #include "sources/model.h"
 
@@ -222,6 +223,19 @@ json_t *notes_json(const struct sampler *s)
     return arr;
 }
 
+/* Who writes the run directory, so that a reader can tell a killed run from a running one
+ * (core/pidlive.h): pid and pid_start_ticks in m, boot_id in host. */
+static void writer_json(json_t *m, json_t *host)
+{
+    char boot[64];
+    if (pid_boot_id(boot, sizeof boot) == 0)
+        json_object_set_new(host, "boot_id", json_string(boot));
+    json_object_set_new(m, "pid", json_integer(getpid()));
+    uint64_t t;
+    if (pid_start_ticks(getpid(), &t, NULL) == 0)
+        json_object_set_new(m, "pid_start_ticks", json_integer((json_int_t)t));
+}
+
 json_t *manifest_base(const struct sampler *s, const char *producer)
 {
     json_t *m = json_object();
@@ -240,6 +254,7 @@ json_t *manifest_base(const struct sampler *s, const char *producer)
         json_object_set_new(host, "sockets", json_integer(s->util.nsockets));
     }
     json_object_set_new(m, "host", host);
+    writer_json(m, host);
     json_t *opts = json_object();
     json_object_set_new(opts, "root", json_string(s->root.path));
     json_object_set_new(opts, "interval_s", json_real((double)s->interval_ns / 1e9));

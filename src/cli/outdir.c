@@ -49,7 +49,7 @@ static void describe_manifest(const char *path, char *buf, size_t cap)
         snprintf(buf, cap, "empty: another carma is starting in it%s", when);
         return;
     }
-    json_t *m = json_load_file(path, 0, NULL);
+    json_t *m = file_load_json(path, 0, NULL, NULL);
     const char *prod = json_string_value(json_object_get(m, "producer"));
     const char *status = json_string_value(json_object_get(m, "status"));
     if (prod)

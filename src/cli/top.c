@@ -35,10 +35,15 @@ static void usage(FILE *f)
                "  --interval T   the redraw period (default 1s)\n"
                "  --once         one frame, then exit\n"
                "  --json         each frame as one line of JSON (run_dir, elapsed_s, finished,\n"
-               "                 node_power_w, domains, jobs, idle_j, other_j, unattributed_j)\n"
+               "                 carma_gone, node_power_w, domains, jobs, idle_j, other_j,\n"
+               "                 unattributed_j)\n"
                "  -h, --help\n"
                "\n"
-               "Exit status: 0; 1 when RUN_DIR cannot be read; 2 for a usage error.\n");
+               "A run whose manifest.json says \"running\" but whose carma is gone from this\n"
+               "host (killed) is shown once more, said so, and top exits.\n"
+               "\n"
+               "Exit status: 0; 1 when RUN_DIR cannot be read or its carma is gone without\n"
+               "finishing; 2 for a usage error.\n");
 }
 
 /* One frame as a JSON object (--json): the figures of the view, null where unknown. */
@@ -49,6 +54,7 @@ static json_t *view_json(const struct live_view *v)
     json_set_num(o, "elapsed_s", v->elapsed_s);
     json_set_num(o, "updated_unix", v->updated_unix);
     json_object_set_new(o, "finished", json_boolean(v->finished));
+    json_object_set_new(o, "carma_gone", json_boolean(v->writer_gone_pid != 0));
     json_set_num(o, "node_power_w", v->node_w);
     json_t *doms = json_array();
     for (size_t k = 0; k < v->ndomains; k++) {
@@ -157,6 +163,14 @@ int cmd_top(int argc, char **argv)
             json_decref(o);
         } else {
             live_render(stdout, &v, ansi, width, &lines);
+        }
+        if (v.writer_gone_pid) {
+            fprintf(stderr,
+                    "error: %s: the run's carma (pid %ld) is gone: the run ended without "
+                    "finishing (killed?)\n",
+                    argv[optind], v.writer_gone_pid);
+            status = 1;
+            break;
         }
         if (once || v.finished || stop)
             break;

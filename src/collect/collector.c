@@ -317,6 +317,8 @@ int collect_targets_file(struct collect_targets *ts, const char *path, unsigned 
     char *text = NULL;
     size_t len = 0;
     int r = file_read_all(path, TARGETS_FILE_MAX, &text, &len);
+    if (r == -ESPIPE)
+        return file_input_err(e, path, r);
     if (r < 0)
         return carma_err_set(e, r, "cannot read %s: %s", path,
                              r == -EFBIG ? "larger than 4 MiB" : strerror(-r));

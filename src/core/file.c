@@ -7,28 +7,129 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <jansson.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+int file_open_input(int dirfd, const char *path, struct stat *ret_st)
+{
+    int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        int err = errno;
+        struct stat st;
+        /* a socket cannot be opened at all (ENXIO): it is a file of the wrong kind too */
+        if (err == ENXIO && fstatat(dirfd, path, &st, 0) == 0 && S_ISSOCK(st.st_mode))
+            return -ESPIPE;
+        return -err;
+    }
+    struct stat st;
+    int r = 0;
+    if (fstat(fd, &st) < 0)
+        r = -errno;
+    else if (S_ISDIR(st.st_mode))
+        r = -EISDIR;
+    else if (!S_ISREG(st.st_mode))
+        r = -ESPIPE;
+    else {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+            r = -errno;
+    }
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    if (ret_st)
+        *ret_st = st;
+    return fd;
+}
+
+FILE *file_fopen_input(const char *path, int *err)
+{
+    int fd = file_open_input(AT_FDCWD, path, NULL);
+    if (fd < 0) {
+        *err = fd;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "re");
+    if (!f) {
+        *err = -errno;
+        close(fd);
+    }
+    return f;
+}
+
+const char *file_kind(mode_t mode)
+{
+    if (S_ISREG(mode))
+        return "a regular file";
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISLNK(mode))
+        return "a symbolic link";
+    return "an unknown file";
+}
+
+const char *file_kind_at(int dirfd, const char *path)
+{
+    struct stat st;
+    if (fstatat(dirfd, path, &st, 0) == 0)
+        return file_kind(st.st_mode);
+    if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return "a dangling symbolic link";
+    return "an unreadable file";
+}
+
+int file_input_err(struct carma_err *e, const char *path, int r)
+{
+    if (r == -ESPIPE)
+        return carma_err_set(e, r, "%s is not a regular file (%s)", path,
+                             file_kind_at(AT_FDCWD, path));
+    return carma_err_set(e, r, "%s: %s", path, strerror(-r));
+}
+
+json_t *file_load_json(const char *path, size_t flags, json_error_t *je, int *err)
+{
+    json_error_t local;
+    if (!je)
+        je = &local;
+    char *text = NULL;
+    size_t len = 0;
+    int r = file_read_all(path, FILE_JSON_MAX, &text, &len);
+    if (r < 0) {
+        memset(je, 0, sizeof *je);
+        snprintf(je->text, sizeof je->text, "%s",
+                 r == -ESPIPE ? "not a regular file" : strerror(-r));
+        if (err)
+            *err = r;
+        return NULL;
+    }
+    json_t *j = json_loadb(text, len, flags, je);
+    free(text);
+    if (!j && err)
+        *err = -EINVAL;
+    return j;
+}
+
 int file_read_all(const char *path, size_t max, char **ret, size_t *ret_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int fd = file_open_input(AT_FDCWD, path, &st);
     if (fd < 0)
-        return -errno;
+        return fd;
     int r = 0;
     char *buf = NULL;
     size_t len = 0, cap = 0;
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        r = -errno;
-        goto out;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        r = -EISDIR;
-        goto out;
-    }
     for (;;) {
         if (len == cap) {
             if (cap > max) { /* one byte past max was read: the file is larger */

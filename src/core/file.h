@@ -7,10 +7,60 @@
 #ifndef CARMA_CORE_FILE_H
 #define CARMA_CORE_FILE_H
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
+
+#include "err.h"
+
+/*
+ * Opens path (relative to dirfd unless absolute; AT_FDCWD for the working directory) to read
+ * an input that is meant to be a regular file: O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+ * so that opening a FIFO with no writer never blocks; then fstat's it and refuses anything
+ * but a regular file (-EISDIR for a directory, -ESPIPE for a FIFO, socket or device such as
+ * /dev/zero, which would never end), and clears O_NONBLOCK. Reading a regular file always ends:
+ * at its end, or at the caller's size cap. Returns the fd (the caller closes it) and *st (when
+ * not NULL), or a negative errno. Every input carma reads (run directories, experiments,
+ * intensity series, models, nsys exports) is opened through here; sysfs/procfs through fsroot,
+ * which applies the same rule.
+ */
+int file_open_input(int dirfd, const char *path, struct stat *st);
+
+/* file_open_input() as a stdio stream (mode "r", close-on-exec). Returns NULL with *err (a
+ * negative errno) set. */
+FILE *file_fopen_input(const char *path, int *err);
+
+/* The kind of file mode names, for a message: "a FIFO", "a directory", "a character device",
+ * "a block device", "a socket", "a symbolic link", "a regular file" or "an unknown file". */
+const char *file_kind(mode_t mode);
+
+/* The kind (file_kind()) of path below dirfd, following symbolic links ("a dangling symbolic
+ * link" when its target is absent; "an unreadable file" when it cannot be stat'ed). */
+const char *file_kind_at(int dirfd, const char *path);
+
+/* The most file_load_json() reads: a run directory's JSON files are far smaller. */
+#define FILE_JSON_MAX ((size_t)64 << 20)
+
+/*
+ * Parses the JSON file at path, read with file_read_all() (at most FILE_JSON_MAX bytes), with
+ * jansson's flags. Returns the value, or NULL with *err (may be NULL) a negative errno: the
+ * read's (je->text then holds its strerror, je->line 0), or -EINVAL for bad JSON (je as
+ * json_loadb() sets it).
+ */
+struct json_t;
+struct json_error_t;
+struct json_t *file_load_json(const char *path, size_t flags, struct json_error_t *je, int *err);
+
+/*
+ * Sets e to the message for error r of file_open_input() or file_read_all() on path: "PATH is
+ * not a regular file (a FIFO)" for -ESPIPE (a FIFO, socket or device), "PATH: STRERROR"
+ * otherwise.
+ * Returns r.
+ */
+int file_input_err(struct carma_err *e, const char *path, int r);
 
 /*
  * The modes of everything carma writes (docs/formats.md, "File modes"): files FILE_MODE and
@@ -24,7 +74,8 @@
 
 /*
  * Reads path whole into a new NUL-terminated buffer (*ret, caller frees; *ret_len without the
- * NUL). Returns 0, or a negative errno: from open/read, -EISDIR for a directory, -EFBIG when
+ * NUL), opened with file_open_input(). Returns 0, or a negative errno: from open/read, -EISDIR
+ * for a directory, -ESPIPE for another file that is not a regular one, -EFBIG when
  * the file holds more than max bytes, -ENOMEM. *ret is written only on success.
  */
 int file_read_all(const char *path, size_t max, char **ret, size_t *ret_len);

@@ -267,6 +267,31 @@ static const char *strip(const char *rel)
     return *rel ? rel : ".";
 }
 
+/* The open step's check: sysfs and procfs attributes are regular files, but in a fixture tree
+ * (--root) anything may stand in their place. A FIFO was opened without blocking (O_NONBLOCK)
+ * and would block every read; a device such as /dev/zero never ends: only a regular file (or a
+ * directory, whose read fails with EISDIR) is kept, with O_NONBLOCK cleared. Returns fd, or a
+ * negative errno (-ESPIPE for a file of another kind) with fd closed. */
+static int keep_regular(int fd)
+{
+    struct stat st;
+    int r = 0;
+    if (fstat(fd, &st) < 0)
+        r = -errno;
+    else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        r = -ESPIPE;
+    else {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+            r = -errno;
+    }
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
 int fsroot_open_file(const struct fsroot *r, const char *rel)
 {
     rel = strip(rel);
@@ -278,8 +303,10 @@ int fsroot_open_file(const struct fsroot *r, const char *rel)
             hit = true;
         }
     }
-    int fd = resolve_open(r, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    int fd = resolve_open(r, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
+        return fd;
+    if ((fd = keep_regular(fd)) < 0)
         return fd;
     struct stat st;
     if (hit && fstat(fd, &st) == 0) {

@@ -46,8 +46,11 @@ int fsroot_open(struct fsroot *r, const char *path, struct carma_err *e);
 void fsroot_close(struct fsroot *r);
 
 /*
- * Opens rel (a leading '/' is ignored) below the root, read-only and O_CLOEXEC.
- * Returns the fd (the caller owns it), or a negative errno.
+ * Opens rel (a leading '/' is ignored) below the root, read-only and O_CLOEXEC, without
+ * blocking on a FIFO. Returns the fd (the caller owns it), or a negative errno: -ESPIPE when
+ * rel is neither a regular file nor a directory (a FIFO, a socket, a device such as /dev/zero:
+ * in a fixture tree anything may stand where sysfs has a regular file), refused at open time so
+ * that no read ever blocks or runs on without end.
  */
 int fsroot_open_file(const struct fsroot *r, const char *rel);
 

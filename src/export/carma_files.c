@@ -417,7 +417,9 @@ static int slurp(const char *dir, const char *rel, char **ret, size_t *len, stru
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     int r = file_read_all(path, CARMA_FILES_INPUT_MAX, ret, len);
-    if (r < 0 && r != -ENOENT)
+    if (r == -ESPIPE)
+        file_input_err(e, path, r);
+    else if (r < 0 && r != -ENOENT)
         carma_err_set(e, r, "%s: cannot read: %s", path, strerror(-r));
     return r;
 }
@@ -465,9 +467,9 @@ int carma_files_write(const char *dir, struct carma_err *e)
     char path[4400];
     snprintf(path, sizeof path, "%s/workloads.json", dir);
     json_error_t je;
-    json_t *wl = json_load_file(path, 0, &je);
+    json_t *wl = file_load_json(path, 0, &je, NULL);
     snprintf(path, sizeof path, "%s/report.json", dir);
-    json_t *rep = json_load_file(path, 0, &je);
+    json_t *rep = file_load_json(path, 0, &je, NULL);
     const json_t *wls = json_object_get(wl, "workloads");
     size_t nw = json_array_size(wls);
     const char **names = nw ? calloc(nw, sizeof *names) : NULL;
@@ -631,15 +633,11 @@ static int follow_read(const char *dir, struct follow_in *in, bool csv, char **r
     *len = 0;
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", dir, in->rel);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;
     struct stat st;
+    int fd = file_open_input(AT_FDCWD, path, &st);
+    if (fd < 0)
+        return fd == -ENOENT ? 0 : fd;
     int r = 0;
-    if (fstat(fd, &st) < 0) {
-        r = -errno;
-        goto out;
-    }
     if (st.st_size <= in->off)
         goto out;
     size_t want = (size_t)(st.st_size - in->off);

@@ -447,9 +447,9 @@ static int manifest_write(const struct srt_power *p, const char *status, bool fi
 static int file_sha256(const char *path, char out[65])
 {
 #ifdef CARMA_HAVE_LIBCRYPTO
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = file_open_input(AT_FDCWD, path, NULL);
     if (fd < 0)
-        return -errno;
+        return fd;
     int r = 0;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     char *chunk = malloc(1 << 16);

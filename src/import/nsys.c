@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/fmt.h"
 
 #define T_SESSION "TARGET_INFO_SESSION_START_TIME"
@@ -259,11 +260,11 @@ int nsys_load(const char *path, struct nsys_profile *ret, struct carma_err *e)
 {
     memset(ret, 0, sizeof *ret);
     /* SQLite would create nothing read-only, but says only "unable to open": tell why first */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int err = errno;
-        return carma_err_set(e, -err, "%s: cannot open: %s", path, strerror(err));
-    }
+    int fd = file_open_input(AT_FDCWD, path, NULL);
+    if (fd == -ESPIPE)
+        return file_input_err(e, path, fd);
+    if (fd < 0)
+        return carma_err_set(e, fd, "%s: cannot open: %s", path, strerror(-fd));
     char magic[16] = {0};
     ssize_t got = read(fd, magic, sizeof magic);
     close(fd);

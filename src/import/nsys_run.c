@@ -59,10 +59,13 @@ static json_t *load_json(const char *dir, const char *name, struct carma_err *e)
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    if (!j) {
+    int code = 0;
+    json_t *j = file_load_json(path, 0, &je, &code);
+    if (!j && code == -ESPIPE) {
+        file_input_err(e, path, code);
+    } else if (!j) {
         struct stat sb;
-        int code = stat(path, &sb) < 0 ? -ENOENT : -EINVAL;
+        code = stat(path, &sb) < 0 ? -ENOENT : -EINVAL;
         carma_err_set(e, code, "%s: %s", path,
                       code == -ENOENT ? "no such file (not a complete run directory?)" : je.text);
     }
@@ -98,7 +101,8 @@ static int load_pstree(const char *dir, struct nsys_run_info *ri, size_t *cap)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/pstree.log", dir);
-    FILE *f = fopen(path, "re");
+    int err = 0;
+    FILE *f = file_fopen_input(path, &err);
     if (!f)
         return 0;
     char line[4600];
@@ -125,10 +129,12 @@ static int load_ticks(const char *dir, struct nsys_run_info *ri, struct carma_er
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/samples.csv", dir);
-    FILE *f = fopen(path, "re");
+    int err = 0;
+    FILE *f = file_fopen_input(path, &err);
+    if (!f && err == -ESPIPE)
+        return file_input_err(e, path, err);
     if (!f)
-        return carma_err_set(e, errno == ENOENT ? -ENOENT : -errno, "%s: cannot open: %s", path,
-                             strerror(errno));
+        return carma_err_set(e, err, "%s: cannot open: %s", path, strerror(-err));
     char *line = NULL;
     size_t lcap = 0, cap = 0;
     int r = 0;
@@ -277,6 +283,8 @@ static int read_csv(const char *dir, const char *name, char **text, size_t *len,
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int r = file_read_all(path, RUN_FILE_MAX, text, len);
+    if (r == -ESPIPE)
+        return file_input_err(e, path, r);
     if (r < 0)
         return carma_err_set(e, r, "%s: cannot read: %s", path, strerror(-r));
     return 0;

@@ -97,6 +97,8 @@ static int fxc_open(struct fx_csv *c, const char *dir, const char *name, bool op
     int r = file_read_all(c->path, FX_FILE_MAX, &c->text, &c->len);
     if (r == -ENOENT && optional)
         return 0;
+    if (r == -ESPIPE)
+        return file_input_err(e, c->path, r);
     if (r < 0)
         return carma_err_set(e, r, "%s: cannot read: %s", c->path, strerror(-r));
     c->line = 1;
@@ -248,17 +250,19 @@ static int load_workloads(struct loader *L)
     struct fx_run *r = L->r;
     char path[4200];
     snprintf(path, sizeof path, "%s/workloads.json", r->dir);
+    char *text = NULL;
+    size_t len = 0;
+    int fr = file_read_all(path, FX_FILE_MAX, &text, &len);
+    if (fr == -ESPIPE)
+        return file_input_err(L->e, path, fr);
+    if (fr < 0)
+        return carma_err_set(L->e, -ENOENT, "%s: cannot open: %s (is %s a carma run directory?)",
+                             path, strerror(-fr), r->dir);
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    if (!j) {
-        FILE *f = fopen(path, "re");
-        if (!f)
-            return carma_err_set(L->e, -ENOENT,
-                                 "%s: cannot open: %s (is %s a carma run directory?)", path,
-                                 strerror(errno), r->dir);
-        fclose(f);
+    json_t *j = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!j)
         return carma_err_set(L->e, -EINVAL, "%s:%d: %s", path, je.line, je.text);
-    }
     json_t *ws = json_object_get(j, "workloads");
     int rc = 0;
     if (!json_is_array(ws) || json_array_size(ws) > FX_JOBS_MAX) {
@@ -303,7 +307,7 @@ static void load_manifest(struct loader *L)
     struct fx_run *r = L->r;
     char path[4200];
     snprintf(path, sizeof path, "%s/manifest.json", r->dir);
-    json_t *j = json_load_file(path, 0, NULL);
+    json_t *j = file_load_json(path, 0, NULL, NULL);
     if (!j)
         return; /* optional: the CPU count then comes from the samples' absence of it */
     json_t *cpus = json_object_get(json_object_get(j, "host"), "cpus");

@@ -581,6 +581,8 @@ int pm_load(const char *path, struct power_model *ret, struct carma_err *e)
     char *text = NULL;
     size_t len = 0;
     int rc = file_read_all(path, 16u << 20, &text, &len);
+    if (rc == -ESPIPE)
+        return file_input_err(e, path, rc);
     if (rc < 0)
         return carma_err_set(e, rc, "%s: cannot read: %s", path, strerror(-rc));
     json_error_t je;

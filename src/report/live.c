@@ -6,15 +6,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/fmt.h"
+#include "core/pidlive.h"
 
 #define TAIL_BYTES   (256 * 1024)
 #define LINE_MAX_LEN 65536
@@ -67,7 +71,9 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
     char el[32], w[32];
     hms(el, sizeof el, v->elapsed_s);
     line(f, ansi, width, &n, "carma  %s  elapsed %s  %s", v->title, el,
-         v->finished ? "finished" : "running");
+         v->writer_gone_pid ? "ended without finishing"
+         : v->finished      ? "finished"
+                            : "running");
     /* the node by domain */
     char dom[512];
     size_t o = 0;
@@ -142,15 +148,10 @@ static int read_new(const char *path, off_t *off, char **ret, size_t *len)
 {
     *ret = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
     struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int r = -errno;
-        close(fd);
-        return r;
-    }
+    int fd = file_open_input(AT_FDCWD, path, &st);
+    if (fd < 0)
+        return fd;
     bool first = *off < 0;
     if (first)
         *off = st.st_size > TAIL_BYTES ? st.st_size - TAIL_BYTES : 0;
@@ -308,6 +309,56 @@ static int col(char **f, int n, const char *name)
     return -1;
 }
 
+/* The pid of the carma that wrote manifest m when it was written on this host, is no longer
+ * alive and m still says "running"; 0 when it runs, or cannot be told (another host, a
+ * manifest without pid). */
+static long writer_gone(const json_t *m)
+{
+    const char *status = json_string_value(json_object_get(m, "status"));
+    json_int_t pid = json_integer_value(json_object_get(m, "pid"));
+    if (!status || strcmp(status, "running") != 0 || pid <= 0 || pid > INT_MAX)
+        return 0;
+    const json_t *host = json_object_get(m, "host");
+    const char *hostname = json_string_value(json_object_get(host, "hostname"));
+    struct utsname u;
+    if (!hostname || uname(&u) < 0 || strcmp(hostname, u.nodename) != 0)
+        return 0;
+    json_int_t ticks = json_integer_value(json_object_get(m, "pid_start_ticks"));
+    const char *boot = json_string_value(json_object_get(host, "boot_id"));
+    if (pid_writer_alive((pid_t)pid, ticks > 0 ? (uint64_t)ticks : 0, boot))
+        return 0;
+    return (long)pid;
+}
+
+/* manifest.json at path into v's finished and writer_gone_pid. An absent or unreadable
+ * manifest leaves the run running (it is written at the start, atomically); one that is not a
+ * regular file is an error (e set). */
+static int read_status(const char *path, struct live_view *v, struct carma_err *e)
+{
+    int err = 0;
+    json_t *m = file_load_json(path, 0, NULL, &err);
+    if (!m && err == -ESPIPE)
+        return file_input_err(e, path, err);
+    const char *status = json_string_value(json_object_get(m, "status"));
+    v->finished = status && strcmp(status, "running") != 0;
+    v->writer_gone_pid = 0;
+    long gone = writer_gone(m);
+    json_decref(m);
+    if (gone) {
+        /* it may have written its end and exited between the two looks: look again */
+        m = file_load_json(path, 0, NULL, NULL);
+        status = json_string_value(json_object_get(m, "status"));
+        if (status && strcmp(status, "running") == 0) {
+            v->writer_gone_pid = gone;
+            v->finished = true; /* the run has ended, without finishing */
+        } else {
+            v->finished = status != NULL;
+        }
+        json_decref(m);
+    }
+    return 0;
+}
+
 int live_reader_open(struct live_reader *r, const char *dir, struct carma_err *e)
 {
     memset(r, 0, sizeof *r);
@@ -317,10 +368,10 @@ int live_reader_open(struct live_reader *r, const char *dir, struct carma_err *e
     char *path = join(dir, "samples.csv");
     if (!path)
         return carma_err_set(e, -ENOMEM, "out of memory");
-    FILE *f = fopen(path, "re");
+    int err = 0;
+    FILE *f = file_fopen_input(path, &err);
     if (!f) {
-        int err = -errno;
-        carma_err_set(e, err, "%s: %s", path, strerror(-err));
+        file_input_err(e, path, err);
         free(path);
         live_reader_close(r);
         return err;
@@ -360,17 +411,16 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
     char *path = join(r->dir, "manifest.json");
     if (!path)
         return carma_err_set(e, -ENOMEM, "out of memory");
-    json_t *m = json_load_file(path, 0, NULL);
-    const char *status = json_string_value(json_object_get(m, "status"));
-    v->finished = status && strcmp(status, "running") != 0;
-    json_decref(m);
+    int rc = read_status(path, v, e);
     free(path);
+    if (rc < 0)
+        return rc;
     /* event_summaries.jsonl: its last whole line */
     if (!(path = join(r->dir, "event_summaries.jsonl")))
         return carma_err_set(e, -ENOMEM, "out of memory");
     char *buf;
     size_t len;
-    int rc = read_new(path, &r->ev_off, &buf, &len);
+    rc = read_new(path, &r->ev_off, &buf, &len);
     if (rc == 0) {
         char *last_nl = len ? memrchr(buf, '\n', len) : NULL;
         if (last_nl) {
@@ -383,7 +433,7 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
         }
         free(buf);
     } else if (rc != -ENOENT) {
-        carma_err_set(e, rc, "%s: %s", path, strerror(-rc));
+        file_input_err(e, path, rc);
         free(path);
         return rc;
     }
@@ -393,7 +443,7 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
         return carma_err_set(e, -ENOMEM, "out of memory");
     rc = read_new(path, &r->s_off, &buf, &len);
     if (rc < 0) {
-        carma_err_set(e, rc, "%s: %s", path, strerror(-rc));
+        file_input_err(e, path, rc);
         free(path);
         return rc;
     }

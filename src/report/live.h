@@ -43,8 +43,11 @@ struct live_view {
     double idle_j, other_j, unattributed_j; /* NAN when unknown */
     size_t ndomains;
     struct live_domain domain[LIVE_DOMAINS_MAX];
-    double node_w;  /* the node now: its system meter when it has one, else the sum */
-    bool finished;  /* the run has ended */
+    double node_w; /* the node now: its system meter when it has one, else the sum */
+    bool finished; /* the run has ended */
+    /* the pid of the run's carma, when it is gone although manifest.json still says "running"
+     * (killed: the run ended without finishing; finished is then true too); 0 otherwise */
+    long writer_gone_pid;
     bool have_jobs; /* an event summary was read */
 };
 

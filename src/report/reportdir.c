@@ -11,11 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
+
 #define EXPECTED                                                                                   \
     "carma report reads a carma run or stat directory, which holds manifest.json (carma run -o, "  \
     "carma stat -o), or an srt-slurm log directory, which holds benchmark.out"
 
-/* What fstatat says of dir/name: 1 a regular file, 0 absent, -errno when it cannot tell. */
+/* What fstatat says of dir/name: 1 a regular file, 0 absent (or a directory), -ESPIPE another
+ * kind of file (a FIFO, a device), -errno when it cannot tell. */
 static int has_file(const char *dir, const char *name)
 {
     char p[PATH_MAX];
@@ -24,7 +27,7 @@ static int has_file(const char *dir, const char *name)
     struct stat st;
     if (stat(p, &st) < 0)
         return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-    return S_ISREG(st.st_mode) ? 1 : 0;
+    return S_ISREG(st.st_mode) ? 1 : S_ISDIR(st.st_mode) ? 0 : -ESPIPE;
 }
 
 /* The producer of dir/manifest.json into buf ("" when it has none); -errno or -EINVAL. */
@@ -33,7 +36,7 @@ static int manifest_producer(const char *dir, char *buf, size_t cap, char *why, 
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/manifest.json", dir);
     json_error_t je;
-    json_t *m = json_load_file(p, JSON_REJECT_DUPLICATES, &je);
+    json_t *m = file_load_json(p, JSON_REJECT_DUPLICATES, &je, NULL);
     if (!m) {
         snprintf(why, wcap, "line %d: %s", je.line, je.text);
         return -EINVAL;
@@ -70,6 +73,11 @@ int reportdir_detect(const char *path, enum reportdir_kind *ret, struct carma_er
         return carma_err_set(e, -errno, "cannot read the directory %s: %s", path, strerror(errno));
     int man = has_file(path, "manifest.json");
     int bench = has_file(path, "benchmark.out");
+    if (man == -ESPIPE || bench == -ESPIPE) {
+        char p[PATH_MAX + 16];
+        snprintf(p, sizeof p, "%s/%s", path, man == -ESPIPE ? "manifest.json" : "benchmark.out");
+        return file_input_err(e, p, -ESPIPE);
+    }
     if (man < 0 || bench < 0)
         return carma_err_set(e, man < 0 ? man : bench, "cannot read the directory %s: %s", path,
                              strerror(-(man < 0 ? man : bench)));

@@ -154,7 +154,7 @@ static int load_json(const char *dir, const char *name, json_t **ret, struct car
     size_t len = 0;
     int r = file_read_all(path, RR_JSON_MAX, &text, &len);
     if (r < 0)
-        return carma_err_set(e, r, "%s: %s", path, strerror(-r));
+        return file_input_err(e, path, r);
     json_error_t je;
     json_t *j = json_loadb(text, len, 0, &je);
     free(text);
@@ -180,9 +180,10 @@ static int lines_open(struct lines *l, const char *dir, const char *name, struct
 {
     memset(l, 0, sizeof *l);
     snprintf(l->path, sizeof l->path, "%s/%s", dir, name);
-    l->f = fopen(l->path, "re");
+    int r = 0;
+    l->f = file_fopen_input(l->path, &r);
     if (!l->f)
-        return carma_err_set(e, -errno, "%s: %s", l->path, strerror(errno));
+        return file_input_err(e, l->path, r);
     return 0;
 }
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/csv.h"
+#include "core/file.h"
 #include "core/parse.h"
 #include "core/array.h"
 #include "report/series.h"
@@ -625,16 +626,8 @@ static int lines_open(struct lines *l, const char *path, bool cut_long)
 {
     memset(l, 0, sizeof *l);
     l->cut_long = cut_long;
-    l->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (l->fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(l->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        close(l->fd);
-        l->fd = -1;
-        return -EISDIR;
-    }
-    return 0;
+    l->fd = file_open_input(AT_FDCWD, path, NULL);
+    return l->fd < 0 ? l->fd : 0;
 }
 
 static void lines_close(struct lines *l)
@@ -847,7 +840,7 @@ int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struc
     struct lines l;
     int r = lines_open(&l, benchmark_out, true);
     if (r < 0)
-        return carma_err_set(e, r, "%s: %s", benchmark_out, strerror(-r));
+        return file_input_err(e, benchmark_out, r);
     bool aiperf = false, sabench = false;
     char *s;
     size_t n;
@@ -860,7 +853,7 @@ int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struc
     }
     lines_close(&l);
     if (r < 0)
-        return carma_err_set(e, r, "%s: %s", benchmark_out, strerror(-r));
+        return file_input_err(e, benchmark_out, r);
     if (aiperf && sabench)
         return carma_err_set(e, -EINVAL, "%s: matched both aiperf and sa-bench markers",
                              benchmark_out);
@@ -894,7 +887,7 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
     struct lines l;
     int r = lines_open(&l, benchmark_out, true);
     if (r < 0)
-        return carma_err_set(e, r, "%s: %s", benchmark_out, strerror(-r));
+        return file_input_err(e, benchmark_out, r);
     size_t nstart = 0, ncomplete = 0;
     char start[13] = "", complete[13] = "";
     double elapsed = 0.0;
@@ -916,7 +909,7 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
     }
     lines_close(&l);
     if (r < 0)
-        return carma_err_set(e, r, "%s: %s", benchmark_out, strerror(-r));
+        return file_input_err(e, benchmark_out, r);
     memset(ret, 0, sizeof *ret);
     ret->source = "unavailable";
     if (nstart == 0 || ncomplete == 0)
@@ -1129,15 +1122,10 @@ int srtlog_iso_to_unix(const char *s, double *ret)
  * errno, -EISDIR, -EIO, or -EINVAL for bad JSON with its line and column). */
 static json_t *load_json(const char *path, struct carma_err *e, int *ret_r)
 {
-    FILE *f = fopen(path, "re");
-    int r = f ? 0 : -errno;
-    struct stat st;
-    if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        r = -EISDIR;
-    }
-    if (r < 0) {
-        *ret_r = carma_err_set(e, r, "%s: %s", path, strerror(-r));
+    int r = 0;
+    FILE *f = file_fopen_input(path, &r);
+    if (!f) {
+        *ret_r = file_input_err(e, path, r);
         return NULL;
     }
     json_error_t je;
@@ -1346,7 +1334,7 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
     struct nsrange starts = {0}, ends = {0};
     int r = lines_open(&l, path, false);
     if (r < 0)
-        return carma_err_set(e, r, "%s: %s", path, strerror(-r));
+        return file_input_err(e, path, r);
     char *s;
     size_t n;
     while ((r = lines_next(&l, &s, &n)) > 0) {
@@ -1495,16 +1483,12 @@ static int csvr_open(struct csvr *r, const char *path, struct carma_err *e)
     memset(r, 0, sizeof *r);
     r->path = path;
     r->line = 1;
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r->fd < 0) {
-        int err = -errno;
-        return carma_err_set(e, err, "%s: %s", path, strerror(-err));
-    }
     struct stat st;
-    if (fstat(r->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        close(r->fd);
+    r->fd = file_open_input(AT_FDCWD, path, &st);
+    if (r->fd < 0) {
+        int err = r->fd;
         r->fd = -1;
-        return carma_err_set(e, -EISDIR, "%s: %s", path, strerror(EISDIR));
+        return file_input_err(e, path, err);
     }
     r->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     return 0;

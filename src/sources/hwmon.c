@@ -34,6 +34,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/parse.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -943,8 +944,12 @@ static int hwmon_probe(struct source *s, struct probe_ctx *ctx)
     if (sc.open_failures) {
         const char *fix =
             sc.open_err == -EACCES ? " (run carma as root, or grant read access to the file)" : "";
-        reason_add(s, "cannot open %s/%s: %s%s", root_prefix(ctx->root), sc.open_rel,
-                   strerror(-sc.open_err), fix);
+        if (sc.open_err == -ESPIPE)
+            reason_add(s, "%s/%s is not a regular file (%s)", root_prefix(ctx->root), sc.open_rel,
+                       file_kind_at(ctx->root->dirfd, sc.open_rel));
+        else
+            reason_add(s, "cannot open %s/%s: %s%s", root_prefix(ctx->root), sc.open_rel,
+                       strerror(-sc.open_err), fix);
         if (sc.open_failures > 1)
             reason_add(s, "%zu more hwmon value file%s could not be opened", sc.open_failures - 1,
                        sc.open_failures == 2 ? "" : "s");

@@ -191,6 +191,11 @@ static int model_probe(struct source *s, struct probe_ctx *ctx)
         const char *tname = NULL;
         if (o && o->table_path) {
             int r = file_read_all(o->table_path, 1u << 20, &text, &len);
+            if (r == -ESPIPE) {
+                snprintf(s->reason, sizeof s->reason, "CPU table %s is not a regular file (%s)",
+                         o->table_path, file_kind_at(AT_FDCWD, o->table_path));
+                return r;
+            }
             if (r < 0) {
                 snprintf(s->reason, sizeof s->reason, "cannot open CPU table %s: %s", o->table_path,
                          strerror(-r));

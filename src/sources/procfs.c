@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/parse.h"
 
 /* cpu numbers at or above this in proc/stat are ignored (the kernel's NR_CPUS is at most
@@ -163,6 +164,9 @@ int procstat_open(struct procstat *p, const struct fsroot *root, struct carma_er
     if (p->fd < 0) {
         int r = p->fd;
         p->fd = -1;
+        if (r == -ESPIPE)
+            return carma_err_set(e, r, "%s/proc/stat is not a regular file (%s)", root->path,
+                                 file_kind_at(root->dirfd, "proc/stat"));
         return carma_err_set(e, r, "cannot open %s/proc/stat: %s", root->path, strerror(-r));
     }
     /* Count the cpuN lines once with a generous buffer, then size the tick buffer. */

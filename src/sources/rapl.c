@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/parse.h"
 
 #define POWERCAP_DIR "sys/class/powercap"
@@ -199,6 +200,9 @@ static int rapl_probe(struct source *s, struct probe_ctx *ctx)
                                   " Run carma as root, or grant read access: `sudo chmod o+r "
                                   "/sys/class/powercap/intel-rapl:*/energy_uj` (again after "
                                   "each boot, or with a udev rule / systemd-tmpfiles entry).");
+            } else if (fd == -ESPIPE) {
+                append_reason(s, "%s is not a regular file (%s): its zone is left out.", rel,
+                              file_kind_at(ctx->root->dirfd, rel));
             }
             continue;
         }
@@ -268,7 +272,7 @@ static int rapl_probe(struct source *s, struct probe_ctx *ctx)
     }
     if (s->count == 0) {
         r = denied ? -EACCES : -ENOENT;
-        if (!denied)
+        if (!denied && !s->reason[0]) /* else the reason says why each zone was left out */
             snprintf(s->reason, sizeof s->reason,
                      "RAPL zones found under %s but none has a "
                      "readable energy_uj",

@@ -1582,6 +1582,13 @@ int experiment_load(const char *path, struct experiment *ret, char **errors)
     r = read_text(path, &text, &len);
     if (r == -ENOMEM)
         goto out;
+    if (r == -ESPIPE) {
+        struct carma_err fe;
+        file_input_err(&fe, path, r);
+        if (asprintf(&out, "%s\n", fe.msg) < 0)
+            out = NULL;
+        goto out;
+    }
     if (r < 0) {
         if (asprintf(&out, "%s: cannot read: %s%s\n", path, strerror(-r),
                      r == -EFBIG ? " (the limit is 1 MiB)" : "") < 0)

@@ -14,9 +14,14 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "core/file.h"
 #include "testutil.h"
@@ -302,13 +307,129 @@ static void test_create_modes(void **state)
     }
 }
 
+/* Makes the inputs of the kinds that are not regular files in tu_dir: fifo, zero (a symlink to
+ * /dev/zero), null (to /dev/null), dir, sock (a bound socket), dangling (a symlink to nothing). */
+static void make_odd_inputs(void)
+{
+    char p[TU_DIR_MAX + 32];
+    snprintf(p, sizeof p, "%s/fifo", tu_dir);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    snprintf(p, sizeof p, "%s/zero", tu_dir);
+    assert_int_equal(symlink("/dev/zero", p), 0);
+    snprintf(p, sizeof p, "%s/null", tu_dir);
+    assert_int_equal(symlink("/dev/null", p), 0);
+    snprintf(p, sizeof p, "%s/dir", tu_dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/dangling", tu_dir);
+    assert_int_equal(symlink("nothing-here", p), 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s/sock", tu_dir);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(s >= 0);
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    close(s);
+}
+
+static void test_open_input_kinds(void **state)
+{
+    (void)state;
+    make_odd_inputs();
+    tu_put("reg", "abc\n");
+    alarm(10); /* a blocked open of the FIFO fails the test instead of stalling it */
+    char p[TU_DIR_MAX + 32];
+    static const char *const refused[] = {"fifo", "zero", "null", "sock"};
+    for (size_t k = 0; k < sizeof refused / sizeof *refused; k++) {
+        snprintf(p, sizeof p, "%s/%s", tu_dir, refused[k]);
+        assert_int_equal(file_open_input(AT_FDCWD, p, NULL), -ESPIPE);
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(file_read_all(p, 1u << 20, &text, &len), -ESPIPE);
+        assert_null(text);
+        int err = 0;
+        assert_null(file_fopen_input(p, &err));
+        assert_int_equal(err, -ESPIPE);
+    }
+    snprintf(p, sizeof p, "%s/dir", tu_dir);
+    assert_int_equal(file_open_input(AT_FDCWD, p, NULL), -EISDIR);
+    snprintf(p, sizeof p, "%s/dangling", tu_dir);
+    assert_int_equal(file_open_input(AT_FDCWD, p, NULL), -ENOENT);
+    /* relative to a directory fd */
+    int dfd = open(tu_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dfd >= 0);
+    assert_int_equal(file_open_input(dfd, "fifo", NULL), -ESPIPE);
+    struct stat st;
+    int fd = file_open_input(dfd, "reg", &st);
+    assert_true(fd >= 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_size, 4);
+    assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0); /* cleared */
+    close(fd);
+    close(dfd);
+    snprintf(p, sizeof p, "%s/reg", tu_dir);
+    int err = 0;
+    FILE *f = file_fopen_input(p, &err);
+    assert_non_null(f);
+    char line[16];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "abc\n");
+    fclose(f);
+    alarm(0);
+}
+
+static void test_input_messages(void **state)
+{
+    (void)state;
+    make_odd_inputs();
+    static const struct {
+        const char *name, *kind;
+    } cases[] = {
+        {"fifo", "a FIFO"},
+        {"zero", "a character device"},
+        {"sock", "a socket"},
+    };
+    char p[TU_DIR_MAX + 32], want[TU_DIR_MAX + 128];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        snprintf(p, sizeof p, "%s/%s", tu_dir, cases[k].name);
+        struct carma_err e = {0};
+        assert_int_equal(file_input_err(&e, p, -ESPIPE), -ESPIPE);
+        snprintf(want, sizeof want, "%s is not a regular file (%s)", p, cases[k].kind);
+        assert_string_equal(e.msg, want);
+        assert_string_equal(file_kind_at(AT_FDCWD, p), cases[k].kind);
+    }
+    snprintf(p, sizeof p, "%s/dangling", tu_dir);
+    assert_string_equal(file_kind_at(AT_FDCWD, p), "a dangling symbolic link");
+    struct carma_err e = {0};
+    snprintf(p, sizeof p, "%s/missing", tu_dir);
+    file_input_err(&e, p, -ENOENT);
+    snprintf(want, sizeof want, "%s: %s", p, strerror(ENOENT));
+    assert_string_equal(e.msg, want);
+    /* file_load_json: the read's error, then a parse error */
+    snprintf(p, sizeof p, "%s/fifo", tu_dir);
+    json_error_t je;
+    int err = 0;
+    assert_null(file_load_json(p, 0, &je, &err));
+    assert_int_equal(err, -ESPIPE);
+    assert_string_equal(je.text, "not a regular file");
+    tu_put("bad.json", "{\"a\": ");
+    snprintf(p, sizeof p, "%s/bad.json", tu_dir);
+    assert_null(file_load_json(p, 0, &je, &err));
+    assert_int_equal(err, -EINVAL);
+    assert_int_equal(je.line, 1);
+    tu_put("ok.json", "{\"a\": 5}");
+    snprintf(p, sizeof p, "%s/ok.json", tu_dir);
+    json_t *j = file_load_json(p, 0, NULL, NULL);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "a")), 5);
+    json_decref(j);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_setup, tu_teardown)
     const struct CMUnitTest tests[] = {
         T(test_claim_new),    T(test_claim_empty_existing), T(test_claim_refuses_what_is_there),
         T(test_claim_race),   T(test_replace_special),      T(test_replace_leftover_temporary),
-        T(test_create_modes),
+        T(test_create_modes), T(test_open_input_kinds),     T(test_input_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "core/fsroot.h"
@@ -160,6 +161,41 @@ static void test_read_limits(void **state)
     tu_put("big", big);
     char small[64];
     assert_int_equal(fsroot_read_text(&t->root, "big", small, sizeof small), -EFBIG);
+}
+
+/* A FIFO or a device where a sysfs file is meant: refused at open (-ESPIPE), at once, never a
+ * blocked open or an endless read (alarm: a hang fails the test instead of stalling it). */
+static void test_refuses_fifo_and_devices(void **state)
+{
+    struct tree *t = *state;
+    tu_put("ok", "7\n");
+    char p[TU_DIR_MAX + 32];
+    snprintf(p, sizeof p, "%s/fifo", t->dir);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    /* an absolute link resolves below the root (no dev/zero there); a device node that is
+     * there (made where mknod is allowed: root) is refused */
+    snprintf(p, sizeof p, "%s/zero", t->dir);
+    assert_int_equal(symlink("/dev/zero", p), 0);
+    snprintf(p, sizeof p, "%s/dev", t->dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/dev/zero", t->dir);
+    bool have_dev = mknod(p, S_IFCHR | 0666, makedev(1, 5)) == 0;
+    tu_open_root(&t->root, t->dir);
+    alarm(10);
+    char buf[32];
+    assert_int_equal(fsroot_open_file(&t->root, "fifo"), -ESPIPE);
+    assert_int_equal(fsroot_read_text(&t->root, "fifo", buf, sizeof buf), -ESPIPE);
+    int want = have_dev ? -ESPIPE : -ENOENT;
+    assert_int_equal(fsroot_open_file(&t->root, "zero"), want);
+    assert_int_equal(fsroot_read_text(&t->root, "/zero", buf, sizeof buf), want);
+    /* a regular file opens, and blocking (O_NONBLOCK cleared) */
+    int fd = fsroot_open_file(&t->root, "ok");
+    assert_true(fd >= 0);
+    assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+    assert_int_equal(fsroot_pread_text(fd, buf, sizeof buf), 1);
+    assert_string_equal(buf, "7");
+    close(fd);
+    alarm(0);
 }
 
 static void test_missing_and_exists(void **state)
@@ -505,6 +541,7 @@ int main(void)
         T(test_read_text),
         T(test_read_limits),
         T(test_missing_and_exists),
+        T(test_refuses_fifo_and_devices),
         T(test_open_file_and_pread),
         T(test_open_dir),
         T(test_fault_eacces),
