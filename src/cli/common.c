@@ -117,6 +117,8 @@ const char *reading_error_text(int err)
         return "ok";
     case -EINVAL:
         return "content is not a valid number";
+    case -ERANGE:
+        return "implausible value: more power than the device can draw (see docs/sources.md)";
     case -ENODEV:
         return "device vanished (ENODEV)";
     case -ENOENT:

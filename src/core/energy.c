@@ -13,6 +13,7 @@ void energy_counter_init(struct energy_counter *c, uint64_t range, double unit_j
     c->primed = false;
     c->wraps = 0;
     c->resets = 0;
+    c->implausible = 0;
 }
 
 enum energy_step energy_counter_update(struct energy_counter *c, uint64_t raw, int64_t dt_ns,
@@ -44,8 +45,12 @@ enum energy_step energy_counter_update(struct energy_counter *c, uint64_t raw, i
      * reset or a torn value, not energy. */
     if (c->max_power_w > 0 && j > c->max_power_w * (dt_s + 0.001)) {
         c->last_raw = raw;
-        c->resets++;
-        return ENERGY_RESET;
+        if (kind == ENERGY_WRAP) {
+            c->resets++; /* backwards: no wrap explains it */
+            return ENERGY_RESET;
+        }
+        c->implausible++; /* a glitch or a torn value, not energy */
+        return ENERGY_IMPLAUSIBLE;
     }
     if (kind == ENERGY_WRAP)
         c->wraps++;

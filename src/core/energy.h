@@ -3,7 +3,8 @@
  *
  * Energy counters (RAPL energy_uj, hwmon energy*_input, NVML mJ) wrap at a known range and
  * are accumulated wrap-safely into 64-bit totals. A counter step that no wrap can explain is
- * a reset: it is flagged and that step is not integrated. Power gauges are integrated with
+ * a reset: it is flagged and that step is not integrated; so is a forward step implying more
+ * power than the channel can draw (ENERGY_IMPLAUSIBLE). Power gauges are integrated with
  * the trapezoid rule on monotonic time.
  */
 #ifndef CARMA_CORE_ENERGY_H
@@ -16,17 +17,20 @@ enum energy_step {
     ENERGY_FIRST, /* first reading: nothing to integrate yet */
     ENERGY_OK,    /* counter moved forward */
     ENERGY_WRAP,  /* counter wrapped once, delta computed across the wrap */
-    ENERGY_RESET, /* implausible step (backwards beyond a wrap, or too large): not integrated */
+    ENERGY_RESET, /* backwards beyond what a wrap explains (or a wrap too large): not integrated */
+    ENERGY_IMPLAUSIBLE, /* forward by more than max_power_w allows: an invalid reading, not
+                           integrated; the next step is measured from it */
 };
 
 struct energy_counter {
     uint64_t range;     /* counter wraps at this value (max_energy_range); 0 = unknown */
     double unit_j;      /* joules per counter unit (1e-6 for µJ, 1e-3 for mJ) */
-    double max_power_w; /* a step implying more power than this is a reset */
+    double max_power_w; /* a step implying more power than this is not integrated */
     uint64_t last_raw;
     bool primed;
     uint64_t wraps;
     uint64_t resets;
+    uint64_t implausible; /* forward steps implying more than max_power_w */
 };
 
 /* Initialises c for a counter in units of unit_j joules that wraps at range (0 = unknown). */

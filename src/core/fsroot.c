@@ -371,6 +371,9 @@ ssize_t fsroot_pread_text(int fd, char *buf, size_t cap)
         return -EFBIG;
     if (n_faults)
         fault_hook(fd, 1);
+    /* "12\0 34" is no number 12: a NUL byte would cut the text short for every parser */
+    if (memchr(buf, '\0', (size_t)n))
+        return -EINVAL;
     while (n > 0 &&
            (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r' || buf[n - 1] == '\t'))
         n--;

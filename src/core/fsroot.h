@@ -59,7 +59,8 @@ int fsroot_open_dir(const struct fsroot *r, const char *rel, DIR **ret);
 
 /*
  * Reads the whole of small file rel into buf (NUL-terminated, trailing whitespace removed).
- * Returns its length or a negative errno (-EFBIG when it does not fit in cap - 1 bytes).
+ * Returns its length or a negative errno (-EFBIG when it does not fit in cap - 1 bytes,
+ * -EINVAL when it holds a NUL byte: text cut short there would parse as something else).
  */
 ssize_t fsroot_read_text(const struct fsroot *r, const char *rel, char *buf, size_t cap);
 

@@ -479,6 +479,13 @@ static int load_samples(struct rr *rr, struct carma_err *e)
             acc.cum += j;
             acc.ncum++;
         }
+        if (!isfinite(acc.w) || !isfinite(acc.cum)) {
+            r = carma_err_set(e, -ERANGE,
+                              "%s:%zu: %s: the node channels' sum at this tick overflows a double "
+                              "(no power or energy is that large)",
+                              l.path, l.line, isfinite(acc.w) ? "joules_total" : "watts");
+            break;
+        }
     }
     if (r == -ENOMEM)
         carma_err_set(e, r, "out of memory");

@@ -201,6 +201,72 @@ static const char *quote_cell(const char *s, char buf[CELL_QUOTE + 4])
     return buf;
 }
 
+/* The offset of the first byte of s[0, n) that is not part of well-formed UTF-8 (RFC 3629:
+ * no overlong forms, no surrogates, nothing past U+10FFFF), or n when there is none. */
+static size_t utf8_bad_at(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t k;
+        unsigned char lo = 0x80, hi = 0xbf;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            k = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            if (c == 0xe0)
+                lo = 0xa0;
+            else if (c == 0xed)
+                hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            if (c == 0xf0)
+                lo = 0x90;
+            else if (c == 0xf4)
+                hi = 0x8f;
+        } else {
+            return i;
+        }
+        if (n - i <= k)
+            return i;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t j = 2; j <= k; j++)
+            if (s[i + j] < 0x80 || s[i + j] > 0xbf)
+                return i;
+        i += k + 1;
+    }
+    return n;
+}
+
+/* The error for a name cell (hostname, sensor) that is not UTF-8: it would become a label of
+ * the report's JSON, which holds UTF-8 only. */
+static int bad_utf8(struct carma_err *e, const char *path, size_t line, const char *col,
+                    const char *s, size_t n)
+{
+    size_t at = utf8_bad_at(s, n);
+    return carma_err_set(e, -EILSEQ,
+                         "%s:%zu: %s is not valid UTF-8 (byte 0x%02x at offset %zu of the cell)",
+                         path, line, col, at < n ? (unsigned)(unsigned char)s[at] : 0u, at);
+}
+
+/* A power cell (W) beyond this is no reading of a GPU, socket or node: it would overflow the
+ * sums (1e308 on every row made every total inf) and is refused with its file and line. */
+#define SRT_POWER_MAX_W 1e9
+
+static int power_range(const char *path, size_t line, const char *col, double w,
+                       struct carma_err *e)
+{
+    if (fabs(w) <= SRT_POWER_MAX_W)
+        return 0;
+    return carma_err_set(e, -ERANGE, "%s:%zu: %s %g W is no plausible power (over %g W)", path,
+                         line, col, w, SRT_POWER_MAX_W);
+}
+
 static int add_warning(struct srtlog *log, char *msg)
 {
     if (!msg)
@@ -2572,6 +2638,8 @@ static int cpu_sensor(struct csock *s, const char *name, struct csens **ret)
             return 0;
         }
     }
+    if (utf8_bad_at(name, strlen(name)) != strlen(name))
+        return -EILSEQ;
     if (array_grow(&s->sens, &s->cap, s->nsens + 1, sizeof *s->sens) < 0)
         return -ENOMEM;
     struct csens *c = &s->sens[s->nsens];
@@ -2605,8 +2673,12 @@ static int cpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
         (r = need_col(&L->c, L->col_socket, "socket_id", row->line, e)) < 0)
         return r;
     size_t host;
-    if (strtab_id(&L->hosts, row->fields[L->col_host], &host, NULL) < 0)
+    bool new_host;
+    const char *hname = row->fields[L->col_host];
+    if (strtab_id(&L->hosts, hname, &host, &new_host) < 0)
         return oom(e);
+    if (new_host && utf8_bad_at(hname, strlen(hname)) != strlen(hname))
+        return bad_utf8(e, path, row->line, "hostname", hname, strlen(hname));
     if (row->fields[L->col_socket][0] != '\0') {
         long long socket;
         double w;
@@ -2618,12 +2690,16 @@ static int cpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
                 return r;
             sensor = row->fields[L->col_sensor];
         }
-        if ((r = cell_double(&L->c, row, L->col_power, "power_w", &w, e)) < 0)
+        if ((r = cell_double(&L->c, row, L->col_power, "power_w", &w, e)) < 0 ||
+            (r = power_range(path, row->line, "power_w", w, e)) < 0)
             return r;
         struct csock *s;
         struct csens *c;
-        if (cpu_socket(L, host, socket, &s) < 0 || cpu_sensor(s, sensor, &c) < 0 ||
-            tsser_set(&c->s, ts, w) < 0)
+        if (cpu_socket(L, host, socket, &s) < 0)
+            return oom(e);
+        if ((r = cpu_sensor(s, sensor, &c)) == -EILSEQ)
+            return bad_utf8(e, path, row->line, "sensor", sensor, strlen(sensor));
+        if (r < 0 || tsser_set(&c->s, ts, w) < 0)
             return oom(e);
         for (size_t i = 0; i < N_CPU_UTIL; i++) {
             int col = L->col_util[i];
@@ -2648,7 +2724,8 @@ static int cpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
         return issue_note(&L->none_total, msg) < 0 ? oom(e) : 0;
     }
     double tw;
-    if ((r = cell_double(&L->c, row, L->col_total, "total_power_w", &tw, e)) < 0)
+    if ((r = cell_double(&L->c, row, L->col_total, "total_power_w", &tw, e)) < 0 ||
+        (r = power_range(path, row->line, "total_power_w", tw, e)) < 0)
         return r;
     if (host >= L->nodes_cap) {
         size_t old = L->nodes_cap;
@@ -3180,7 +3257,8 @@ static inline bool same_bytes(const char *a, const char *b, size_t n)
 
 /*
  * The host id of name (len bytes, no NUL among them; NUL-terminated or not), made when new
- * (with its node series and device table). 0 or -ENOMEM.
+ * (with its node series and device table). 0, -EILSEQ (a new name that is not UTF-8) or
+ * -ENOMEM.
  */
 static int gpu_host(struct gload *G, const char *name, size_t len, size_t *ret)
 {
@@ -3208,13 +3286,14 @@ static int gpu_host(struct gload *G, const char *name, size_t len, size_t *ret)
         copy[len] = '\0';
         name = copy;
     }
-    size_t host;
-    bool new_host;
-    int r = strtab_id(&G->hosts, name, &host, &new_host);
+    size_t host = 0;
+    bool new_host = false;
+    /* a name that is not UTF-8 is never added (the caller says so with the line) */
+    int r = utf8_bad_at(name, len) != len ? -EILSEQ : strtab_id(&G->hosts, name, &host, &new_host);
     if (copy != buf)
         free(copy);
     if (r < 0)
-        return -ENOMEM;
+        return r == -EILSEQ ? r : -ENOMEM;
     if (new_host && host >= G->nodes_cap) {
         size_t old = G->nodes_cap;
         if (array_grow(&G->nodes, &G->nodes_cap, host + 1, sizeof *G->nodes) < 0)
@@ -3363,15 +3442,18 @@ static int gpu_reserve(struct gload *G, size_t ahead)
 /*
  * The part of a row that does not depend on how it was read: the sample of (host, index) at ts
  * into its device, node and role series, and each utilization column (col_util[i] present:
- * has[i] says whether the cell had a value, util[i]). *ret is the device. 0 or -ENOMEM.
+ * has[i] says whether the cell had a value, util[i]). *ret is the device. 0, -EILSEQ (a host
+ * name that is not UTF-8) or -ENOMEM.
  */
 static int gpu_add(struct gload *G, const char *hs, size_t hlen, long long index, double ts,
                    double w, const double *util, const bool *has, struct gdev **ret)
 {
     size_t host;
     struct gdev *d;
-    if (gpu_host(G, hs, hlen, &host) < 0 || gpu_device(G, host, index, &d) < 0 ||
-        tsser_add(&G->nodes[host], ts, w) < 0)
+    int r = gpu_host(G, hs, hlen, &host);
+    if (r < 0)
+        return r;
+    if (gpu_device(G, host, index, &d) < 0 || tsser_add(&G->nodes[host], ts, w) < 0)
         return -ENOMEM;
     const struct vec *node = &G->nodes[host].v;
     if (d->p.shared_t) {
@@ -3429,10 +3511,13 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
             return r;
         has[i] = true;
     }
+    if ((r = power_range(G->c.path, row->line, "power_w", w, e)) < 0)
+        return r;
     const char *hs = row->fields[G->col_host];
     struct gdev *d;
-    if (gpu_add(G, hs, strlen(hs), index, ts, w, util, has, &d) < 0)
-        return oom(e);
+    if ((r = gpu_add(G, hs, strlen(hs), index, ts, w, util, has, &d)) < 0)
+        return r == -EILSEQ ? bad_utf8(e, G->c.path, row->line, "hostname", hs, strlen(hs))
+                            : oom(e);
     /* what only the strict reader checks: remembered for the checks after the load */
     if (!G->strict && G->gen > 0 && G->col_schema >= 0) {
         const char *sv = row->fields[G->col_schema];
@@ -3524,8 +3609,8 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
             break;
         }
         case GC_POWER:
-            if (!parse_fast(p, &q, &w))
-                return 0;
+            if (!parse_fast(p, &q, &w) || !(fabs(w) <= SRT_POWER_MAX_W))
+                return 0; /* an implausible power: gpu_row says so */
             break;
         case GC_INDEX:
             if (!(q = line_digits(p, 18, &index)))
@@ -3576,7 +3661,10 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
     if (++G->rows == RESERVE_AFTER && gpu_reserve(G, (size_t)(next - s)) < 0)
         return oom(e);
     struct gdev *d;
-    if (gpu_add(G, hs, hlen, (long long)index, ts, w, util, has, &d) < 0)
+    int r = gpu_add(G, hs, hlen, (long long)index, ts, w, util, has, &d);
+    if (r == -EILSEQ)
+        return 0; /* a host name that is not UTF-8: gpu_row says so with the line */
+    if (r < 0)
         return oom(e);
     if (G->checks)
         gchk_row(G, d, seq, ts, line > UINT32_MAX ? UINT32_MAX : (uint32_t)line);

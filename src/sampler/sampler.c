@@ -141,7 +141,7 @@ struct sampler *sampler_new(const struct sampler_opts *o, struct carma_err *e)
     for (size_t i = 0; i < s->set.n; i++) {
         const struct channel *c = &s->set.ch[i];
         struct chan_state *st = &s->st[i];
-        energy_counter_init(&st->ctr, c->counter_range, c->counter_unit_j, SAMPLER_MAX_POWER_W);
+        energy_counter_init(&st->ctr, c->counter_range, c->counter_unit_j, channel_power_max_w(c));
         st->watts = NAN;
         st->min_w = INFINITY;
         st->max_w = -INFINITY;
@@ -201,19 +201,37 @@ static void integrate(struct sampler *s, size_t i, int64_t t)
     st->watts = NAN;
     st->tick_valid = false;
     unsigned want = c->form == FORM_COUNTER ? READING_ENERGY : READING_POWER;
-    if (!(rd->valid & want)) {
+    /* a gauge the channel cannot physically show (docs/sources.md): invalid, not integrated */
+    double max_w = st->ctr.max_power_w;
+    unsigned valid = rd->valid;
+    if ((valid & READING_POWER) && !(rd->power_w >= 0.0 && rd->power_w <= max_w))
+        valid &= ~READING_POWER;
+    if (!(valid & want)) {
         st->invalid++;
-        st->last_err = rd->err ? rd->err : -EAGAIN;
+        if (rd->valid & want)
+            st->last_err = -ERANGE; /* read, but implausible */
+        else
+            st->last_err = rd->err ? rd->err : -EAGAIN;
         return;
     }
-    st->tick_valid = true;
-    st->samples++;
     if (c->form == FORM_COUNTER) {
         int64_t dt = st->have_last ? t - st->last_t : 0;
         double j;
         enum energy_step step = energy_counter_update(&st->ctr, rd->energy_raw, dt, &j);
         st->wraps = st->ctr.wraps;
         st->resets = st->ctr.resets;
+        if (step == ENERGY_IMPLAUSIBLE) {
+            /* more energy than the channel can draw in the time: invalid; the next step is
+             * measured from this value and this time */
+            st->invalid++;
+            st->last_err = -ERANGE;
+            st->have_gauge = false;
+            st->have_last = true;
+            st->last_t = t;
+            return;
+        }
+        st->tick_valid = true;
+        st->samples++;
         if ((step == ENERGY_OK || step == ENERGY_WRAP) && dt > 0) {
             st->tick_energy_j = j;
             st->energy_j += j;
@@ -221,15 +239,17 @@ static void integrate(struct sampler *s, size_t i, int64_t t)
             st->watts = j / ((double)dt / (double)NS_PER_S);
             /* a gauge read beside the counter: integrated over the same steps, as a
              * cross-check of the counter (drift) */
-            if ((rd->valid & READING_POWER) && st->have_gauge) {
+            if ((valid & READING_POWER) && st->have_gauge) {
                 st->xgauge_j += energy_trapezoid_j(st->last_power_w, rd->power_w, dt);
                 st->xcounter_j += j;
             }
         }
-        st->have_gauge = (rd->valid & READING_POWER) != 0;
+        st->have_gauge = (valid & READING_POWER) != 0;
         if (st->have_gauge)
             st->last_power_w = rd->power_w;
     } else {
+        st->tick_valid = true;
+        st->samples++;
         if (st->have_last && t > st->last_t) {
             double j = energy_trapezoid_j(st->last_power_w, rd->power_w, t - st->last_t);
             st->tick_energy_j = j;

@@ -21,8 +21,7 @@
 #define SAMPLER_INTERVAL_MIN_NS     1000000LL     /* 1 ms */
 #define SAMPLER_INTERVAL_MAX_NS     60000000000LL /* 60 s */
 #define SAMPLER_INTERVAL_DEFAULT_NS 100000000LL   /* 100 ms */
-#define SAMPLER_MAX_POWER_W         20000.0 /* a counter step implying more than this is a reset */
-#define SAMPLER_METERS_MAX          4       /* --meter given at most this often */
+#define SAMPLER_METERS_MAX          4             /* --meter given at most this often */
 #define SAMPLER_SOURCES_MAX         (8 + SAMPLER_METERS_MAX)
 /* proc/stat counts in clock ticks of 10 ms (USER_HZ 100) and is costly to generate (the
  * kernel sums every interrupt counter): it is re-read at most this often. */

@@ -14,6 +14,18 @@
  * 8192 today) */
 #define CPUS_MAX 65536
 
+/* The N of a "cpuN" label at p (p just after "cpu", at a digit), or -1 when N is CPUS_MAX or
+ * more (no array is that large); *end is set past the digits either way. */
+static long cpu_number(const char *p, const char **end)
+{
+    long idx = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (idx >= 0 && (idx = idx * 10 + (*p - '0')) >= CPUS_MAX)
+            idx = -1; /* stays -1: the number is read to its end, never accumulated further */
+    *end = p;
+    return idx;
+}
+
 /* Parses up to 8 unsigned fields after the label; fields missing in old kernels stay 0. */
 static const char *parse_times(const char *p, struct cpu_times *t)
 {
@@ -25,8 +37,12 @@ static const char *parse_times(const char *p, struct cpu_times *t)
         if (*p < '0' || *p > '9')
             break;
         uint64_t x = 0;
-        while (*p >= '0' && *p <= '9')
-            x = x * 10 + (uint64_t)(*p++ - '0');
+        while (*p >= '0' && *p <= '9') {
+            unsigned d = (unsigned)(*p++ - '0');
+            if (x > (UINT64_MAX - d) / 10)
+                return NULL; /* no tick count is that large: the line is not proc/stat's */
+            x = x * 10 + d;
+        }
         v[n++] = x;
     }
     if (n < 4)
@@ -57,17 +73,16 @@ int procstat_parse(const char *text, struct cpu_times *node, struct cpu_times *c
         p++;
         if (strncmp(p, "cpu", 3) != 0 || p[3] < '0' || p[3] > '9')
             break;
-        p += 3;
-        long idx = 0;
-        while (*p >= '0' && *p <= '9')
-            idx = idx * 10 + (*p++ - '0');
+        long idx = cpu_number(p + 3, &p);
         struct cpu_times t;
         const char *q = parse_times(p, &t);
         if (!q)
             return -EINVAL;
-        if (cpu && idx < ncpu)
+        /* a cpu number outside the table (none is CPUS_MAX or more) is ignored */
+        if (cpu && idx >= 0 && idx < ncpu)
             cpu[idx] = t;
-        seen++;
+        if (idx >= 0)
+            seen++;
         p = q;
     }
     return seen;
@@ -84,10 +99,8 @@ static int cpu_lines_span(const char *text)
             p++;
         if (strncmp(p, "cpu", 3) != 0 || p[3] < '0' || p[3] > '9')
             continue;
-        long idx = 0;
-        for (p += 3; *p >= '0' && *p <= '9' && idx <= CPUS_MAX; p++)
-            idx = idx * 10 + (*p - '0');
-        if (idx < CPUS_MAX && idx + 1 > span)
+        long idx = cpu_number(p + 3, &p);
+        if (idx >= 0 && idx + 1 > span)
             span = idx + 1;
     }
     return (int)span;
@@ -141,8 +154,9 @@ static void read_cpuinfo(struct procstat *p, const struct fsroot *root)
         while (klen && (line[klen - 1] == ' ' || line[klen - 1] == '\t'))
             klen--;
         uint64_t v;
-        if (klen == 9 && strncmp(line, "processor", 9) == 0 && parse_u64(val, &v) == 0)
-            cur = (int)v;
+        if (klen == 9 && strncmp(line, "processor", 9) == 0)
+            /* a number past the table (or not a number) names no cpu here */
+            cur = parse_u64(val, &v) == 0 && v < (uint64_t)p->ncpu ? (int)v : -1;
         else if (klen == 11 && strncmp(line, "physical id", 11) == 0 && parse_u64(val, &v) == 0 &&
                  cur >= 0 && cur < p->ncpu && v < PROCSTAT_SOCKETS_MAX)
             p->cpu_socket[cur] = (int)v;

@@ -40,6 +40,25 @@ const char *channel_domain_name(enum channel_domain d)
     return d == DOMAIN_COMPONENT ? "component" : "total";
 }
 
+double channel_power_max_w(const struct channel *c)
+{
+    if (channel_is_meter(c))
+        return CHANNEL_METER_MAX_W;
+    switch (c->kind) {
+    case KIND_CPU:
+    case KIND_SOC:
+        return CHANNEL_CPU_MAX_W;
+    case KIND_DRAM:
+        return CHANNEL_DRAM_MAX_W;
+    case KIND_GPU:
+        return CHANNEL_GPU_MAX_W;
+    case KIND_SYSTEM:
+    case KIND_OTHER:
+        break;
+    }
+    return CHANNEL_SYSTEM_MAX_W;
+}
+
 int channel_set_add(struct channel_set *set)
 {
     if (set->n >= CHANNELS_MAX)

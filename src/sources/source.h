@@ -128,6 +128,20 @@ const char *channel_method_name(enum channel_method m);
 const char *channel_domain_name(enum channel_domain d);
 
 /*
+ * The most power a reading of channel c can plausibly show, in watts (docs/sources.md): by
+ * device kind, 5 kW for a cpu, soc or gpu (a whole CPU or GPU module, several times the largest
+ * made), 2 kW for dram, 20 kW for a system or other reading (a whole node), 1 MW for a wall
+ * meter. A gauge above it, or a counter step implying more, is an invalid reading: counted,
+ * never integrated.
+ */
+#define CHANNEL_CPU_MAX_W    5000.0
+#define CHANNEL_DRAM_MAX_W   2000.0
+#define CHANNEL_GPU_MAX_W    5000.0
+#define CHANNEL_SYSTEM_MAX_W 20000.0
+#define CHANNEL_METER_MAX_W  1e6
+double channel_power_max_w(const struct channel *c);
+
+/*
  * Appends a zeroed channel to the set and returns its index, or -ENOSPC when the set is
  * full. The caller fills it in.
  */

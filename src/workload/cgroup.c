@@ -211,7 +211,9 @@ int cgroup_signal(const struct cgroup_dir *g, int sig)
     int count = 0;
     for (char *p = strtok(buf, "\n"); p; p = strtok(NULL, "\n")) {
         uint64_t pid;
-        if (parse_u64(p, &pid) == 0 && pid > 0 && kill((pid_t)pid, sig) == 0)
+        /* a pid that no pid_t holds would wrap, to -1 (every process) for 4294967295 */
+        if (parse_u64(p, &pid) == 0 && pid > 0 && pid <= (uint64_t)INT32_MAX &&
+            kill((pid_t)pid, sig) == 0)
             count++;
     }
     return count;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/parse.h"
+
 int proctree_parse_stat(const char *text, pid_t *ppid, uint64_t *ticks, uint64_t *start)
 {
     const char *p = strrchr(text, ')');
@@ -33,16 +35,20 @@ int proctree_parse_stat(const char *text, pid_t *ppid, uint64_t *ticks, uint64_t
             if (*p < '0' || *p > '9')
                 return -EINVAL;
             uint64_t v = 0;
-            while (*p >= '0' && *p <= '9')
-                v = v * 10 + (uint64_t)(*p++ - '0');
+            while (*p >= '0' && *p <= '9') {
+                unsigned d = (unsigned)(*p++ - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                    return -EINVAL; /* past 64 bits: not the kernel's */
+                v = v * 10 + d;
+            }
             f[field] = neg ? 0 : v;
         }
         while (*p && *p != ' ')
             p++;
         field++;
     }
-    if (field <= 22)
-        return -EINVAL;
+    if (field <= 22 || f[4] > (uint64_t)INT32_MAX)
+        return -EINVAL; /* a parent pid must be a pid_t */
     *ppid = (pid_t)f[4];
     *ticks = f[14] + f[15] + f[16] + f[17];
     *start = f[22];
@@ -114,9 +120,10 @@ int proctree_init(struct proctree *t, pid_t root, const char *proc_dir, int64_t 
         ssize_t n = pread(pm, buf, sizeof buf - 1, 0);
         if (n > 0) {
             buf[n] = '\0';
-            long v = strtol(buf, NULL, 10);
-            if (v > 0)
-                t->pid_max = v;
+            /* the kernel's PID_MAX_LIMIT is 4194304: anything else is not pid_max */
+            uint64_t v;
+            if (parse_u64(buf, &v) == 0 && v > 1 && v <= 4194304)
+                t->pid_max = (long)v;
         }
         close(pm);
     }
@@ -150,9 +157,8 @@ static long read_last_pid(const struct proctree *t)
     const char *p = strrchr(buf, ' ');
     if (!p)
         return -1;
-    char *end;
-    long v = strtol(p + 1, &end, 10);
-    return end != p + 1 && v > 0 ? v : -1;
+    uint64_t v;
+    return parse_u64(p + 1, &v) == 0 && v > 0 && v < (uint64_t)t->pid_max ? (long)v : -1;
 }
 
 /* Adds pid if its parent is a member (or the adopter). Returns 1 if added. */

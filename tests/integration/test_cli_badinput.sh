@@ -327,6 +327,62 @@ u = dict((x["source"], x["reason"]) for x in j["unavailable"])
 assert "proc/stat" in u.get("procfs", "") and "no valid \"cpu\" line" in u["procfs"], u
 ' psg.out
 
+# --- cpu numbers past any table in proc/stat and proc/cpuinfo (2^64 - 1 wrapped a long to -1
+# once, and wrote outside the per-cpu table): those lines are ignored, the others are used
+need_file "$BAD/procstat-hugecpu"
+for cmd in sensors stat; do
+    args=("$cmd" --root "$BAD/procstat-hugecpu")
+    [ "$cmd" = stat ] && args+=(-q --interval 20ms --json-out phc.json -- true) ||
+        args+=(--sample 20ms --json)
+    rc=$(run_logged "phc_$cmd" "$CARMA" "${args[@]}")
+    check_rc "phc_$cmd" 0 "$rc"
+    check_clean_stderr "phc_$cmd"
+done
+check_py "huge cpu numbers: sensors --json" '
+j = load(sys.argv[1])
+u = j["utilization"]
+assert u["cpus"] == 2 and u["sockets"] == 1, u
+' phc_sensors.out
+
+# --- an implausible hwmon gauge (4294967296000000 uW = 4.29 GW) and one with a NUL byte
+# ("12\0 34"): invalid readings with a reason, never integrated
+if [ "$hwmon" = 1 ]; then
+    need_file "$BAD/hwmon-implausible"
+    for what in big nul; do
+        if [ "$what" = big ]; then
+            tree=$BAD/hwmon-implausible
+        else
+            tree=hwnul
+            copy_tree acpi-meter "$tree"
+            printf '12\0 34\n' >"$tree/sys/class/hwmon/hwmon1/power1_average"
+        fi
+        rc=$(run_logged "hwi_$what" "$CARMA" sensors --root "$tree" --sample 20ms --json)
+        check_rc "hwi_$what" 0 "$rc"
+        check_clean_stderr "hwi_$what"
+        rc=$(run_logged "hwis_$what" "$CARMA" stat -q --root "$tree" --sources hwmon \
+            --interval 20ms --json-out "hwis_$what.json" -- sleep 0.1)
+        check_rc "hwis_$what" 0 "$rc"
+        check_clean_stderr "hwis_$what"
+        check_py "hwmon $what: sensors and stat" '
+import sys
+what = sys.argv[3]
+j = load(sys.argv[1])
+c = [c for c in j["channels"] if c["source"] == "hwmon"]
+assert len(c) == 1, j["channels"]
+c = c[0]
+assert c["watts"] is None, c
+want = "implausible" if what == "big" else "not a valid number"
+assert want in c.get("error", ""), c
+s = load(sys.argv[2])
+ticks = s["ticks"]
+for c in s["channels"]:
+    assert c["samples"] == 0 and c["invalid"] in (ticks - 1, ticks), c
+    assert c["energy_j"] is None, c
+    assert c["max_power_w"] is None or c["max_power_w"] < 1e4, c
+' "hwi_$what.out" "hwis_$what.json" "$what"
+    done
+fi
+
 # --- bad --interval values: exit 2 naming --interval, for stat and sensors
 for v in abc 0ms 100 2m -5ms 61s "" 1.5.0s 10xs; do
     for cmd in stat sensors; do

@@ -100,6 +100,28 @@ assert s["sample_start_unix"] == 100.0 and s["sample_end_unix"] == 110.0, s
 assert i["min_w"] == 201.0 and i["max_w"] == 221.0, i
 ' "$here/flat-json.out" "$here/flat-snap.out"
 
+# --- a host name that is not UTF-8, and 1e308 W on every row (its sums overflow): errors
+# naming the file and line, not "out of memory"
+for what in host big; do
+    bad=$here/flat-$what
+    rm -rf "$bad"
+    cp -r "$flat" "$bad"
+    if [ "$what" = host ]; then
+        printf '2,116.0,116,node-\377,0,G0,10.0,,\r\n' >>"$bad/power/samples.csv"
+        want="error: $bad/power/samples.csv:23: hostname is not valid UTF-8 (byte 0xff at offset 5 of the cell)"
+    else
+        {
+            printf 'schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,sm_active\r\n'
+            for t in $(seq 95 115); do printf '2,%d.0,%d,node-a,0,G0,1e308,,\r\n' "$t" "$t"; done
+        } >"$bad/power/samples.csv"
+        want="error: $bad/power/samples.csv:2: power_w 1e+308 W is no plausible power (over 1e+09 W)"
+    fi
+    rc=$(run_logged "$here/flat-$what" "$CARMA" report "$bad")
+    check_rc "$here/flat-$what" 1 "$rc"
+    check_grep "$here/flat-$what.err" "$want" "report on a bad samples.csv ($what)"
+    grep -q "out of memory" "$here/flat-$what.err" && check_fail "$what: reported as out of memory"
+done
+
 # --- 4. --follow
 fol=$here/follow
 mkdir -p "$fol/sa-bench_x" "$fol/power"

@@ -10,8 +10,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -145,6 +147,37 @@ static void test_signal_all(void **state)
     assert_int_equal(cgroup_remove(&g), 0);
 }
 
+/* cgroup.procs as a bad file could hold it: no number wraps to a pid of -1 (every process)
+ * or 0 (the caller's group). Signal 0 only checks, so nothing is hurt if it did. Runs
+ * without cgroups: the directory is a plain one. */
+static void test_signal_bad_pids(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/carma-cgprocs-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("4294967295\n18446744073709551615\n4294967296\n0\n-1\nabc\n", f);
+    fclose(f);
+    struct cgroup_dir g;
+    memset(&g, 0, sizeof g);
+    g.procs_fd = g.stat_fd = g.events_fd = g.kill_fd = -1;
+    g.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(g.dirfd >= 0);
+    assert_int_equal(cgroup_signal(&g, 0), 0);
+    /* a real pid in the same file is signalled */
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "4294967295\n%d\n", (int)getpid());
+    fclose(f);
+    assert_int_equal(cgroup_signal(&g, 0), 1);
+    close(g.dirfd);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_bad_name(void **state)
 {
     (void)state;
@@ -219,9 +252,9 @@ static void test_child_exists(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_usage),        cmocka_unit_test(test_signal_all),
-        cmocka_unit_test(test_bad_name),     cmocka_unit_test(test_stale_base),
-        cmocka_unit_test(test_child_exists),
+        cmocka_unit_test(test_usage),           cmocka_unit_test(test_signal_all),
+        cmocka_unit_test(test_signal_bad_pids), cmocka_unit_test(test_bad_name),
+        cmocka_unit_test(test_stale_base),      cmocka_unit_test(test_child_exists),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -137,6 +137,21 @@ static void test_read_text(void **state)
     assert_string_equal(buf, "");
     assert_int_equal(fsroot_read_text(&t->root, "newline-only", buf, sizeof buf), 0);
     assert_string_equal(buf, "");
+
+    /* a NUL byte anywhere: no text (it would read "12\0 34" as 12) */
+    static const struct {
+        const char *data;
+        size_t len;
+    } nul[] = {{"12\0 34\n", 7}, {"12\0", 3}, {"\0", 1}, {"1\n\0", 3}};
+    for (size_t k = 0; k < sizeof nul / sizeof nul[0]; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/nul", t->dir);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(nul[k].data, 1, nul[k].len, f), nul[k].len);
+        fclose(f);
+        assert_int_equal(fsroot_read_text(&t->root, "nul", buf, sizeof buf), -EINVAL);
+    }
 }
 
 static void test_read_limits(void **state)

@@ -112,11 +112,78 @@ static void test_parse_rejects(void **state)
         "cpu  1 -2 3 4\n",              /* a sign */
         "cpu1 1 2 3 4 5 6 7 8\n",       /* no node line */
         "CPU  1 2 3 4\n",
+        "cpu  18446744073709551616 2 3 4\n",               /* a tick count past 64 bits */
+        "cpu  1 2 3 4\ncpu0 1 99999999999999999999 3 4\n", /* idem on a cpu line */
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         if (procstat_parse(bad[k], &node, cpu, 2) != -EINVAL)
             fail_msg("accepted: \"%s\"", bad[k]);
     }
+}
+
+/* A cpu number from the file indexes nothing unless it lies inside the table: numbers past
+ * 64 bits, or that wrap a long or an int negative, are ignored lines, never written outside. */
+static void test_parse_bad_cpu_numbers(void **state)
+{
+    (void)state;
+    static const char *const big[] = {
+        "18446744073709551615", /* 2^64 - 1: wrapped to -1 in a long */
+        "9223372036854775808",  /* 2^63: wrapped negative */
+        "4294967295",
+        "4294967296",
+        "2147483648",
+        "65536",
+        "2",
+        "99999999999999999999999999999999999999999999999999999",
+    };
+    for (size_t k = 0; k < sizeof big / sizeof big[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 10 20 30 40\ncpu%s 1 2 3 4 5 6 7 8 0 0\n", big[k]);
+        /* the table is the middle of a larger one: its neighbours must stay untouched */
+        struct cpu_times guard[4], node;
+        memset(guard, 0xaa, sizeof guard);
+        struct cpu_times untouched;
+        memset(&untouched, 0xaa, sizeof untouched);
+        int r = procstat_parse(text, &node, &guard[1], 2);
+        /* a number past the table's largest possible size is no cpu line at all */
+        int want = strcmp(big[k], "2") == 0 ? 2 : 1;
+        if (r != want)
+            fail_msg("cpu%s: %d lines, want %d", big[k], r, want);
+        assert_memory_equal(&guard[0], &untouched, sizeof untouched);
+        assert_memory_equal(&guard[2], &untouched, sizeof untouched);
+        assert_memory_equal(&guard[3], &untouched, sizeof untouched);
+        assert_true(guard[1].user == 10);
+    }
+}
+
+/* The same lines through procstat_open: the table is sized by the valid numbers only, and a
+ * processor number in proc/cpuinfo that does not fit an int names no cpu. */
+static void test_open_bad_numbers(void **state)
+{
+    (void)state;
+    tu_put("proc/stat", "cpu  1 2 3 4 5 6 7 8 0 0\n"
+                        "cpu0 1 2 3 4 5 6 7 8 0 0\n"
+                        "cpu18446744073709551615 1 2 3 4 5 6 7 8 0 0\n"
+                        "cpu4294967296 1 2 3 4 5 6 7 8 0 0\n");
+    /* 4294967296 truncated to an int is cpu 0; 2^64 + 1 does not parse */
+    tu_put("proc/cpuinfo", "processor\t: 0\nphysical id\t: 0\n\n"
+                           "processor\t: 4294967296\nphysical id\t: 3\n\n"
+                           "processor\t: 18446744073709551617\nphysical id\t: 2\n\n");
+    tu_open_root(&root, tu_dir);
+    struct procstat p;
+    struct carma_err e = {0};
+    assert_int_equal(procstat_open(&p, &root, &e), 0);
+    assert_int_equal(p.ncpu, 1);
+    assert_int_equal(p.cpu_socket[0], 0);
+    assert_int_equal(p.nsockets, 1);
+    tu_put("proc/stat", "cpu  2 2 3 5 5 6 7 8 0 0\n"
+                        "cpu0 2 2 3 5 5 6 7 8 0 0\n"
+                        "cpu18446744073709551615 9 9 9 9 9 9 9 9 0 0\n");
+    assert_int_equal(procstat_sample(&p), 0);
+    assert_true(p.valid);
+    assert_true(p.util_total == 0.5);
+    procstat_close(&p);
 }
 
 /* ---- utilization ---- */
@@ -343,6 +410,8 @@ int main(void)
         cmocka_unit_test(test_parse_modern),
         cmocka_unit_test(test_parse_old_formats),
         cmocka_unit_test(test_parse_rejects),
+        cmocka_unit_test(test_parse_bad_cpu_numbers),
+        T(test_open_bad_numbers),
         T(test_open_and_fractions),
         T(test_counters_backwards),
         T(test_offline_cpus),

@@ -78,6 +78,10 @@ static void test_parse_stat_rejects(void **state)
         "42 (x) S abc 42 42 0 -1 0 0 0 0 0 1 2 3 4 20 0 1 0 5",
         "42 (x) S 7 42 42 0 -1 0 0 0 0 0 u 2 3 4 20 0 1 0 5",
         "42 (x)",
+        /* a parent pid that no pid_t holds (it wrapped to pid 1 once) */
+        "42 (x) S 4294967297 42 42 0 -1 0 0 0 0 0 1 2 3 4 20 0 1 0 5",
+        /* a tick count past 64 bits */
+        "42 (x) S 7 42 42 0 -1 0 0 0 0 0 18446744073709551616 2 3 4 20 0 1 0 5",
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
         if (proctree_parse_stat(bad[k], &ppid, &ticks, &start) != -EINVAL)

@@ -584,6 +584,16 @@ static void malformed_samples(void **state)
     edit("samples.csv", "measured,nan,6.000044", "measured,29.963212,6.000044");
     edit("samples.csv", "measured,29.963212,6.000044", "measured,29.963212,6.000044,7");
     build_fails(-EINVAL, "samples.csv:8: 10 fields, the header has 9", NULL);
+    edit("samples.csv", "measured,29.963212,6.000044,7", "measured,29.963212,6.000044");
+    /* finite numbers whose node sum is not (line 10: the tick's package-0/dram, also a node
+     * channel): said with the line, never left without a message */
+    edit("samples.csv", "measured,29.963212,6.000044", "measured,1e308,6.000044");
+    edit("samples.csv", "measured,3.995096,0.800006", "measured,1.7e308,0.800006");
+    build_fails(-ERANGE, "samples.csv:10: watts: the node channels' sum at this tick overflows",
+                NULL);
+    edit("samples.csv", "measured,1.7e308,0.800006", "measured,3.995096,1.7e308");
+    edit("samples.csv", "measured,1e308,6.000044", "measured,29.963212,1e308");
+    build_fails(-ERANGE, "samples.csv:10: joules_total: the node channels' sum", NULL);
     remove_file("samples.csv");
     build_fails(-ENOENT, "samples.csv", NULL);
 }

@@ -137,7 +137,7 @@ static void test_probe_all_sources(void **state)
     for (size_t i = 0; i < s->set.n; i++) {
         assert_true(isnan(s->st[i].watts));
         assert_true(s->st[i].ctr.range == s->set.ch[i].counter_range);
-        assert_true(s->st[i].ctr.max_power_w == SAMPLER_MAX_POWER_W);
+        assert_true(s->st[i].ctr.max_power_w == channel_power_max_w(&s->set.ch[i]));
     }
     sampler_free(s);
 }
@@ -362,6 +362,90 @@ static void test_gauge_trapezoid(void **state)
     assert_true(s->st[0].min_w == 100.0);
     assert_true(s->st[0].max_w == 300.0);
     assert_int_equal(s->st[0].samples, 3);
+    assert_int_equal(s->st[0].invalid, 1);
+    sampler_free(s);
+}
+
+/* Writes len bytes (NULs included) into rel below tu_dir. */
+static void put_bytes(const char *rel, const char *data, size_t len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tu_dir, rel);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+/* A gauge above what the device kind can draw (docs/sources.md), or with a NUL byte in it,
+ * is an invalid reading: counted, never integrated; the trapezoid spans the gap. */
+static void test_gauge_implausible(void **state)
+{
+    (void)state;
+    meter_tree();
+    struct sampler *s = new_on("hwmon");
+    assert_int_equal(s->set.ch[0].kind, KIND_SYSTEM);
+    assert_true(channel_power_max_w(&s->set.ch[0]) == CHANNEL_SYSTEM_MAX_W);
+    sampler_tick(s);
+    int64_t t1 = s->t_now;
+    static const char *const bad[] = {
+        "4294967296000000\n",     /* 4.29 GW */
+        "262144000000\n",         /* 262 kW */
+        "20000000001\n",          /* just above 20 kW */
+        "18446744073709551615\n", /* the largest u64 */
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        tu_put(METER "power1_average", bad[k]);
+        tick(s);
+        assert_false(s->st[0].tick_valid);
+        assert_int_equal(s->st[0].last_err, -ERANGE);
+        assert_int_equal(s->st[0].invalid, k + 1);
+        assert_true(isnan(s->st[0].watts));
+        assert_true(s->st[0].energy_j == 0.0);
+    }
+    /* "12\0 34": read as nothing, not as 12 µW */
+    put_bytes(METER "power1_average", "12\0 34\n", 7);
+    tick(s);
+    assert_false(s->st[0].tick_valid);
+    assert_int_equal(s->st[0].last_err, -EINVAL);
+    assert_int_equal(s->st[0].invalid, 5);
+    /* 20 kW itself is plausible for a whole node */
+    tu_put(METER "power1_average", "20000000000\n");
+    tick(s);
+    assert_true(s->st[0].tick_valid);
+    assert_true(s->st[0].watts == 20000.0);
+    assert_rel(s->st[0].energy_j, energy_trapezoid_j(100.0, 20000.0, s->t_now - t1));
+    assert_true(s->st[0].max_w == 20000.0);
+    assert_int_equal(s->st[0].samples, 2);
+    sampler_free(s);
+}
+
+/* A counter step implying more than the kind's bound (5 kW for a cpu package) is invalid:
+ * not integrated, counted, and the next step is measured from the value after it. */
+static void test_counter_implausible(void **state)
+{
+    (void)state;
+    tu_copy_fixture("intel-2s");
+    struct sampler *s = new_on("rapl");
+    assert_int_equal(s->set.ch[0].kind, KIND_CPU);
+    assert_true(s->st[0].ctr.max_power_w == CHANNEL_CPU_MAX_W);
+    sampler_tick(s);
+    /* 100 kJ within a few ms: far above 5 kW, and no wrap or reset */
+    tu_put_u64(PKG0, PKG0_START + 100000000000ULL);
+    tick(s);
+    assert_false(s->st[0].tick_valid);
+    assert_int_equal(s->st[0].invalid, 1);
+    assert_int_equal(s->st[0].last_err, -ERANGE);
+    assert_int_equal(s->st[0].resets, 0);
+    assert_true(s->st[0].energy_j == 0.0);
+    assert_true(isnan(s->st[0].watts));
+    int64_t t2 = s->t_now;
+    tu_put_u64(PKG0, PKG0_START + 100000000000ULL + 2000000);
+    tick(s);
+    assert_true(s->st[0].tick_valid);
+    assert_rel(s->st[0].energy_j, 2.0);
+    assert_rel(s->st[0].watts, 2.0 / dt_s(t2, s->t_now));
+    assert_int_equal(s->st[0].samples, 2);
     assert_int_equal(s->st[0].invalid, 1);
     sampler_free(s);
 }
@@ -737,6 +821,8 @@ int main(void)
         T(test_counter_wrap),
         T(test_counter_reset),
         T(test_counter_invalid),
+        T(test_counter_implausible),
+        T(test_gauge_implausible),
         T(test_counter_enodev),
         T(test_gauge_trapezoid),
         T(test_select_intel_2s),

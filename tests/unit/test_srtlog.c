@@ -1222,6 +1222,58 @@ static void test_malformed(void **state)
     reset();
 }
 
+/* A host name (or CPU sensor) that is not UTF-8, and a power that would overflow the sums,
+ * are errors naming the file and line (they were "out of memory" when the report's JSON could
+ * not hold them). */
+static void test_bad_names_and_powers(void **state)
+{
+    (void)state;
+    char want[1200], g[1024], c[1024];
+    snprintf(g, sizeof g, "%s", tp("g/samples.csv"));
+    snprintf(c, sizeof c, "%s", tp("cpu/samples.csv"));
+
+    /* by the fast line reader and by the row reader (a quoted cell), on a later line */
+    snprintf(want, sizeof want,
+             "%s:3: hostname is not valid UTF-8 (byte 0xff at offset 1 of the cell)", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n1,2.0,1,h\xff,0,u,11.0\n", NULL, 0),
+               -EILSEQ, want);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n1,2.0,1,\"h\xff\",0,u,11.0\n", NULL, 0),
+               -EILSEQ, want);
+    /* an overlong form and a lone continuation byte */
+    snprintf(want, sizeof want,
+             "%s:2: hostname is not valid UTF-8 (byte 0xc0 at offset 0 of the cell)", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,\xc0\xaf,0,u,10.0\n", NULL, 0), -EILSEQ, want);
+    snprintf(want, sizeof want,
+             "%s:2: hostname is not valid UTF-8 (byte 0x80 at offset 2 of the cell)", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,ab\x80,0,u,10.0\n", NULL, 0), -EILSEQ, want);
+    /* UTF-8 itself is a host name like any other */
+    assert_int_equal(load_gpu(GPU_HDR_V1 "1,1.0,0,h\xc3\xa9\xe2\x82\xac,0,u,10.0\n", NULL, 0), 0);
+    assert_string_equal(L.gpu_devices.v[0].label, "gpu/h\xc3\xa9\xe2\x82\xac/gpu0");
+    snprintf(want, sizeof want,
+             "%s:2: hostname is not valid UTF-8 (byte 0xfe at offset 0 of the cell)", c);
+    assert_err(load_cpu(CPU_HDR_V1 "1,1.0,\xfe,acpi,s,0,5.0,\r\n", 0), -EILSEQ, want);
+    snprintf(want, sizeof want,
+             "%s:3: sensor is not valid UTF-8 (byte 0xe2 at offset 1 of the cell)", c);
+    assert_err(load_cpu(CPU_HDR_V1 "1,1.0,h,acpi,s,0,5.0,\r\n1,2.0,h,acpi,s\xe2\x82,0,5.0,\r\n", 0),
+               -EILSEQ, want);
+
+    /* 1e308 W on every row: finite, but its sums are not */
+    snprintf(want, sizeof want, "%s:2: power_w 1e+308 W is no plausible power (over 1e+09 W)", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,1e308\n1,1.0,0,h,1,u,1e308\n", NULL, 0), -ERANGE,
+               want);
+    snprintf(want, sizeof want, "%s:3: power_w -2e+09 W is no plausible power (over 1e+09 W)", g);
+    assert_err(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n1,2.0,1,h,0,u,-2000000000\n", NULL, 0),
+               -ERANGE, want);
+    snprintf(want, sizeof want, "%s:2: power_w 1e+308 W is no plausible power (over 1e+09 W)", c);
+    assert_err(load_cpu(CPU_HDR_V1 "1,1.0,h,acpi,s,0,1e308,\r\n", 0), -ERANGE, want);
+    snprintf(want, sizeof want, "%s:2: total_power_w 1e+308 W is no plausible power (over 1e+09 W)",
+             c);
+    assert_err(load_cpu(CPU_HDR_V1 "1,1.0,h,acpi,s,0,5.0,1e308\r\n", 0), -ERANGE, want);
+    /* 1 GW itself is read */
+    assert_int_equal(load_gpu(GPU_HDR_V1 "1,1.0,0,h,0,u,1000000000\n", NULL, 0), 0);
+    reset();
+}
+
 static void test_strict(void **state)
 {
     (void)state;
@@ -2183,6 +2235,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cpu_series, tu_setup, teardown),
         cmocka_unit_test(test_sensor_rank),
         cmocka_unit_test_setup_teardown(test_malformed, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_names_and_powers, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_strict, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream, tu_setup, teardown),
         cmocka_unit_test(test_parse_double),
