@@ -12,12 +12,15 @@
 #      forever.
 . "${CARMA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib_cli.sh"
 
-# odd KIND PATH: replaces PATH with a FIFO (KIND fifo) or a symlink to /dev/zero (KIND zero).
+# odd KIND PATH: replaces PATH with a FIFO (KIND fifo), a symlink to /dev/zero (KIND zero) or
+# /dev/zero's own device node (KIND dev: below --root, an absolute link resolves inside the root,
+# so a device there is a node of the tree's own).
 odd() {
     rm -rf "$2"
     case $1 in
     fifo) mkfifo "$2" || fail "mkfifo $2" ;;
     zero) ln -s /dev/zero "$2" || fail "ln -s /dev/zero $2" ;;
+    dev) mknod "$2" c 1 5 || fail "mknod $2" ;;
     esac
 }
 
@@ -25,7 +28,7 @@ odd() {
 kind_words() {
     case $1 in
     fifo) echo "a FIFO" ;;
-    zero) echo "a character device" ;;
+    zero | dev) echo "a character device" ;;
     esac
 }
 
@@ -45,9 +48,13 @@ expect_refused() {
     check_grep "$name.all" "$file is not a regular file ($(kind_words "$kind"))" "$name"
 }
 
-# --- 1a. sensors on a --root tree: a FIFO or /dev/zero in place of energy_uj and proc/stat
+# --- 1a. sensors on a --root tree: a FIFO or a character device in place of energy_uj and
+# proc/stat (a device node where mknod is allowed, as root)
 PKG0=sys/class/powercap/intel-rapl:0/energy_uj
-for k in fifo zero; do
+kinds=fifo
+mknod probe.dev c 1 5 2>/dev/null && kinds="fifo dev"
+rm -f probe.dev
+for k in $kinds; do
     copy_tree intel-2s "root_$k"
     odd $k "root_$k/$PKG0"
     rc=$(run_logged "sens_$k" timeout 10 "$CARMA" sensors --root "root_$k" --sample 20ms)
