@@ -82,13 +82,14 @@ scrapes() {
     done
 }
 
-# judge NAME: every scrape in NAME.lat was 200; prints the latencies' median and maximum.
+# judge NAME [ALLOWED]: every scrape in NAME.lat but at most ALLOWED (default 0) was 200;
+# prints the latencies' median and maximum.
 judge() {
-    local name=$1 bad n
+    local name=$1 allowed=${2:-0} bad n
     n=$(wc -l <"$name.lat")
     bad=$(awk '$1 != 200' "$name.lat" | wc -l)
-    check "$([ "$n" -ge 1 ] && [ "$bad" = 0 ] && echo 0 || echo 1)" \
-        "$name: $n scrapes under the flood, $bad not 200 within 5 s"
+    check "$([ "$n" -ge 1 ] && [ "$bad" -le "$allowed" ] && echo 0 || echo 1)" \
+        "$name: $n scrapes under the flood, $bad not 200 within 5 s (at most $allowed allowed)"
     sort -n -k2 "$name.lat" | awk -v name="$name" '{t[NR] = $2} END {
         printf "# %s: scrape latency median %.3f s, max %.3f s (%d scrapes)\n",
             name, t[int((NR + 1) / 2)], t[NR], NR }'
@@ -129,7 +130,10 @@ check $? "one: the scrapes all ran while the flood did"
 flood_done one "$f1" 2000
 flood_done deadline "$f2" 40 9.5
 judge one
-judge one-same
+# a scrape from the flood's own address can lose its place to 48 newer flood connections
+# before its request is read (docs/usage.md): most, not all, must pass (1 of 8 lost once under
+# the sanitizers); scrapes from another address all must
+judge one-same 2
 
 # ---------------------------------------------------------------- 2. many addresses
 flood many --sources 127.0.0.2-127.0.0.101 --body-every 10
