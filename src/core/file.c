@@ -13,6 +13,30 @@
 #include <time.h>
 #include <unistd.h>
 
+int file_check_input(int fd, bool dirs_ok, struct stat *ret_st)
+{
+    struct stat st;
+    int r = 0;
+    if (fstat(fd, &st) < 0)
+        r = -errno;
+    else if (S_ISDIR(st.st_mode) && !dirs_ok)
+        r = -EISDIR;
+    else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        r = -ESPIPE;
+    else {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+            r = -errno;
+    }
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    if (ret_st)
+        *ret_st = st;
+    return fd;
+}
+
 int file_open_input(int dirfd, const char *path, struct stat *ret_st)
 {
     int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -25,22 +49,9 @@ int file_open_input(int dirfd, const char *path, struct stat *ret_st)
         return -err;
     }
     struct stat st;
-    int r = 0;
-    if (fstat(fd, &st) < 0)
-        r = -errno;
-    else if (S_ISDIR(st.st_mode))
-        r = -EISDIR;
-    else if (!S_ISREG(st.st_mode))
-        r = -ESPIPE;
-    else {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-            r = -errno;
-    }
-    if (r < 0) {
-        close(fd);
-        return r;
-    }
+    fd = file_check_input(fd, false, &st);
+    if (fd < 0)
+        return fd;
     if (ret_st)
         *ret_st = st;
     return fd;

@@ -29,6 +29,11 @@
  */
 int file_open_input(int dirfd, const char *path, struct stat *st);
 
+/* The check of file_open_input() on an fd opened with O_NONBLOCK: refuses (closing fd) a
+ * directory (-EISDIR, unless dirs_ok) and anything but a regular file or directory (-ESPIPE),
+ * clears O_NONBLOCK. Returns fd and *ret_st (when not NULL), or a negative errno. */
+int file_check_input(int fd, bool dirs_ok, struct stat *ret_st);
+
 /* file_open_input() as a stdio stream (mode "r", close-on-exec). Returns NULL with *err (a
  * negative errno) set. */
 FILE *file_fopen_input(const char *path, int *err);

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "parse.h"
 
 #define FAULT_MAX 16
@@ -274,22 +275,7 @@ static const char *strip(const char *rel)
  * negative errno (-ESPIPE for a file of another kind) with fd closed. */
 static int keep_regular(int fd)
 {
-    struct stat st;
-    int r = 0;
-    if (fstat(fd, &st) < 0)
-        r = -errno;
-    else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-        r = -ESPIPE;
-    else {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-            r = -errno;
-    }
-    if (r < 0) {
-        close(fd);
-        return r;
-    }
-    return fd;
+    return file_check_input(fd, true, NULL);
 }
 
 int fsroot_open_file(const struct fsroot *r, const char *rel)
