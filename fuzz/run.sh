@@ -4,16 +4,20 @@
 # fuzz/corpus/<name>/ (with fuzz/<name>.dict when there is one). Exits non-zero, naming the
 # reproducer, when a harness crashes, leaks, times out or runs out of memory.
 #
-#   bash fuzz/run.sh [SECONDS]           CLANG=clang-14 bash fuzz/run.sh 600
+#   bash fuzz/run.sh [SECONDS [NAME...]]   CLANG=clang-14 bash fuzz/run.sh 600
+#   bash fuzz/run.sh 60 promparse          (only fuzz/fuzz_promparse.c)
 #
 # A harness names the carma sources it needs on a line "fuzz-sources: a.c b.c" in its header
-# comment; they are compiled in directly (no meson). Reproduce a crash with
+# comment; they are compiled in directly (no meson), linked with the libraries on an optional
+# line "fuzz-libs: -ljansson -lgsl" (pkg-config names are not needed: Debian's -l names work).
+# Reproduce a crash with
 #   build-fuzz/fuzz_<name> build-fuzz/artifacts/<name>/crash-...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${1:-20}
-case $seconds in '' | *[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
+case $seconds in '' | *[!0-9]*) echo "usage: $0 [SECONDS [NAME...]]" >&2; exit 2 ;; esac
+shift $(( $# > 0 ? 1 : 0 ))
 
 cc=${CLANG:-}
 if [ -z "$cc" ]; then
@@ -30,7 +34,15 @@ cflags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -
         -fno-omit-frame-pointer -std=c17 -D_GNU_SOURCE -Isrc -Wall -Wextra)
 
 shopt -s nullglob
-harnesses=(fuzz/fuzz_*.c)
+if [ $# -gt 0 ]; then
+    harnesses=()
+    for n in "$@"; do
+        [ -f "fuzz/fuzz_$n.c" ] || { echo "fuzz: no harness fuzz/fuzz_$n.c" >&2; exit 2; }
+        harnesses+=("fuzz/fuzz_$n.c")
+    done
+else
+    harnesses=(fuzz/fuzz_*.c)
+fi
 [ ${#harnesses[@]} -gt 0 ] || { echo "fuzz: no harness in fuzz/" >&2; exit 2; }
 
 status=0
@@ -38,10 +50,11 @@ for h in "${harnesses[@]}"; do
     name=$(basename "$h" .c)
     name=${name#fuzz_}
     srcs=$(sed -n 's/^.*fuzz-sources:[[:space:]]*//p' "$h" | head -n 1 | sed 's|[*]/.*||')
+    libs=$(sed -n 's/^.*fuzz-libs:[[:space:]]*//p' "$h" | head -n 1 | sed 's|[*]/.*||')
     bin=$out/fuzz_$name
-    echo "fuzz: building $bin ($cc; $h $srcs)"
-    # shellcheck disable=SC2086 # srcs is a list of paths without blanks
-    if ! "$cc" "${cflags[@]}" -o "$bin" "$h" $srcs -lm; then
+    echo "fuzz: building $bin ($cc; $h $srcs $libs)"
+    # shellcheck disable=SC2086 # srcs and libs are lists of words without blanks
+    if ! "$cc" "${cflags[@]}" -o "$bin" "$h" $srcs $libs -lm; then
         echo "fuzz: $name: build failed" >&2
         status=1
         continue
