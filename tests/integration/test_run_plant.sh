@@ -8,7 +8,10 @@
 #
 # The per-job check needs the machine's other load to stay steady between carma's baseline
 # and the run (see check_truth.py); when it did not, the policy's run is tried again, up to 3
-# times, and the test is skipped if it never was (after the other policies are checked).
+# times, and the test is skipped if it never was (after the other policies are checked). A
+# per-job miss while the background looked steady is tried again too, but two such misses of
+# one policy fail the test (a real error misses every time; a shared machine's load can move
+# inside a single run without the steadiness check seeing it).
 # shellcheck source=tests/integration/lib.sh
 . "$CARMA_SRC/tests/integration/lib.sh"
 
@@ -26,6 +29,7 @@ inconclusive=()
 
 for policy in idle proportional equal; do
     verdict=
+    misses=0
     for attempt in 1 2 3 4; do
         dir="$top/$policy-$attempt"
         note "policy $policy, attempt $attempt"
@@ -69,6 +73,13 @@ EOF
             break
             ;;
         3) verdict=inconclusive ;;
+        4)
+            misses=$((misses + 1))
+            [ $misses -lt 2 ] ||
+                fail "carma run ($policy): a job's energy missed its fair truth twice"
+            verdict=inconclusive
+            note "policy $policy: a job's energy missed its bound once; trying again"
+            ;;
         *) fail "carma run ($policy) disagrees with the plant's ground truth" ;;
         esac
     done
