@@ -382,6 +382,7 @@ static void write_utilization(struct run *r, struct run_gpu *g)
         if (srt_power_scrape_end(g->srt, &e) < 0 && !g->srt_failed) {
             g->srt_failed = true;
             cli_error("%s", e.msg);
+            run_output_failed(r, "power/samples.csv"); /* it keeps whole scrapes, not all */
         }
     }
 }
