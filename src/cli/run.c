@@ -22,6 +22,7 @@
 #include <sys/signalfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include "core/file.h"
 #include "core/csv.h"
 #include "core/fmt.h"
+#include "core/journal.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "export/carma_files.h"
@@ -78,19 +80,65 @@ static const char *kind_key(enum channel_kind k)
 
 /* ---- the run directory ---- */
 
-FILE *run_open_file(struct run *r, const char *name, const char *header)
+struct journal *run_open_journal(struct run *r, const char *name, const char *header,
+                                 const char *unit)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    FILE *f = file_fopen_w(path);
-    if (!f) {
-        cli_error("cannot create %s: %s", path, strerror(errno));
+    struct carma_err e = {0};
+    struct journal *j = journal_open(path, header, unit, &e);
+    if (!j) {
+        cli_error("%s", e.msg);
+        run_output_failed(r, name);
         return NULL;
     }
-    if (header)
-        fputs(header, f);
-    fflush(f);
-    return f;
+    if (r->njournals < RUN_JOURNALS_MAX)
+        r->journals[r->njournals++] = j;
+    return j;
+}
+
+int run_journal_append(struct run *r, struct journal *j, const void *p, size_t n, uint64_t rows)
+{
+    struct carma_err warn = {0};
+    int e = journal_append(j, p, n, rows, r->s->real_now, &warn);
+    if (warn.code)
+        cli_error("%s", warn.msg); /* once per file and condition; the count at the end */
+    return e;
+}
+
+void run_output_failed(struct run *r, const char *name)
+{
+    size_t len = strlen(r->incomplete);
+    if (strstr(r->incomplete, name) || len + strlen(name) + 3 >= sizeof r->incomplete)
+        return;
+    snprintf(r->incomplete + len, sizeof r->incomplete - len, "%s%s", len ? ", " : "", name);
+}
+
+/* The count of every journal that lost rows, said at the end: on stderr, in the report's
+ * warnings; each makes the run's outcome incomplete. */
+static void journal_losses(struct run *r)
+{
+    const struct journal *all[RUN_JOURNALS_MAX + 1];
+    size_t n = 0;
+    if (r->csv)
+        all[n++] = samples_csv_journal(r->csv);
+    for (size_t k = 0; k < r->njournals; k++)
+        all[n++] = r->journals[k];
+    for (size_t k = 0; k < n; k++) {
+        char msg[4400];
+        if (!journal_loss_text(all[k], msg, sizeof msg))
+            continue;
+        cli_error("%s", msg);
+        const char *name = journal_path(all[k]) + strlen(r->dir) + 1;
+        run_output_failed(r, name);
+        /* the report: the name in the run directory, not its path */
+        const char *rel = msg + strlen(r->dir) + 1;
+        if (r->warnings)
+            json_array_append_new(r->warnings,
+                                  json_sprintf("%s: the file is incomplete (the rows it holds are "
+                                               "whole)",
+                                               rel));
+    }
 }
 
 static int make_run_dir(struct run *r, const char *runs)
@@ -134,10 +182,37 @@ static void write_json(struct run *r, const char *name, json_t *j)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    int e = json_write_file(j, path);
-    if (e < 0)
+    int e = j ? json_write_file(j, path) : -ENOMEM;
+    if (e < 0) {
         cli_error("cannot write %s: %s", path, strerror(-e));
+        run_output_failed(r, name);
+    }
     json_decref(j);
+}
+
+/* The room kept for the small final files (workloads.json, report.json, report.txt,
+ * manifest.json...): an unnamed file of the run directory's file system, allocated at the
+ * start and freed just before they are written, so that a disk filled by the journals still
+ * takes them. RUN_RESERVE_MAX, or a quarter of the free space when that is less (a small disk
+ * keeps most of its room for the measurement), halved while the file system refuses it. */
+static void run_reserve(struct run *r)
+{
+    r->reserve_fd = -1;
+    size_t n = RUN_RESERVE_MAX;
+    struct statvfs sv;
+    if (statvfs(r->dir, &sv) == 0 && (double)sv.f_bavail * (double)sv.f_frsize / 4 < (double)n)
+        n = (size_t)((double)sv.f_bavail * (double)sv.f_frsize / 4) & ~(size_t)4095;
+    if (n < RUN_RESERVE_MIN)
+        n = RUN_RESERVE_MIN;
+    for (; n >= RUN_RESERVE_MIN && r->reserve_fd < 0; n /= 2)
+        r->reserve_fd = journal_reserve(r->dir, n);
+}
+
+static void run_reserve_release(struct run *r)
+{
+    if (r->reserve_fd >= 0)
+        close(r->reserve_fd);
+    r->reserve_fd = -1;
 }
 
 /* CARMA's files (nvidia_smi_power.csv, perf.log, ...) from the run's own (export/carma_files):
@@ -162,15 +237,16 @@ static void carma_files(struct run *r)
     struct carma_err e = {0};
     carma_files_free(carma_follow);
     carma_follow = NULL;
-    if (carma_files_write(r->dir, &e) < 0)
+    if (carma_files_write(r->dir, &e) < 0) {
         cli_error("%s; CARMA's files are not all written", e.msg);
+        if (e.code != -EINVAL && e.code != -ENOENT) /* a write that failed, not bad content */
+            run_output_failed(r, "CARMA's files");
+    }
 }
 
 /* report.html: `carma report DIR --format html` of the finished run (report/html). */
 static void write_html(struct run *r)
 {
-    if (r->attr)
-        fflush(r->attr); /* the page reads attribution.csv */
     struct carma_err e = {0};
     struct html_opts ho = {.version = CARMA_VERSION};
     char *page = NULL;
@@ -178,12 +254,14 @@ static void write_html(struct run *r)
     char path[4200];
     snprintf(path, sizeof path, "%s/report.html", r->dir);
     if (html_run(r->dir, NULL, &ho, &page, &len, &e) < 0) {
-        cli_error("cannot write %s: %s", path, e.msg);
+        cli_error("cannot write %s: %s", path, e.msg); /* what the files hold: said only */
         return;
     }
     int x = file_replace(path, page, len);
-    if (x < 0)
+    if (x < 0) {
         cli_error("cannot write %s: %s", path, strerror(-x));
+        run_output_failed(r, "report.html");
+    }
     free(page);
 }
 
@@ -390,28 +468,18 @@ void run_attr_row(struct run *r, size_t ch, const char *job, double j)
     csv_buf_raw(b, ",", 1);
     csv_buf_raw(b, num, strlen(num));
     csv_buf_end_row(b);
+    r->attr_rows++;
 }
 
-/* Writes the rows of one split with one write(2): a killed carma leaves whole splits. */
+/* Writes the rows of one split with one write(2): a killed carma, or a full disk, leaves whole
+ * splits (core/journal). */
 void run_attr_flush(struct run *r)
 {
     struct csv_buf *b = &r->attr_buf;
-    if (!r->attr || !b->len)
-        return;
-    const char *p = b->data;
-    size_t n = b->len;
-    while (n) {
-        ssize_t w = write(fileno(r->attr), p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            cli_error("cannot write attribution.csv: %s", strerror(errno));
-            break;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
+    if (r->attr && b->len)
+        run_journal_append(r, r->attr, b->data, b->len, r->attr_rows);
     b->len = 0;
+    r->attr_rows = 0;
 }
 
 double run_g_per_j(const struct run *r)
@@ -601,22 +669,31 @@ static void features_rows(struct run *r)
         return;
     char ts[40];
     fmt_unix_us(ts, r->s->real_now);
+    char *text = NULL;
+    size_t len = 0;
+    uint64_t rows = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         if (!j->started || j->pid <= 0)
             continue;
         uint64_t v[PERFC_N];
         unsigned mask = perf_counters_read(&j->perf, v);
-        fprintf(r->features, "%s,%s,%.6f", ts, j->spec->name, (double)j->cpu_ns / 1e9);
+        fprintf(f, "%s,%s,%.6f", ts, j->spec->name, (double)j->cpu_ns / 1e9);
         for (int i = 0; i < PERFC_N; i++) {
             if (mask & (1u << i))
-                fprintf(r->features, ",%llu", (unsigned long long)v[i]);
+                fprintf(f, ",%llu", (unsigned long long)v[i]);
             else
-                fputs(",", r->features);
+                fputs(",", f);
         }
-        fputs("\r\n", r->features);
+        fputs("\r\n", f);
+        rows++;
     }
-    fflush(r->features);
+    if (fclose(f) == 0 && len)
+        run_journal_append(r, r->features, text, len, rows);
+    free(text);
 }
 
 /* node_util.csv: the node's busy and total CPU time (proc/stat below the root), cumulative
@@ -634,15 +711,17 @@ static void node_util_row(struct run *r)
         r->nu_busy0 = busy;
         r->nu_total0 = total;
     }
-    char ts[40];
+    char ts[40], row[160];
     fmt_unix_us(ts, s->real_now);
     double hz = (double)r->clk_tck;
-    fprintf(r->node_util, "%s,%.6f,%.6f,", ts, (double)(busy - r->nu_busy0) / hz,
-            (double)(total - r->nu_total0) / hz);
-    if (s->util.primed && s->util.total_ticks_delta > 0)
-        fprintf(r->node_util, "%.6f", s->util.util_total);
-    fputs("\r\n", r->node_util);
-    fflush(r->node_util);
+    int n = snprintf(row, sizeof row, "%s,%.6f,%.6f,", ts, (double)(busy - r->nu_busy0) / hz,
+                     (double)(total - r->nu_total0) / hz);
+    if (n > 0 && (size_t)n < sizeof row && s->util.primed && s->util.total_ticks_delta > 0)
+        n += snprintf(row + n, sizeof row - (size_t)n, "%.6f", s->util.util_total);
+    if (n > 0 && (size_t)n + 2 < sizeof row) {
+        memcpy(row + n, "\r\n", 2);
+        run_journal_append(r, r->node_util, row, (size_t)n + 2, 1);
+    }
 }
 
 static void event_summary(struct run *r, double period_s)
@@ -672,8 +751,9 @@ static void event_summary(struct run *r, double period_s)
     json_object_set_new(o, "unattributed_j", json_real(r->unattr_j));
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
     if (text) {
-        fprintf(r->events, "%s\n", text);
-        fflush(r->events);
+        size_t n = strlen(text);
+        text[n] = '\n'; /* the NUL becomes the line end */
+        run_journal_append(r, r->events, text, n + 1, 1);
         free(text);
     }
     json_decref(o);
@@ -756,38 +836,49 @@ static void pstree_snapshot(struct run *r)
 {
     if (!r->pstree)
         return;
-    fprintf(r->pstree, "# %.6f\n", (double)r->s->real_now / 1e9);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out)
+        return;
+    fprintf(out, "# %.6f\n", (double)r->s->real_now / 1e9);
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         if (!j->started || j->done)
             continue;
-        fprintf(r->pstree, "%s: pgid %d%s%s\n", j->spec->name, (int)j->pid,
-                j->have_cg ? " cgroup " : "", j->have_cg ? j->cg.path : "");
+        fprintf(out, "%s: pgid %d%s%s\n", j->spec->name, (int)j->pid, j->have_cg ? " cgroup " : "",
+                j->have_cg ? j->cg.path : "");
         if (j->have_cg) {
             char path[4200];
             snprintf(path, sizeof path, "%s/cgroup.procs", j->cg.path);
             FILE *f = fopen(path, "re");
             char line[64];
             while (f && fgets(line, sizeof line, f))
-                fprintf(r->pstree, "  %s", line);
+                fprintf(out, "  %s", line);
             if (f)
                 fclose(f);
         } else if (j->have_tree) {
             for (int m = 0; m < j->tree.n; m++)
-                fprintf(r->pstree, "  %d\n", (int)j->tree.m[m].pid);
+                fprintf(out, "  %d\n", (int)j->tree.m[m].pid);
         }
     }
-    fflush(r->pstree);
+    if (fclose(out) == 0 && len)
+        run_journal_append(r, r->pstree, text, len, 1); /* one snapshot, whole or not at all */
+    free(text);
+}
+
+/* samples.csv: this tick's rows (a failure said once per condition, counted at the end). */
+static void run_samples(struct run *r)
+{
+    struct carma_err warn = {0};
+    if (r->csv && samples_csv_write_tick(r->csv, r->s, &warn) < 0 && warn.code)
+        cli_error("%s", warn.msg);
 }
 
 static void tick(struct run *r)
 {
     sampler_tick(r->s);
-    if (r->csv) {
-        struct carma_err e = {0};
-        if (samples_csv_write_tick(r->csv, r->s, &e) < 0)
-            cli_error("%s", e.msg);
-    }
+    run_samples(r);
     node_util_row(r);
     for (size_t i = 0; i < r->s->set.n; i++)
         if (!r->gpu_split[i])
@@ -939,6 +1030,7 @@ static json_t *report_json(struct run *r)
     json_object_set_new(o, "experiment", json_string(r->x.name));
     json_object_set_new(o, "run_dir", json_string(r->dir));
     json_object_set_new(o, "duration_s", json_real(sampler_window_s(r->s)));
+    json_object_set_new(o, "end_unix", json_real((double)r->s->real_now / 1e9)); /* last tick */
     json_object_set_new(o, "status", json_string(r->stop.sig ? "interrupted" : "complete"));
     json_object_set_new(o, "interruption", interruption_json(&r->stop));
     json_t *a = json_object();
@@ -1178,10 +1270,7 @@ static int baseline(struct run *r, int64_t ns)
         if (ev == 0)
             continue;
         sampler_tick(r->s);
-        if (r->csv) {
-            struct carma_err err = {0};
-            samples_csv_write_tick(r->csv, r->s, &err);
-        }
+        run_samples(r);
         node_util_row(r);
         for (size_t i = 0; i < r->s->set.n; i++)
             e[i] += r->s->st[i].tick_energy_j;
@@ -1263,6 +1352,7 @@ int cmd_run(int argc, char **argv)
         return 1;
     signal(SIGXFSZ, SIG_IGN); /* past a file size limit a write fails (EFBIG), as on a full disk */
     r->sigfd = -1;
+    r->reserve_fd = -1;
     r->grace_ns = grace_ns;
     r->clk_tck = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
     int status = 2;
@@ -1337,6 +1427,7 @@ int cmd_run(int argc, char **argv)
     status = 1;
     if (make_run_dir(r, runs) < 0)
         goto out;
+    run_reserve(r);
     if (!co.json) /* --json: the directory is in the one JSON document at the end */
         printf("%s\n", r->dir);
     fflush(stdout);
@@ -1348,16 +1439,19 @@ int cmd_run(int argc, char **argv)
     char path[4200];
     snprintf(path, sizeof path, "%s/samples.csv", r->dir);
     r->csv = samples_csv_open(path, r->s, &e);
-    if (!r->csv)
+    if (!r->csv) {
         cli_error("%s", e.msg);
-    r->attr = run_open_file(r, "attribution.csv", "timestamp_unix,channel,job,joules\r\n");
-    r->events = run_open_file(r, "event_summaries.jsonl", NULL);
-    r->pstree = run_open_file(r, "pstree.log", NULL);
-    r->features =
-        run_open_file(r, "features.csv",
-                      "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,cycles\r\n");
-    r->node_util =
-        run_open_file(r, "node_util.csv", "timestamp_unix,busy_cpu_s,total_cpu_s,cpu_util\r\n");
+        run_output_failed(r, "samples.csv");
+    }
+    r->attr =
+        run_open_journal(r, "attribution.csv", "timestamp_unix,channel,job,joules\r\n", "rows");
+    r->events = run_open_journal(r, "event_summaries.jsonl", NULL, "lines");
+    r->pstree = run_open_journal(r, "pstree.log", NULL, "snapshots");
+    r->features = run_open_journal(
+        r, "features.csv",
+        "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,cycles\r\n", "rows");
+    r->node_util = run_open_journal(r, "node_util.csv",
+                                    "timestamp_unix,busy_cpu_s,total_cpu_s,cpu_util\r\n", "rows");
     r->have_base = cgroup_base_create(&r->base, &e) == 0;
     if (!r->have_base)
         snprintf(r->cgroup_note, sizeof r->cgroup_note, "%s", e.msg);
@@ -1378,8 +1472,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     sampler_tick(r->s);
-    if (r->csv)
-        samples_csv_write_tick(r->csv, r->s, &e);
+    run_samples(r);
     node_util_row(r);
     if (baseline_ns && baseline(r, baseline_ns) == -EINTR) {
         cli_error("interrupted during the baseline; no workload was started");
@@ -1448,8 +1541,7 @@ int cmd_run(int argc, char **argv)
             tick(r);
     }
     sampler_tick(r->s);
-    if (r->csv)
-        samples_csv_write_tick(r->csv, r->s, &e);
+    run_samples(r);
     for (size_t i = 0; i < r->s->set.n; i++)
         if (!r->gpu_split[i])
             r->pend_j[i] += r->s->st[i].tick_energy_j;
@@ -1495,14 +1587,9 @@ int cmd_run(int argc, char **argv)
     }
     if (report_failed)
         status = 1; /* reports that could not be written (said above) */
-    int csv_err;
-    uint64_t lost = samples_csv_lost_ticks(r->csv, &csv_err);
-    if (lost) {
-        cli_error("%s/samples.csv: %llu tick%s could not be written (%s): the samples are "
-                  "incomplete",
-                  r->dir, (unsigned long long)lost, lost == 1 ? "" : "s", strerror(-csv_err));
-        status = 1;
-    }
+    journal_losses(r);
+    /* the small final files first, in the room kept for them */
+    run_reserve_release(r);
     json_object_set_new(wl, "workloads", arr);
     write_json(r, "workloads.json", wl);
     write_json(r, "workload_pids.json", pids);
@@ -1516,14 +1603,23 @@ int cmd_run(int argc, char **argv)
         fclose(mem);
     }
     /* the files first: a closed stdout must not cost the report */
-    if (text) {
-        FILE *tf = run_open_file(r, "report.txt", text);
-        if (tf)
-            fclose(tf);
-    }
     /* --json: report.json (which write_json takes) and the directory, one document on stdout */
     json_t *doc = co.json ? json_pack("{s:s, s:O}", "run_dir", r->dir, "report", rep) : NULL;
     write_json(r, "report.json", rep);
+    if (text) {
+        char tpath[4200];
+        snprintf(tpath, sizeof tpath, "%s/report.txt", r->dir);
+        int x = file_replace(tpath, text, tlen);
+        if (x < 0) {
+            cli_error("cannot write %s: %s", tpath, strerror(-x));
+            run_output_failed(r, "report.txt");
+        }
+    } else {
+        cli_error("cannot write %s/report.txt: %s", r->dir, strerror(ENOMEM));
+        run_output_failed(r, "report.txt");
+    }
+    write_json(r, "manifest.json", manifest(r, r->stop.sig ? "interrupted" : "complete"));
+    /* then the large ones, made from the files on disk */
     carma_files(r);
     if (doc)
         cli_print_json(stdout, doc);
@@ -1531,25 +1627,24 @@ int cmd_run(int argc, char **argv)
         fputs(text, stdout);
     json_decref(doc);
     free(text);
-    write_json(r, "manifest.json", manifest(r, r->stop.sig ? "interrupted" : "complete"));
     write_html(r);
+    if (r->incomplete[0]) {
+        cli_error("%s is incomplete (%s: said above): exit status 1", r->dir, r->incomplete);
+        status = 1;
+    }
     gpu_status = r->signals ? "incomplete" : "complete";
 out:
     follower_stop(&follower, "run", co.verbose < 0);
     run_gpu_done(r, gpu_status);
     if (r->csv)
         samples_csv_close(r->csv);
-    if (r->attr)
-        fclose(r->attr);
+    journal_close(r->attr);
     csv_buf_free(&r->attr_buf);
-    if (r->events)
-        fclose(r->events);
-    if (r->pstree)
-        fclose(r->pstree);
-    if (r->features)
-        fclose(r->features);
-    if (r->node_util)
-        fclose(r->node_util);
+    journal_close(r->events);
+    journal_close(r->pstree);
+    journal_close(r->features);
+    journal_close(r->node_util);
+    run_reserve_release(r);
     for (size_t k = 0; r->jobs && k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         if (j->have_cg) {

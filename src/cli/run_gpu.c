@@ -56,7 +56,8 @@ struct run_gpu {
     struct pidowner owner;
     struct pidowner_job pj[SPLIT_JOBS_MAX];
     int64_t last_split, last_util;
-    FILE *util;
+    struct journal *util; /* utilization.csv */
+    uint64_t urows;       /* rows in ubuf */
     struct csv_buf ubuf;
     struct srt_power *srt;
     bool srt_failed;
@@ -204,9 +205,10 @@ int run_gpu_setup(struct run *r)
     g->period_ns = RUN_GPU_PERIOD_NS;
     pidowner_init(&g->owner, "/proc");
     find_owners(r, g);
-    g->util = run_open_file(r, "utilization.csv",
-                            "timestamp_unix,gpu,gpu_uuid,pid,workload,gpu_util_pct,mem_util_pct,"
-                            "sm_util_pct,used_mem_mib\r\n");
+    g->util = run_open_journal(r, "utilization.csv",
+                               "timestamp_unix,gpu,gpu_uuid,pid,workload,gpu_util_pct,"
+                               "mem_util_pct,sm_util_pct,used_mem_mib\r\n",
+                               "rows");
     if (csv_buf_reserve(&g->ubuf, 64 * 1024) < 0)
         return -1;
     open_power(r, g);
@@ -345,6 +347,7 @@ static void write_utilization(struct run *r, struct run_gpu *g)
             num_cell(b, have_u ? u.mem_pct : 0, have_u);
             csv_buf_raw(b, ",,", 2);
             csv_buf_end_row(b);
+            g->urows++;
         }
         for (int p = 0; p < v->nprocs; p++) {
             const struct nvml_proc *pr = &v->procs[p];
@@ -361,6 +364,7 @@ static void write_utilization(struct run *r, struct run_gpu *g)
             num_cell(b, (double)pr->used_mem_bytes / (1024.0 * 1024.0),
                      pr->used_mem_bytes != UINT64_MAX);
             csv_buf_end_row(b);
+            g->urows++;
         }
         if (g->srt && v->util_valid && v->util_ns > 0)
             srt_power_row(g->srt, v->index, v->uuid, v->util_j / ((double)v->util_ns / 1e9),
@@ -369,16 +373,16 @@ static void write_utilization(struct run *r, struct run_gpu *g)
         v->util_ns = 0;
         v->util_valid = true;
     }
-    if (g->util && b->len) {
-        if (fwrite(b->data, 1, b->len, g->util) != b->len || fflush(g->util) != 0)
-            cli_error("cannot write utilization.csv: %s", strerror(errno));
-    }
+    if (g->util && b->len)
+        run_journal_append(r, g->util, b->data, b->len, g->urows);
     b->len = 0;
+    g->urows = 0;
     if (g->srt) {
         struct carma_err e = {0};
         if (srt_power_scrape_end(g->srt, &e) < 0 && !g->srt_failed) {
             g->srt_failed = true;
             cli_error("%s", e.msg);
+            run_output_failed(r, "power/samples.csv"); /* it keeps whole scrapes, not all */
         }
     }
 }
@@ -554,8 +558,7 @@ void run_gpu_done(struct run *r, const char *status)
     struct run_gpu *g = r->gpu;
     if (!g)
         return;
-    if (g->util)
-        fclose(g->util);
+    journal_close(g->util);
     csv_buf_free(&g->ubuf);
     if (g->srt) {
         struct carma_err e = {0};

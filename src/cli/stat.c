@@ -208,7 +208,8 @@ static void write_samples(struct stat_run *r)
     if (!r->csv)
         return;
     struct carma_err e = {0};
-    if (samples_csv_write_tick(r->csv, r->s, &e) < 0 && !r->csv_failed) {
+    /* e is set at the first failure of each condition only (core/journal) */
+    if (samples_csv_write_tick(r->csv, r->s, &e) < 0 && e.code) {
         r->csv_failed = true;
         cli_error("%s; measuring goes on, the summary will still be printed", e.msg);
     }
@@ -857,7 +858,9 @@ int cmd_stat(int argc, char **argv)
             cli_error("cannot write %s: %s", o.json_out, strerror(-w));
     }
     if (o.run_dir) {
-        char path[4200];
+        char path[4200], lost[4400];
+        if (journal_loss_text(samples_csv_journal(r.csv), lost, sizeof lost))
+            cli_error("%s", lost); /* the count of what the warning above began */
         snprintf(path, sizeof path, "%s/summary.json", o.run_dir);
         int w = json_write_file(j, path);
         if (w < 0)

@@ -21,6 +21,7 @@
 
 #include "core/csv.h"
 #include "core/file.h"
+#include "core/journal.h"
 
 /* The largest run file read (samples.csv of a long run at a fast interval). */
 #define CARMA_FILES_INPUT_MAX ((size_t)1 << 30)
@@ -565,7 +566,7 @@ struct follow_in {
 };
 
 struct follow_out {
-    FILE *f; /* NULL until it has something */
+    struct journal *j; /* NULL until it has something */
     long done;
 };
 
@@ -609,11 +610,9 @@ void carma_files_free(struct carma_files *cf)
         free(cf->in[i].header);
     struct follow_out *outs[3] = {&cf->watt, &cf->nvsmi, &cf->perf};
     for (int i = 0; i < 3; i++)
-        if (outs[i]->f)
-            fclose(outs[i]->f);
+        journal_close(outs[i]->j);
     for (size_t i = 0; i < cf->njobs; i++) {
-        if (cf->jobs[i].out.f)
-            fclose(cf->jobs[i].out.f);
+        journal_close(cf->jobs[i].out.j);
         free(cf->jobs[i].name);
     }
     free(cf->jobs);
@@ -684,22 +683,25 @@ out:
     return r;
 }
 
-/* Appends what conv wrote into a memory stream to the followed output rel. */
+/* Appends what conv wrote into a memory stream to the followed output rel, whole lines or
+ * nothing (core/journal: a full disk cuts a torn append off again). */
 static int follow_put(const char *dir, const char *rel, struct follow_out *o, const char *buf,
                       size_t len)
 {
     if (!len)
         return 0;
-    if (!o->f) {
+    if (!o->j) {
         char path[4400];
+        struct carma_err e = {0};
         snprintf(path, sizeof path, "%s/%s", dir, rel);
-        o->f = file_fopen_w(path);
-        if (!o->f)
-            return -errno;
+        o->j = journal_open(path, NULL, "lines", &e);
+        if (!o->j)
+            return e.code;
     }
-    if (fwrite(buf, 1, len, o->f) != len || fflush(o->f) != 0)
-        return -EIO;
-    return 0;
+    uint64_t lines = 0;
+    for (const char *p = buf; (p = memchr(p, '\n', len - (size_t)(p - buf))); p++)
+        lines++;
+    return journal_append(o->j, buf, len, lines, -1, NULL);
 }
 
 /* Runs one converter on a memory stream, then appends its bytes to the output. */

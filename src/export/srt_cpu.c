@@ -171,7 +171,6 @@ struct srt_cpu {
     char dir[PATH_CAP];
     char csv_path[PATH_CAP];
     char manifest_path[PATH_CAP];
-    char tmp_path[PATH_CAP];
     int64_t started_ns;
 
     size_t nnodes;
@@ -257,8 +256,7 @@ static json_t *manifest_json(const struct srt_cpu *w, bool final, int64_t stoppe
 static int manifest_write(const struct srt_cpu *w, bool final, int64_t stopped_ns,
                           struct carma_err *e)
 {
-    return srt_json_replace(manifest_json(w, final, stopped_ns), w->dir, w->tmp_path,
-                            w->manifest_path, e);
+    return srt_json_replace(manifest_json(w, final, stopped_ns), w->manifest_path, e);
 }
 
 static void free_all(struct srt_cpu *w)
@@ -289,14 +287,13 @@ struct srt_cpu *srt_cpu_open(const char *dir, const char *const *nodes, size_t n
         return NULL;
     }
     w->fd = -1;
-    if (strlen(dir) + sizeof "/.cpu_manifest.json.tmp" > sizeof w->dir) {
+    if (strlen(dir) + sizeof "/cpu_manifest.json" > sizeof w->dir) {
         carma_err_set(e, -ENAMETOOLONG, "cannot create %s: %s", dir, strerror(ENAMETOOLONG));
         goto fail;
     }
     snprintf(w->dir, sizeof w->dir, "%s", dir);
     snprintf(w->csv_path, sizeof w->csv_path, "%s/samples.csv", dir);
     snprintf(w->manifest_path, sizeof w->manifest_path, "%s/cpu_manifest.json", dir);
-    snprintf(w->tmp_path, sizeof w->tmp_path, "%s/.cpu_manifest.json.tmp", dir);
     w->started_ns = time_real_ns();
 
     w->nodes = calloc(nnodes ? nnodes : 1, sizeof *w->nodes);

@@ -10,43 +10,20 @@
 #include "core/file.h"
 #include "core/pyjson.h"
 
-int srt_json_replace(json_t *m, const char *dir, const char *tmp_path, const char *path,
-                     struct carma_err *e)
+int srt_json_replace(json_t *m, const char *path, struct carma_err *e)
 {
     /* Python's json.dumps(indent=2): repr floats, lowercase \\uXXXX escapes */
     char *text = m ? pyjson_dumps(m, 2) : NULL;
     json_decref(m);
     if (!text)
         return carma_err_set(e, -ENOMEM, "cannot write %s: out of memory", path);
-    int r = 0;
-    int fd = file_create(tmp_path, O_TRUNC);
-    if (fd < 0) {
-        r = fd;
-        free(text);
-        return carma_err_set(e, r, "cannot create %s: %s", tmp_path, strerror(-r));
-    }
     size_t n = strlen(text);
     text[n] = '\n'; /* the NUL becomes the final newline: the text is not a string now */
-    r = file_write_all(fd, text, n + 1);
+    /* a new temporary name each time, created with O_EXCL: never a file or link left there */
+    int r = file_replace(path, text, n + 1);
     free(text);
-    if (r == 0 && fsync(fd) < 0)
-        r = -errno;
-    if (close(fd) < 0 && r == 0)
-        r = -errno;
-    if (r < 0) {
-        unlink(tmp_path);
-        return carma_err_set(e, r, "cannot write %s: %s", tmp_path, strerror(-r));
-    }
-    if (rename(tmp_path, path) < 0) {
-        r = -errno;
-        unlink(tmp_path);
-        return carma_err_set(e, r, "cannot rename %s to %s: %s", tmp_path, path, strerror(-r));
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd); /* best effort: some file systems refuse to sync a directory */
-        close(dfd);
-    }
+    if (r < 0)
+        return carma_err_set(e, r, "cannot write %s: %s", path, strerror(-r));
     return 0;
 }
 

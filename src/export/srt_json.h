@@ -11,11 +11,11 @@
 
 #include "core/err.h"
 
-/* Writes m (consumed: its reference is released) to tmp_path, then renames it over path; dir
- * is the directory holding both. Returns 0 or a negative errno with e set (naming the file);
- * the old file at path is left as it was on failure. */
-int srt_json_replace(json_t *m, const char *dir, const char *tmp_path, const char *path,
-                     struct carma_err *e);
+/* Writes m (consumed: its reference is released) as path with file_replace() (core/file.h): a
+ * temporary file of a new random name created with O_EXCL (a file or link planted there is
+ * never opened), fsync, rename, a best-effort fsync of the directory. Returns 0 or a negative
+ * errno with e set (naming the file); the old file at path is left as it was on failure. */
+int srt_json_replace(json_t *m, const char *path, struct carma_err *e);
 
 /*
  * Makes dir (with its parents) and creates (or truncates) the CSV file csv_path in it, holding

@@ -88,7 +88,6 @@ struct srt_power {
     char dir[PATH_CAP];
     char csv_path[PATH_CAP];
     char manifest_path[PATH_CAP];
-    char tmp_path[PATH_CAP];
 
     /* manifest values, copied */
     char *hostname;
@@ -438,8 +437,8 @@ static json_t *manifest_json(const struct srt_power *p, const char *status, bool
 static int manifest_write(const struct srt_power *p, const char *status, bool final,
                           int64_t stopped_us, const char *sha256, struct carma_err *e)
 {
-    return srt_json_replace(manifest_json(p, status, final, stopped_us, sha256), p->dir,
-                            p->tmp_path, p->manifest_path, e);
+    return srt_json_replace(manifest_json(p, status, final, stopped_us, sha256), p->manifest_path,
+                            e);
 }
 
 /* The SHA-256 of the file at path as 64 lowercase hex digits in out[65]. Returns 0,
@@ -611,14 +610,13 @@ struct srt_power *srt_power_open(const struct srt_power_opts *o, struct carma_er
         return NULL;
     }
     p->fd = -1;
-    if (strlen(o->dir) + sizeof "/.manifest.json.tmp" > sizeof p->dir) {
+    if (strlen(o->dir) + sizeof "/manifest.json" > sizeof p->dir) {
         carma_err_set(e, -ENAMETOOLONG, "cannot create %s: %s", o->dir, strerror(ENAMETOOLONG));
         goto fail;
     }
     snprintf(p->dir, sizeof p->dir, "%s", o->dir);
     snprintf(p->csv_path, sizeof p->csv_path, "%s/samples.csv", o->dir);
     snprintf(p->manifest_path, sizeof p->manifest_path, "%s/manifest.json", o->dir);
-    snprintf(p->tmp_path, sizeof p->tmp_path, "%s/.manifest.json.tmp", o->dir);
 
     if (copy_opts(p, o, e) < 0)
         goto fail;

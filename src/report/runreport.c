@@ -798,7 +798,16 @@ static void find_run_window(struct rr *rr)
         return;
     }
     /* carma run: the last tick ends the run; report.json's duration_s (monotonic clock)
-     * reaches back to the tick that ended the baseline */
+     * reaches back to the tick that ended the baseline. A samples.csv cut short (a full disk)
+     * ends before the run did: report.json's end_unix (its last tick's time) says when. */
+    double end = jget_num(rr->report, "end_unix");
+    if (isfinite(end) && end > last + rr->interval_s / 2) {
+        warn(rr->run_warn,
+             "samples.csv ends at %.6f, %.3f s before the run did (report.json's end_unix): "
+             "its ticks after that are missing",
+             last, end - last);
+        last = rr->run_end = end;
+    }
     double d = jget_num(rr->report, "duration_s");
     if (isfinite(d) && d >= 0) {
         double want = last - d;

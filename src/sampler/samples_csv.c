@@ -12,20 +12,17 @@
 
 #include "core/csv.h"
 #include "core/fmt.h"
+#include "core/journal.h"
 #include "core/timeutil.h"
 
 struct samples_csv {
-    int fd;
-    char path[4096];
+    struct journal *j;
     char *buf;
     size_t cap;
     char **mid; /* per channel: ",channel,source,kind,domain,method," */
     size_t *mid_len;
     size_t n;
-    uint64_t rows;
-    off_t good;    /* bytes of complete rows on disk */
     uint64_t lost; /* ticks that could not be written */
-    int first_err; /* the first write error (-errno), 0 when none */
 };
 
 struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, struct carma_err *e)
@@ -35,8 +32,6 @@ struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, 
         carma_err_set(e, -ENOMEM, "out of memory");
         return NULL;
     }
-    w->fd = -1;
-    snprintf(w->path, sizeof w->path, "%s", path);
     w->n = s->set.n;
     w->mid = calloc(w->n ? w->n : 1, sizeof *w->mid);
     w->mid_len = calloc(w->n ? w->n : 1, sizeof *w->mid_len);
@@ -65,21 +60,11 @@ struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, 
     w->buf = malloc(w->cap);
     if (!w->buf)
         goto oom;
-    w->fd = file_create(path, O_TRUNC);
-    if (w->fd < 0) {
-        int r = w->fd;
-        w->fd = -1;
-        carma_err_set(e, r, "cannot create %s: %s", path, strerror(-r));
+    w->j = journal_open(path, SAMPLES_CSV_HEADER "\r\n", "rows", e);
+    if (!w->j) {
         samples_csv_close(w);
         return NULL;
     }
-    int r = file_write_all(w->fd, SAMPLES_CSV_HEADER "\r\n", strlen(SAMPLES_CSV_HEADER) + 2);
-    if (r < 0) {
-        carma_err_set(e, r, "cannot write %s: %s", path, strerror(-r));
-        samples_csv_close(w);
-        return NULL;
-    }
-    w->good = (off_t)strlen(SAMPLES_CSV_HEADER) + 2;
     return w;
 oom:
     carma_err_set(e, -ENOMEM, "out of memory");
@@ -115,41 +100,34 @@ int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struc
         *p++ = '\n';
         len = (size_t)(p - w->buf);
     }
-    int r = file_write_all(w->fd, w->buf, len);
-    if (r < 0) {
-        /* never leave half a tick: cut the file back to its last complete row */
-        if (ftruncate(w->fd, w->good) == 0)
-            lseek(w->fd, w->good, SEEK_SET);
+    /* never half a tick: the journal cuts a torn one off again */
+    int r = journal_append(w->j, w->buf, len, w->n < s->set.n ? w->n : s->set.n, real, e);
+    if (r < 0)
         w->lost++;
-        if (!w->first_err)
-            w->first_err = r;
-        return carma_err_set(e, r, "cannot write %s: %s (the rows written before are kept)",
-                             w->path, strerror(-r));
-    }
-    w->good += (off_t)len;
-    w->rows += w->n;
-    return 0;
+    return r;
 }
 
 uint64_t samples_csv_rows(const struct samples_csv *w)
 {
-    return w ? w->rows : 0;
+    return w ? journal_rows(w->j) : 0;
 }
 
 uint64_t samples_csv_lost_ticks(const struct samples_csv *w, int *ret_err)
 {
-    if (ret_err)
-        *ret_err = w ? w->first_err : 0;
+    journal_lost(w ? w->j : NULL, ret_err);
     return w ? w->lost : 0;
+}
+
+const struct journal *samples_csv_journal(const struct samples_csv *w)
+{
+    return w ? w->j : NULL;
 }
 
 int samples_csv_close(struct samples_csv *w)
 {
     if (!w)
         return 0;
-    int r = 0;
-    if (w->fd >= 0 && close(w->fd) < 0)
-        r = -errno;
+    int r = journal_close(w->j);
     for (size_t i = 0; w->mid && i < w->n; i++)
         free(w->mid[i]);
     free(w->mid);

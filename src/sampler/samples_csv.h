@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/journal.h"
 #include "sampler/sampler.h"
 
 #define SAMPLES_CSV_HEADER                                                                         \
@@ -26,10 +27,11 @@ struct samples_csv *samples_csv_open(const char *path, const struct sampler *s,
                                      struct carma_err *e);
 
 /*
- * Appends the current tick's rows. Returns 0, or a negative errno (-ENOSPC for a full disk,
- * -EFBIG past the file size limit, with SIGXFSZ ignored) with e naming the file; a tick
- * written in part is cut off again (the file keeps whole rows only), rows written before
- * stay on disk and later ticks are tried again.
+ * Appends the current tick's rows (core/journal). Returns 0, or a negative errno (-ENOSPC for a
+ * full disk, -EFBIG past the file size limit, with SIGXFSZ ignored); a tick written in part is
+ * cut off again (the file keeps whole rows only), rows written before stay on disk and later
+ * ticks are tried again. e is set, naming the file, only at the first failure of each
+ * condition (the warning to say once; journal_append()).
  */
 int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struct carma_err *e);
 
@@ -39,6 +41,9 @@ uint64_t samples_csv_rows(const struct samples_csv *w);
 /* Ticks that could not be written so far (NULL-safe); *ret_err (may be NULL) gets the first
  * error, a negative errno, or 0 when none failed. */
 uint64_t samples_csv_lost_ticks(const struct samples_csv *w, int *ret_err);
+
+/* The journal the rows go to (its losses: journal_loss_text()); NULL for NULL. */
+const struct journal *samples_csv_journal(const struct samples_csv *w);
 
 /* Closes the file and frees the writer (NULL-safe). Returns 0 or -errno from close. */
 int samples_csv_close(struct samples_csv *w);

@@ -124,7 +124,7 @@ EOF
 rc=${PIPESTATUS[0]}
 [ "$rc" = 153 ] && check_fail "ulimit -f: carma was killed by SIGXFSZ (exit 153)"
 check_eq "$rc" 1 "ulimit -f: carma run's exit status"
-check_re fsize.err 'samples\.csv: [0-9]+ ticks? could not be written \(File too large\): the samples are incomplete' \
+check_re fsize.err 'samples\.csv: [0-9]+ rows lost to: File too large$' \
     "ulimit -f: what was lost, said"
 wait_gone 3 "$(pid_of fs.pid)" "$(pid_of fs.child)" ||
     check_fail "ulimit -f: a workload process outlives carma"

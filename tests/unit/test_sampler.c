@@ -783,12 +783,18 @@ static void test_samples_csv_file_size_limit(void **state)
     tick(s);
     int r3 = samples_csv_write_tick(w, s, &e);
     tick(s);
-    int r4 = samples_csv_write_tick(w, s, &e);
+    struct carma_err e4 = {0}; /* the same condition again: not said again */
+    int r4 = samples_csv_write_tick(w, s, &e4);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, old_xfsz);
     assert_int_equal(r3, -EFBIG);
     assert_int_equal(r4, -EFBIG);
     assert_non_null(strstr(e.msg, path));
+    assert_int_equal(e4.code, 0);
+    char lost[1024], want[1024];
+    assert_true(journal_loss_text(samples_csv_journal(w), lost, sizeof lost));
+    snprintf(want, sizeof want, "%s: 12 rows lost to: %s", path, strerror(EFBIG));
+    assert_string_equal(lost, want);
     assert_int_equal(samples_csv_lost_ticks(w, &err), 2);
     assert_int_equal(err, -EFBIG);
     assert_int_equal(samples_csv_rows(w), 12);

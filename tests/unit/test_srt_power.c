@@ -10,6 +10,7 @@
 #include "alloccount.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/csv.h"
+#include "core/file.h"
 #include "export/srt_power.h"
 
 /* ---- helpers ---- */
@@ -33,6 +35,12 @@
 static char text[1 << 20];
 
 /* tu_dir/rel into buf. */
+/* file_tmp_rand for the tests: always the same bits, so that every temporary name clashes */
+static uint64_t one_rand(void)
+{
+    return 0xbeef;
+}
+
 static const char *in_dir(char *buf, size_t cap, const char *rel)
 {
     snprintf(buf, cap, "%s/%s", tu_dir, rel);
@@ -457,7 +465,10 @@ static void test_manifest_running_at_open(void **state)
     struct srt_power_opts o = two_gpus(dir, sizeof dir, "deep/er/power", "node-a");
     struct srt_power *p = open_ok(&o);
     check_manifest_text("deep/er/power/manifest.json");
-    assert_int_equal(access(in_dir(tmp, sizeof tmp, "deep/er/power/.manifest.json.tmp"), F_OK), -1);
+    glob_t g;
+    assert_int_equal(glob(in_dir(tmp, sizeof tmp, "deep/er/power/*.tmp.*"), GLOB_PERIOD, NULL, &g),
+                     GLOB_NOMATCH);
+    globfree(&g);
 
     json_t *m = load_json("deep/er/power/manifest.json");
     assert_keys(m, manifest_keys, N_MANIFEST_KEYS);
@@ -747,12 +758,36 @@ static void test_open_errors_name_the_path(void **state)
     snprintf(want, sizeof want, "cannot create %s/samples.csv: %s", dir, strerror(EISDIR));
     assert_string_equal(e.msg, want);
 
-    /* manifest.json's temporary file cannot be created */
-    tu_mkdirs("d2/.manifest.json.tmp/");
+    /* manifest.json's temporary file: a new name, created with O_EXCL, so a link planted at a
+     * fixed temporary name (as an earlier writer used) is never written through */
+    char victim[512], planted[512];
+    tu_mkdirs("d2/");
+    tu_put("victim", "untouched\n");
+    in_dir(victim, sizeof victim, "victim");
+    assert_int_equal(symlink(victim, in_dir(planted, sizeof planted, "d2/.manifest.json.tmp")), 0);
     o = two_gpus(dir, sizeof dir, "d2", "node-a");
+    struct srt_power *p2 = srt_power_open(&o, &e);
+    assert_non_null(p2);
+    assert_int_equal(srt_power_finish(p2, "complete", &e), 0);
+    assert_string_equal(slurp("victim"), "untouched\n");
+    struct stat lst;
+    assert_int_equal(lstat(planted, &lst), 0);
+    assert_true(S_ISLNK(lst.st_mode)); /* left as it was, not renamed over manifest.json */
+    assert_int_equal(lstat(in_dir(planted, sizeof planted, "d2/manifest.json"), &lst), 0);
+    assert_true(S_ISREG(lst.st_mode));
+    /* every temporary name taken: the error names manifest.json */
+    uint64_t (*random_bits)(void) = file_tmp_rand;
+    file_tmp_rand = one_rand;
+    char taken[600];
+    tu_mkdirs("d4/");
+    snprintf(taken, sizeof taken, "d4/manifest.json.tmp.%d.%016llx", (int)getpid(),
+             (unsigned long long)one_rand());
+    tu_put(taken, "");
+    o = two_gpus(dir, sizeof dir, "d4", "node-a");
     assert_null(srt_power_open(&o, &e));
-    assert_int_equal(e.code, -EISDIR);
-    snprintf(want, sizeof want, "cannot create %s/.manifest.json.tmp: %s", dir, strerror(EISDIR));
+    file_tmp_rand = random_bits;
+    assert_int_equal(e.code, -EEXIST);
+    snprintf(want, sizeof want, "cannot write %s/manifest.json: %s", dir, strerror(EEXIST));
     assert_string_equal(e.msg, want);
 
     /* bad options */
