@@ -129,9 +129,22 @@ static void print_tail(FILE *f, const char *path, const char *shown, int nlines)
     }
 }
 
+/* The error (ENOSPC, EFBIG, EDQUOT as a positive errno) with which the run's own journals met a
+ * full file system or a file size limit, 0 when they did not: a workload writing its logs/
+ * there met it too, and its error message may be lost with its output. */
+static int run_disk_error(const struct run *r)
+{
+    int err = 0;
+    samples_csv_lost_ticks(r->csv, &err);
+    for (size_t k = 0; k < r->njournals && err != -ENOSPC && err != -EFBIG && err != -EDQUOT; k++)
+        journal_lost(r->journals[k], &err);
+    return err == -ENOSPC || err == -EFBIG || err == -EDQUOT ? -err : 0;
+}
+
 void run_outcome_text(const struct run *r, FILE *f)
 {
     bool first = true;
+    int disk = -1; /* run_disk_error(), found at the first failed workload */
     for (size_t k = 0; k < r->njobs; k++) {
         const struct job *j = &r->jobs[k];
         char what[512];
@@ -145,5 +158,12 @@ void run_outcome_text(const struct run *r, FILE *f)
         snprintf(path, sizeof path, "%s/logs/%s.err", r->dir, j->spec->name);
         snprintf(shown, sizeof shown, "logs/%s.err", j->spec->name);
         print_tail(f, path, shown, RUN_OUTCOME_TAIL_LINES);
+        if (disk < 0)
+            disk = run_disk_error(r);
+        if (disk > 0)
+            fprintf(f,
+                    "  (the run directory's files met \"%s\": what %s wrote to logs/, its "
+                    "error message included, may be lost)\n",
+                    strerror(disk), j->spec->name);
     }
 }

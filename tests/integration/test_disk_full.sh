@@ -28,7 +28,8 @@ trap 'cleanup_mount; _lib_cleanup' EXIT
 cat >disk.json <<EOF
 {"experiment_name": "disk", "workloads": [
   {"name": "a", "script": "sleep", "args": ["1.5"], "cwd": "$here"},
-  {"name": "b", "script": "sleep", "args": ["1.2"], "cwd": "$here"}
+  {"name": "b", "script": "sleep", "args": ["1.2"], "cwd": "$here"},
+  {"name": "c", "script": "sh", "args": ["-c", "sleep 1; exit 3"], "cwd": "$here"}
 ], "monitoring": {"interval": "2ms", "baseline_s": 0}}
 EOF
 
@@ -84,6 +85,9 @@ for name in ("event_summaries.jsonl", "pstree.log"):
         for line in data.decode().splitlines():
             json.loads(line)
 ' "$rd"
+    # a failed workload's empty logs/c.err comes with the reason its output may be lost
+    check_re "$rd/report.txt" "^  \(the run directory's files met \"$reason\": what c wrote to logs/, its error message included, may be lost\)\$" \
+        "$label: the failed workload's note on its logs"
     # the small final files
     for f in workloads.json workload_pids.json report.json manifest.json report.txt; do
         if [ ! -s "$rd/$f" ]; then
