@@ -29,15 +29,14 @@
 #include "core/parse.h"
 #include "core/pyjson.h"
 #include "report/series.h"
+#include "rundir/rundir.h"
 
 /* Limits on what the files may hold (a run directory comes from a user). */
-#define RR_JSON_MAX    (64u << 20) /* manifest, report, summary, workloads */
-#define RR_LINE_MAX    65536       /* one CSV line */
-#define RR_FIELDS_MAX  32          /* fields of a CSV line */
-#define RR_NAME_MAX    256         /* a channel or job name */
-#define RR_CHANNEL_MAX 1024        /* channels of samples.csv */
-#define RR_JOBS_MAX    4096        /* jobs named in workloads.json and attribution.csv */
-#define RR_GPUS_MAX    256         /* GPUs of utilization.csv */
+#define RR_JSON_MAX    (64u << 20)     /* manifest, report, summary, workloads */
+#define RR_NAME_MAX    RUNDIR_NAME_MAX /* a channel or job name */
+#define RR_CHANNEL_MAX 1024            /* channels of samples.csv */
+#define RR_JOBS_MAX    4096            /* jobs named in workloads.json and attribution.csv */
+#define RR_GPUS_MAX    256             /* GPUs of utilization.csv */
 
 /* The "job" values of attribution.csv that are not workloads. */
 enum { RR_IDLE = -1, RR_OTHER = -2, RR_UNATTR = -3 };
@@ -164,146 +163,27 @@ static int load_json(const char *dir, const char *name, json_t **ret, struct car
     return 0;
 }
 
-/* ---- streaming CSV lines ---- */
+/* ---- streaming CSV lines (rundir.h: the run directory's one line reader and row rules) ---- */
 
-struct lines {
-    FILE *f;
-    char path[4200];
-    char *buf;
-    size_t cap;
-    size_t line;
-    char *fld[RR_FIELDS_MAX];
-    size_t nf;
-};
-
-static int lines_open(struct lines *l, const char *dir, const char *name, struct carma_err *e)
+static int lines_open(struct rundir_lines *l, const char *dir, const char *name,
+                      struct carma_err *e)
 {
-    memset(l, 0, sizeof *l);
-    snprintf(l->path, sizeof l->path, "%s/%s", dir, name);
-    int r = 0;
-    l->f = file_fopen_input(l->path, &r);
-    if (!l->f)
-        return file_input_err(e, l->path, r);
-    return 0;
+    return rundir_lines_open(l, dir, name, 0, 0, e);
 }
 
-static void lines_close(struct lines *l)
+/* Closes l; a torn last line it skipped is one warning of the run. */
+static void lines_done(struct rr *rr, struct rundir_lines *l)
 {
-    if (l->f)
-        fclose(l->f);
-    free(l->buf);
-    l->f = NULL;
-    l->buf = NULL;
-}
-
-/* Splits the line in l->buf (no line end) into fields in place (RFC 4180 quoting). */
-static int lines_split(struct lines *l, struct carma_err *e)
-{
-    char *p = l->buf, *out = l->buf;
-    l->nf = 0;
-    for (;;) {
-        if (l->nf == RR_FIELDS_MAX)
-            return carma_err_set(e, -EINVAL, "%s:%zu: more than %d fields", l->path, l->line,
-                                 RR_FIELDS_MAX);
-        l->fld[l->nf++] = out;
-        if (*p == '"') {
-            p++;
-            for (;;) {
-                if (!*p)
-                    return carma_err_set(e, -EINVAL, "%s:%zu: unterminated quoted field", l->path,
-                                         l->line);
-                if (*p == '"' && p[1] == '"') {
-                    *out++ = '"';
-                    p += 2;
-                } else if (*p == '"') {
-                    p++;
-                    break;
-                } else {
-                    *out++ = *p++;
-                }
-            }
-            if (*p && *p != ',')
-                return carma_err_set(e, -EINVAL, "%s:%zu: text after a closing quote", l->path,
-                                     l->line);
-        } else {
-            while (*p && *p != ',') {
-                if (*p == '"')
-                    return carma_err_set(e, -EINVAL, "%s:%zu: a quote inside an unquoted field",
-                                         l->path, l->line);
-                *out++ = *p++;
-            }
-        }
-        if (!*p) {
-            *out = '\0';
-            return 0;
-        }
-        *out++ = '\0';
-        p++; /* the comma; out never passes p, so the next field starts at or after out */
+    if (l->torn) {
+        char msg[4400];
+        rundir_torn_warning(l, msg, sizeof msg);
+        warn(rr->run_warn, "%s", msg);
     }
-}
-
-/*
- * Reads the next non-blank line and splits it. Returns 1 (a row in l->fld), 0 at the end, or
- * -EINVAL: a line over RR_LINE_MAX, a last line without its line end (the file was cut short),
- * bad quoting.
- */
-static int lines_next(struct lines *l, struct carma_err *e)
-{
-    for (;;) {
-        errno = 0;
-        ssize_t n = getline(&l->buf, &l->cap, l->f);
-        if (n < 0) {
-            if (errno && errno != EINVAL)
-                return carma_err_set(e, -errno, "%s: %s", l->path, strerror(errno));
-            return 0;
-        }
-        l->line++;
-        if ((size_t)n > RR_LINE_MAX)
-            return carma_err_set(e, -EINVAL, "%s:%zu: line longer than %d bytes", l->path, l->line,
-                                 RR_LINE_MAX);
-        if (memchr(l->buf, '\0', (size_t)n))
-            return carma_err_set(e, -EINVAL, "%s:%zu: a NUL byte", l->path, l->line);
-        if (l->buf[n - 1] != '\n')
-            return carma_err_set(e, -EINVAL,
-                                 "%s:%zu: the last line has no line end (the file is cut short)",
-                                 l->path, l->line);
-        l->buf[--n] = '\0';
-        if (n > 0 && l->buf[n - 1] == '\r')
-            l->buf[--n] = '\0';
-        if (n == 0)
-            continue;
-        int r = lines_split(l, e);
-        return r < 0 ? r : 1;
-    }
-}
-
-/*
- * Reads the header and finds the columns named in names (n of them) into idx; a column in
- * required (bit k for names[k]) that is missing is an error, others get -1. Returns 0 or
- * -EINVAL (also for an empty file).
- */
-static int lines_header(struct lines *l, const char *const *names, size_t n, unsigned required,
-                        int *idx, size_t *nf, struct carma_err *e)
-{
-    int r = lines_next(l, e);
-    if (r < 0)
-        return r;
-    if (r == 0)
-        return carma_err_set(e, -EINVAL, "%s: empty file (no header)", l->path);
-    for (size_t k = 0; k < n; k++) {
-        idx[k] = -1;
-        for (size_t f = 0; f < l->nf; f++)
-            if (strcmp(l->fld[f], names[k]) == 0)
-                idx[k] = (int)f;
-        if (idx[k] < 0 && (required & (1u << k)))
-            return carma_err_set(e, -EINVAL, "%s:%zu: no column '%s'", l->path, l->line, names[k]);
-    }
-    *nf = l->nf;
-    return 0;
+    rundir_lines_close(l);
 }
 
 /* A data row must have as many fields as the header. */
-static int lines_check_width(const struct lines *l, size_t nf, struct carma_err *e)
+static int lines_check_width(const struct rundir_lines *l, size_t nf, struct carma_err *e)
 {
     if (l->nf != nf)
         return carma_err_set(e, -EINVAL, "%s:%zu: %zu fields, the header has %zu", l->path, l->line,
@@ -311,21 +191,13 @@ static int lines_check_width(const struct lines *l, size_t nf, struct carma_err 
     return 0;
 }
 
-/*
- * Parses field s of column col as a finite number into *ret. Blank: returns 0 with *blank
- * set (when blank is NULL a blank is an error). Returns 0 or -EINVAL naming line and column.
- */
-static int field_num(const struct lines *l, const char *s, const char *col, double *ret,
+/* Field s of column col as a finite number (rundir_num); blank: *blank set (NULL: an error). */
+static int field_num(const struct rundir_lines *l, const char *s, const char *col, double *ret,
                      bool *blank, struct carma_err *e)
 {
     if (blank)
         *blank = *s == '\0';
-    if (*s == '\0' && blank)
-        return 0;
-    if (parse_double(s, ret) < 0)
-        return carma_err_set(e, -EINVAL, "%s:%zu: %s: '%.40s' is not a finite number", l->path,
-                             l->line, col, s);
-    return 0;
+    return rundir_num(l->path, l->line, col, s, blank != NULL, ret, e);
 }
 
 /* ---- samples.csv ---- */
@@ -390,45 +262,22 @@ static int flush_tick(struct rr *rr, const struct tick_acc *a)
     return r;
 }
 
-static int copy_name(char *dst, size_t cap, const struct lines *l, const char *col, const char *s,
-                     struct carma_err *e)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n >= cap)
-        return carma_err_set(e, -EINVAL, "%s:%zu: %s: %s", l->path, l->line, col,
-                             n ? "too long" : "empty");
-    memcpy(dst, s, n + 1);
-    return 0;
-}
-
 static int load_samples(struct rr *rr, struct carma_err *e)
 {
-    static const char *const cols[] = {"timestamp_unix", "channel", "kind",        "domain",
-                                       "method",         "watts",   "joules_total"};
-    enum { C_T, C_CH, C_KIND, C_DOM, C_METH, C_W, C_J, C_N };
-    struct lines l;
+    struct rundir_lines l;
     int r = lines_open(&l, rr->dir, "samples.csv", e);
     if (r < 0)
         return r;
-    int idx[C_N];
-    size_t nf = 0;
-    r = lines_header(&l, cols, C_N, (1u << C_N) - 1, idx, &nf, e);
+    struct rundir_samples rs;
+    r = rundir_samples_header(&rs, &l, e);
     struct tick_acc acc = {0};
     size_t hint = 0;
-    while (r == 0 && (r = lines_next(&l, e)) == 1) {
-        if ((r = lines_check_width(&l, nf, e)) < 0)
+    while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
+        struct rundir_sample row;
+        if ((r = rundir_samples_row(&rs, &l, &row, e)) < 0)
             break;
-        double t, w = NAN, j = NAN;
-        bool wb, jb;
-        if ((r = field_num(&l, l.fld[idx[C_T]], "timestamp_unix", &t, NULL, e)) < 0 ||
-            (r = field_num(&l, l.fld[idx[C_W]], "watts", &w, &wb, e)) < 0 ||
-            (r = field_num(&l, l.fld[idx[C_J]], "joules_total", &j, &jb, e)) < 0)
-            break;
-        if (rr->nticks && t < rr->ticks[rr->nticks - 1]) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix goes back in time", l.path,
-                              l.line);
-            break;
-        }
+        double t = row.t, w = row.w, j = row.j;
+        bool wb = isnan(w), jb = isnan(j);
         if (!rr->nticks || t != rr->ticks[rr->nticks - 1]) {
             if (rr->nticks && (r = flush_tick(rr, &acc)) < 0)
                 break;
@@ -436,7 +285,7 @@ static int load_samples(struct rr *rr, struct carma_err *e)
                 break;
             acc = (struct tick_acc){.t = t};
         }
-        long c = find_chan(rr, l.fld[idx[C_CH]], hint);
+        long c = find_chan(rr, row.channel, hint);
         if (c < 0) {
             if (rr->nch == RR_CHANNEL_MAX) {
                 r = carma_err_set(e, -EINVAL, "%s:%zu: more than %d channels", l.path, l.line,
@@ -454,14 +303,10 @@ static int load_samples(struct rr *rr, struct carma_err *e)
             series_init(&ch->w);
             series_init(&ch->cum);
             rr->nch++;
-            if ((r = copy_name(ch->name, sizeof ch->name, &l, "channel", l.fld[idx[C_CH]], e)) <
-                    0 ||
-                (r = copy_name(ch->kind, sizeof ch->kind, &l, "kind", l.fld[idx[C_KIND]], e)) < 0 ||
-                (r = copy_name(ch->domain, sizeof ch->domain, &l, "domain", l.fld[idx[C_DOM]], e)) <
-                    0 ||
-                (r = copy_name(ch->method, sizeof ch->method, &l, "method", l.fld[idx[C_METH]],
-                               e)) < 0)
-                break;
+            snprintf(ch->name, sizeof ch->name, "%s", row.channel);
+            snprintf(ch->kind, sizeof ch->kind, "%s", row.kind);
+            snprintf(ch->domain, sizeof ch->domain, "%s", row.domain);
+            snprintf(ch->method, sizeof ch->method, "%s", row.method);
             ch->node = node_listed(rr, ch->name, ch->domain);
             c = (long)(rr->nch - 1);
         }
@@ -493,7 +338,7 @@ static int load_samples(struct rr *rr, struct carma_err *e)
         r = flush_tick(rr, &acc);
     if (r == 0 && !rr->nticks)
         r = carma_err_set(e, -EINVAL, "%s: no samples", l.path);
-    lines_close(&l);
+    lines_done(rr, &l);
     return r < 0 ? r : 0;
 }
 
@@ -588,14 +433,12 @@ out:
 
 static int load_attribution(struct rr *rr, struct carma_err *e)
 {
-    static const char *const cols[] = {"timestamp_unix", "channel", "job", "joules"};
-    struct lines l;
+    struct rundir_lines l;
     int r = lines_open(&l, rr->dir, "attribution.csv", e);
     if (r < 0)
         return r;
-    int idx[4];
-    size_t nf = 0;
-    r = lines_header(&l, cols, 4, 0xf, idx, &nf, e);
+    struct rundir_attr ra;
+    r = rundir_attr_header(&ra, rr->nticks ? rr->ticks[0] : NAN, &l, e);
     /* per channel: the time of its current split and of the one before */
     double *cur = malloc((rr->nch ? rr->nch : 1) * sizeof *cur);
     double *prev = malloc((rr->nch ? rr->nch : 1) * sizeof *prev);
@@ -603,29 +446,20 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
         r = carma_err_set(e, -ENOMEM, "out of memory");
     for (size_t k = 0; r == 0 && k < rr->nch; k++)
         cur[k] = prev[k] = NAN;
-    double last_t = -INFINITY;
     size_t hint = 0;
-    while (r == 0 && (r = lines_next(&l, e)) == 1) {
-        if ((r = lines_check_width(&l, nf, e)) < 0)
+    while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
+        struct rundir_attr_row row;
+        if ((r = rundir_attr_row(&ra, &l, &row, e)) < 0)
             break;
-        double t, j;
-        if ((r = field_num(&l, l.fld[idx[0]], "timestamp_unix", &t, NULL, e)) < 0 ||
-            (r = field_num(&l, l.fld[idx[3]], "joules", &j, NULL, e)) < 0)
-            break;
-        if (t < last_t) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix goes back in time", l.path,
-                              l.line);
-            break;
-        }
-        last_t = t;
-        long c = find_chan(rr, l.fld[idx[1]], hint);
+        double t = row.t, j = row.j;
+        long c = find_chan(rr, row.channel, hint);
         if (c < 0) {
             r = carma_err_set(e, -EINVAL, "%s:%zu: channel '%.100s' is not in samples.csv", l.path,
-                              l.line, l.fld[idx[1]]);
+                              l.line, row.channel);
             break;
         }
         hint = (size_t)c;
-        const char *job = l.fld[idx[2]];
+        const char *job = row.job;
         int ji;
         if (strcmp(job, "idle") == 0) {
             ji = RR_IDLE;
@@ -636,10 +470,6 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
         } else {
             long f = find_job(rr, job);
             if (f < 0) {
-                if (!*job || strlen(job) >= RR_NAME_MAX) {
-                    r = carma_err_set(e, -EINVAL, "%s:%zu: job: not a name", l.path, l.line);
-                    break;
-                }
                 if ((r = add_job(rr, job, false)) < 0) {
                     carma_err_set(e, r, "%s:%zu: %s", l.path, l.line,
                                   r == -E2BIG ? "too many jobs" : "out of memory");
@@ -672,7 +502,7 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
     }
     free(cur);
     free(prev);
-    lines_close(&l);
+    lines_done(rr, &l);
     return r < 0 ? r : 0;
 }
 
@@ -682,14 +512,14 @@ static int load_utilization(struct rr *rr, struct carma_err *e)
 {
     static const char *const cols[] = {"timestamp_unix", "gpu", "pid", "gpu_util_pct",
                                        "mem_util_pct"};
-    struct lines l;
+    struct rundir_lines l;
     int r = lines_open(&l, rr->dir, "utilization.csv", e);
     if (r < 0)
         return r;
     int idx[5];
     size_t nf = 0;
-    r = lines_header(&l, cols, 5, 0x7, idx, &nf, e);
-    while (r == 0 && (r = lines_next(&l, e)) == 1) {
+    r = rundir_lines_header(&l, cols, 5, 0x7, idx, &nf, e);
+    while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
         if ((r = lines_check_width(&l, nf, e)) < 0)
             break;
         if (l.fld[idx[2]][0])
@@ -736,7 +566,7 @@ static int load_utilization(struct rr *rr, struct carma_err *e)
             }
         }
     }
-    lines_close(&l);
+    lines_done(rr, &l);
     if (r < 0)
         return r;
     /* GPUs by index; each column by time (rows are written in time order, but be sure) */
