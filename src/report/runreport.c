@@ -105,7 +105,20 @@ struct rr {
     double g_per_kwh, pue;
     const char *ci_source; /* borrowed from report/summary json */
     struct series_scratch sc;
+    struct carma_err *e; /* where a window's sum that overflowed is said (-ERANGE) */
 };
+
+/* A sum of a window that is no longer finite (rows within their bounds never give one): the
+ * report's error, never a null or a key left out of its JSON. 0 or -ERANGE (rr->e set). */
+static int rr_sum(struct rr *rr, double sum, const char *file, const char *what, const char *name)
+{
+    if (!isinf(sum))
+        return 0;
+    char w[600];
+    snprintf(w, sizeof w, "%s/%s: %s%s%.256s", rr->dir, file, what, name ? " of " : "",
+             name ? name : "");
+    return rundir_sum_check(sum, w, rr->e);
+}
 
 /* ---- small helpers ---- */
 
@@ -712,7 +725,7 @@ static const char *node_method(const struct rr *rr)
 }
 
 /* per_channel and per_node of [a, b]; returns the node's energy (NAN when unknown). */
-static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t *warns)
+static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t *warns, int *err)
 {
     json_t *pc = json_array();
     double node_j = 0;
@@ -735,6 +748,8 @@ static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t
                 node_j += w.joules;
             }
         }
+        if (r == 0 && !*err)
+            *err = rr_sum(rr, w.joules, "samples.csv", "the energy", ch->name);
     }
     json_object_set_new(win, "per_channel", pc);
     /* the node: energy as the sum of its channels (a partial sum would understate it), power
@@ -774,6 +789,8 @@ static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t
         json_array_append_new(pn, row);
     }
     json_object_set_new(win, "per_node", pn);
+    if (!*err)
+        *err = rr_sum(rr, node_j, "samples.csv", "the node's energy", NULL);
     json_object_set_new(win, "node_total_joules", jnum(node_j));
     return node_j;
 }
@@ -855,6 +872,17 @@ static int attribution_part(struct rr *rr, json_t *win, double a, double b, json
     double all = rest[0] + rest[1] + rest[2];
     for (size_t k = 0; k < nj; k++)
         all += tot[k];
+    int r =
+        rr_sum(rr, isnan(all) ? INFINITY : all, "attribution.csv", "the attributed energy", NULL);
+    for (size_t k = 0; r == 0 && k < nj * nc; k++)
+        r = rr_sum(rr, by[k], "attribution.csv", "the energy", rr->jobs[k / nc].name);
+    if (r < 0) {
+        free(by);
+        free(seen);
+        free(tot);
+        json_decref(jobs);
+        return r;
+    }
     for (size_t k = 0; k < nj; k++) {
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(rr->jobs[k].name));
@@ -878,17 +906,22 @@ static int attribution_part(struct rr *rr, json_t *win, double a, double b, json
     return 0;
 }
 
-static void carbon_part(struct rr *rr, json_t *win, double node_j, double embodied_g)
+static int carbon_part(struct rr *rr, json_t *win, double node_j, double embodied_g)
 {
+    double op = carbon_operational_g(node_j, rr->pue, rr->g_per_kwh);
+    int r = rr_sum(rr, op, rr->is_run ? "report.json" : "summary.json",
+                   "carbon: the operational CO2e (energy x pue x g_per_kwh)", NULL);
+    if (r < 0)
+        return r;
     json_t *c = json_object();
     json_object_set_new(c, "g_per_kwh", jnum(rr->g_per_kwh));
     json_object_set_new(c, "pue", jnum(rr->pue));
     json_object_set_new(c, "intensity_source",
                         rr->ci_source ? json_string(rr->ci_source) : json_null());
-    json_object_set_new(c, "operational_g_co2e",
-                        jnum(carbon_operational_g(node_j, rr->pue, rr->g_per_kwh)));
+    json_object_set_new(c, "operational_g_co2e", jnum(op));
     json_object_set_new(c, "embodied_g_co2e", jnum(embodied_g));
     json_object_set_new(win, "carbon", c);
+    return 0;
 }
 
 static int utilization_part(struct rr *rr, json_t *win, double a, double b, json_t *warns)
@@ -966,8 +999,9 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
     double node_j = NAN;
     int r = 0;
     if (have) {
-        node_j = energy_part(rr, win, a, b, warns);
-        r = attribution_part(rr, win, a, b, warns);
+        node_j = energy_part(rr, win, a, b, warns, &r);
+        if (r == 0)
+            r = attribution_part(rr, win, a, b, warns);
     } else {
         json_object_set_new(win, "per_channel", json_array());
         json_object_set_new(win, "per_node", json_array());
@@ -983,7 +1017,8 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
     } else if (rr->report) {
         emb = jget_num(json_object_get(rr->report, "carbon"), "embodied_g_co2e");
     }
-    carbon_part(rr, win, node_j, emb);
+    if (r == 0)
+        r = carbon_part(rr, win, node_j, emb);
     if (have && r == 0)
         r = utilization_part(rr, win, a, b, warns);
     else
@@ -1080,6 +1115,7 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
 {
     memset(rr, 0, sizeof *rr);
     rr->dir = dir;
+    rr->e = e;
     rr->edges = o ? o->edges : REPORT_EDGES_INTERPOLATE;
     series_init(&rr->node_w);
     series_init(&rr->node_cum);
@@ -1180,6 +1216,8 @@ static int rr_windows(struct rr *rr, json_t **ret, struct carma_err *e)
     return 0;
 oom:
     json_decref(out);
+    if (r == -ERANGE)
+        return r; /* a sum that overflowed: rr_sum said which */
     return carma_err_set(e, -ENOMEM, "out of memory");
 }
 

@@ -619,6 +619,16 @@ static void malformed_json(void **state)
     build_fails(-EINVAL, "report.json:3:", NULL);
     edit("report.json", "\"experiment\": \"plant2\"", "\"experiment\": \"plant2\",");
     json_decref(build_ok(tu_dir, REPORT_EDGES_INTERPOLATE));
+    /* an intensity whose product with the energy overflows: said, never a null CO2e (or an
+     * "out of memory" for a number JSON cannot hold) */
+    edit("report.json", "\"g_per_kwh\": 475.0", "\"g_per_kwh\": 1.5e308");
+    edit("report.json", "\"pue\": 1.0", "\"pue\": 1e300");
+    build_fails(-ERANGE,
+                "report.json: carbon: the operational CO2e (energy x pue x g_per_kwh): the sum "
+                "overflows a double",
+                NULL);
+    edit("report.json", "\"g_per_kwh\": 1.5e308", "\"g_per_kwh\": 475.0");
+    edit("report.json", "\"pue\": 1e300", "\"pue\": 1.0");
     edit("manifest.json", "\"producer\": \"carma run\"", "\"producer\": \"carma collect\"");
     build_fails(-EINVAL, "producer is \"carma collect\"", NULL);
     remove_file("manifest.json");
