@@ -603,24 +603,19 @@ static int cut_intervals(struct loader *L, size_t **ret, size_t *n)
 static int load_utilization(struct loader *L)
 {
     struct fx_run *r = L->r;
-    struct fx_csv c;
-    int rc = fxc_open(&c, r, "utilization.csv", true, L->e);
-    if (rc < 0)
-        goto out;
-    if (rc == 0) {
+    struct rundir_lines c;
+    int rc = rundir_lines_open(&c, r->dir, "utilization.csv", 0, 0, L->e);
+    if (rc == -ENOENT) {
         for (int f = FX_GPU_SM; f <= FX_GPU_MEM; f++)
             snprintf(r->feat_missing[f], sizeof r->feat_missing[f],
                      "%s/utilization.csv: absent (no NVML GPU in the run)", r->dir);
-        goto out;
+        return 0;
     }
-    int kt = fxc_col(&c, "timestamp_unix", true, L->e), kg = fxc_col(&c, "gpu", true, L->e),
-        kp = fxc_col(&c, "pid", true, L->e), kw = fxc_col(&c, "workload", true, L->e),
-        ku = fxc_col(&c, "gpu_util_pct", true, L->e), km = fxc_col(&c, "mem_util_pct", true, L->e),
-        ks = fxc_col(&c, "sm_util_pct", true, L->e);
-    if (kt < 0 || kg < 0 || kp < 0 || kw < 0 || ku < 0 || km < 0 || ks < 0) {
-        rc = -EINVAL;
-        goto out;
-    }
+    if (rc < 0)
+        return rc;
+    struct rundir_gpu rg;
+    if ((rc = rundir_gpu_header(&rg, &c, L->e)) < 0)
+        return fx_lines_done(r, &c, rc);
     size_t np = r->njobs + 1;
     /* per group (timestamp, gpu): the device's utilization, then its processes */
     double gt = NAN, dev_u = NAN, dev_m = NAN;
@@ -640,21 +635,16 @@ static int load_utilization(struct loader *L)
     size_t iv = 0;
     bool more = true;
     while (more) {
-        int nr = fxc_next(&c, L->e);
+        int nr = rundir_lines_next(&c, L->e);
         if (nr < 0) {
             rc = nr;
             goto done;
         }
         more = nr == 1;
-        double t = NAN, g = NAN;
-        if (more && ((rc = fxc_num(&c, kt, "timestamp_unix", false, &t, L->e)) < 0 ||
-                     (rc = fxc_num(&c, kg, "gpu", false, &g, L->e)) < 0))
+        struct rundir_gpu_row row = {.t = NAN};
+        if (more && (rc = rundir_gpu_row(&rg, &c, &row, L->e)) < 0)
             goto done;
-        if (more && !(g >= 0 && g < 4096 && g == floor(g))) {
-            rc = carma_err_set(L->e, -EINVAL, "%s:%zu: gpu: '%s' is not a GPU index", c.path,
-                               c.f.row.line, fxc_field(&c, kg));
-            goto done;
-        }
+        double t = row.t, g = more ? row.gpu : NAN;
         if (!more || t != gt || (int)g != gg) {
             /* close the group (gt, gg) */
             if (gg >= 0) {
@@ -692,15 +682,12 @@ static int load_utilization(struct loader *L)
         }
         if (!more)
             break;
-        if (!fxc_field(&c, kp)[0]) { /* the device row */
-            if ((rc = fxc_num(&c, ku, "gpu_util_pct", true, &dev_u, L->e)) < 0 ||
-                (rc = fxc_num(&c, km, "mem_util_pct", true, &dev_m, L->e)) < 0)
-                goto done;
+        if (!row.pid) { /* the device row */
+            dev_u = row.util_pct;
+            dev_m = row.mem_pct;
         } else {
-            double s;
-            if ((rc = fxc_num(&c, ks, "sm_util_pct", true, &s, L->e)) < 0)
-                goto done;
-            int k = job_index(r, fxc_field(&c, kw));
+            double s = row.sm_pct;
+            int k = job_index(r, row.workload);
             size_t p = k >= 0 ? (size_t)k : r->njobs;
             procs[p]++;
             if (isfinite(s))
@@ -723,9 +710,7 @@ done:
     free(acc);
     free(nts);
     free(last_ts);
-out:
-    fxc_close(&c);
-    return rc;
+    return fx_lines_done(r, &c, rc);
 }
 
 static int load_nsys(struct loader *L)

@@ -36,7 +36,6 @@
 #define RR_NAME_MAX    RUNDIR_NAME_MAX /* a channel or job name */
 #define RR_CHANNEL_MAX 1024            /* channels of samples.csv */
 #define RR_JOBS_MAX    4096            /* jobs named in workloads.json and attribution.csv */
-#define RR_GPUS_MAX    256             /* GPUs of utilization.csv */
 
 /* The "job" values of attribution.csv that are not workloads. */
 enum { RR_IDLE = -1, RR_OTHER = -2, RR_UNATTR = -3 };
@@ -65,12 +64,12 @@ struct rr_attr {
     double j;
 };
 
+static const char *const util_cols[2] = {"gpu_util_pct", "mem_util_pct"};
+
 struct rr_gpu {
     long long index;
     struct series col[2]; /* gpu_util_pct, mem_util_pct */
 };
-
-static const char *const util_cols[2] = {"gpu_util_pct", "mem_util_pct"};
 
 struct rr {
     const char *dir;
@@ -193,24 +192,6 @@ static void lines_done(struct rr *rr, struct rundir_lines *l)
         warn(rr->run_warn, "%s", msg);
     }
     rundir_lines_close(l);
-}
-
-/* A data row must have as many fields as the header. */
-static int lines_check_width(const struct rundir_lines *l, size_t nf, struct carma_err *e)
-{
-    if (l->nf != nf)
-        return carma_err_set(e, -EINVAL, "%s:%zu: %zu fields, the header has %zu", l->path, l->line,
-                             l->nf, nf);
-    return 0;
-}
-
-/* Field s of column col as a finite number (rundir_num); blank: *blank set (NULL: an error). */
-static int field_num(const struct rundir_lines *l, const char *s, const char *col, double *ret,
-                     bool *blank, struct carma_err *e)
-{
-    if (blank)
-        *blank = *s == '\0';
-    return rundir_num(l->path, l->line, col, s, blank != NULL, ret, e);
 }
 
 /* ---- samples.csv ---- */
@@ -523,38 +504,24 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
 
 static int load_utilization(struct rr *rr, struct carma_err *e)
 {
-    static const char *const cols[] = {"timestamp_unix", "gpu", "pid", "gpu_util_pct",
-                                       "mem_util_pct"};
     struct rundir_lines l;
     int r = lines_open(&l, rr->dir, "utilization.csv", e);
     if (r < 0)
         return r;
-    int idx[5];
-    size_t nf = 0;
-    r = rundir_lines_header(&l, cols, 5, 0x7, idx, &nf, e);
+    struct rundir_gpu rg;
+    r = rundir_gpu_header(&rg, &l, e);
     while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
-        if ((r = lines_check_width(&l, nf, e)) < 0)
+        struct rundir_gpu_row row;
+        if ((r = rundir_gpu_row(&rg, &l, &row, e)) < 0)
             break;
-        if (l.fld[idx[2]][0])
+        if (row.pid)
             continue; /* a process row: no device utilization */
-        double t;
-        int64_t gi;
-        if ((r = field_num(&l, l.fld[idx[0]], "timestamp_unix", &t, NULL, e)) < 0)
-            break;
-        if (parse_i64(l.fld[idx[1]], &gi) < 0 || gi < 0) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: gpu: '%.40s' is not a GPU index", l.path, l.line,
-                              l.fld[idx[1]]);
-            break;
-        }
+        double t = row.t;
+        long long gi = row.gpu;
         size_t g = 0;
         while (g < rr->ngpu && rr->gpu[g].index != gi)
             g++;
         if (g == rr->ngpu) {
-            if (rr->ngpu == RR_GPUS_MAX) {
-                r = carma_err_set(e, -EINVAL, "%s:%zu: more than %d GPUs", l.path, l.line,
-                                  RR_GPUS_MAX);
-                break;
-            }
             struct rr_gpu *v = realloc(rr->gpu, (rr->ngpu + 1) * sizeof *v);
             if (!v) {
                 r = carma_err_set(e, -ENOMEM, "out of memory");
@@ -566,14 +533,9 @@ static int load_utilization(struct rr *rr, struct carma_err *e)
             series_init(&rr->gpu[g].col[1]);
             rr->ngpu++;
         }
+        const double col[2] = {row.util_pct, row.mem_pct};
         for (int c = 0; c < 2; c++) {
-            if (idx[3 + c] < 0)
-                continue;
-            double v;
-            bool blank;
-            if ((r = field_num(&l, l.fld[idx[3 + c]], util_cols[c], &v, &blank, e)) < 0)
-                break;
-            if (!blank && (r = series_append(&rr->gpu[g].col[c], t, v)) < 0) {
+            if (!isnan(col[c]) && (r = series_append(&rr->gpu[g].col[c], t, col[c])) < 0) {
                 carma_err_set(e, r, "out of memory");
                 break;
             }

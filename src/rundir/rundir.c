@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -395,6 +396,62 @@ int rundir_util_row(struct rundir_util *u, const struct rundir_lines *l,
                     struct rundir_util_row *ret, struct carma_err *e)
 {
     return rundir_util_check(u, l->path, l->line, l->fld, l->nf, ret, e);
+}
+
+/* ---- utilization.csv ---- */
+
+int rundir_gpu_header(struct rundir_gpu *g, struct rundir_lines *l, struct carma_err *e)
+{
+    static const char *const cols[RG_N] = {
+        "timestamp_unix", "gpu", "pid", "workload", "gpu_util_pct", "mem_util_pct", "sm_util_pct"};
+    memset(g, 0, sizeof *g);
+    return rundir_lines_header(l, cols, RG_N, (1u << RG_N) - 1, g->col, &g->nf, e);
+}
+
+/* A percentage of column col: blank (NAN) or from 0 to 100. */
+static int pct(const char *path, size_t line, const char *col, const char *s, double *ret,
+               struct carma_err *e)
+{
+    int r = rundir_num(path, line, col, s, true, ret, e);
+    if (r == 0 && (*ret < 0 || *ret > 100))
+        r = carma_err_set(e, -ERANGE, "%s:%zu: %s %g is not a percentage from 0 to 100", path, line,
+                          col, *ret);
+    return r;
+}
+
+int rundir_gpu_check(struct rundir_gpu *g, const char *path, size_t line, char *const *fld,
+                     size_t nf, struct rundir_gpu_row *ret, struct carma_err *e)
+{
+    int r;
+    memset(ret, 0, sizeof *ret);
+    double any = -INFINITY; /* no order between the rows */
+    if ((r = check_width(path, line, nf, g->nf, e)) < 0 ||
+        (r = timestamp(path, line, fld[g->col[RG_T]], &any, &ret->t, e)) < 0)
+        return r;
+    int64_t v;
+    const char *s = fld[g->col[RG_GPU]];
+    if (parse_i64(s, &v) < 0 || v < 0 || v >= RUNDIR_GPUS_MAX)
+        return carma_err_set(e, -EINVAL, "%s:%zu: gpu: '%.40s' is not a GPU index (0 to %d)", path,
+                             line, s, RUNDIR_GPUS_MAX - 1);
+    ret->gpu = (int)v;
+    s = fld[g->col[RG_PID]];
+    if (*s && (parse_i64(s, &v) < 0 || v <= 0))
+        return carma_err_set(e, -EINVAL, "%s:%zu: pid: '%.40s' is not a process id", path, line, s);
+    ret->pid = *s ? v : 0;
+    ret->workload = fld[g->col[RG_WL]];
+    if (ret->pid && (r = rundir_name(path, line, "workload", ret->workload, e)) < 0)
+        return r;
+    if ((r = pct(path, line, "gpu_util_pct", fld[g->col[RG_UTIL]], &ret->util_pct, e)) < 0 ||
+        (r = pct(path, line, "mem_util_pct", fld[g->col[RG_MEM]], &ret->mem_pct, e)) < 0 ||
+        (r = pct(path, line, "sm_util_pct", fld[g->col[RG_SM]], &ret->sm_pct, e)) < 0)
+        return r;
+    return 0;
+}
+
+int rundir_gpu_row(struct rundir_gpu *g, const struct rundir_lines *l, struct rundir_gpu_row *ret,
+                   struct carma_err *e)
+{
+    return rundir_gpu_check(g, l->path, l->line, l->fld, l->nf, ret, e);
 }
 
 int rundir_sum_check(double sum, const char *what, struct carma_err *e)

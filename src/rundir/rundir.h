@@ -24,7 +24,9 @@
  *  - attribution.csv: a share's joules are finite and within what the largest bound (a wall
  *    meter's) draws over the time since samples.csv's first row;
  *  - node_util.csv: CPU-seconds are finite, at least 0, busy at most total, cpu_util blank or
- *    within [0, 1].
+ *    within [0, 1];
+ *  - utilization.csv: a GPU index from 0 to 255, a pid blank or positive, percentages blank or
+ *    within [0, 100].
  * Nothing here prints or exits.
  */
 #ifndef CARMA_RUNDIR_RUNDIR_H
@@ -171,6 +173,34 @@ int rundir_util_check(struct rundir_util *u, const char *path, size_t line, char
                       size_t nf, struct rundir_util_row *ret, struct carma_err *e);
 int rundir_util_row(struct rundir_util *u, const struct rundir_lines *l,
                     struct rundir_util_row *ret, struct carma_err *e);
+
+/* utilization.csv (with NVML GPUs): a device row (blank pid) then one row per process */
+enum { RG_T, RG_GPU, RG_PID, RG_WL, RG_UTIL, RG_MEM, RG_SM, RG_N };
+
+struct rundir_gpu {
+    int col[RG_N];
+    size_t nf;
+};
+
+struct rundir_gpu_row {
+    double t;
+    int gpu;              /* the NVML index, 0 to RUNDIR_GPUS_MAX - 1 */
+    long long pid;        /* 0 for the device row */
+    const char *workload; /* a process row's (a workload's name or "other"), "" for the device */
+    double util_pct, mem_pct, sm_pct; /* NAN when blank */
+};
+
+#define RUNDIR_GPUS_MAX 256
+
+/* Reads utilization.csv's header (timestamp_unix, gpu, pid, workload, gpu_util_pct,
+ * mem_util_pct, sm_util_pct required) from l into g. */
+int rundir_gpu_header(struct rundir_gpu *g, struct rundir_lines *l, struct carma_err *e);
+/* A row: timestamp_unix a Unix time (the GPUs' rows of a poll are not ordered by time), gpu an
+ * index, pid blank or a positive integer, the percentages blank or from 0 to 100. */
+int rundir_gpu_check(struct rundir_gpu *g, const char *path, size_t line, char *const *fld,
+                     size_t nf, struct rundir_gpu_row *ret, struct carma_err *e);
+int rundir_gpu_row(struct rundir_gpu *g, const struct rundir_lines *l, struct rundir_gpu_row *ret,
+                   struct carma_err *e);
 
 /*
  * A sum a reader keeps (an energy integral, a per-job total, a model's sum of squares) that is

@@ -10,8 +10,8 @@
 #     name that is not UTF-8, a timestamp going back;
 #   - accepted by all four, each saying the same one warning: a last line without its line end
 #     (a half-cut copy), which is skipped;
-# and the bad attribution.csv and node_util.csv rows for the readers that read those files
-# (report and model fit; model fit), refused alike. The HTML of every accepted run holds no nan
+# and the bad attribution.csv, utilization.csv and node_util.csv rows for the readers that read
+# those files (report and model fit; model fit), refused or skipped alike. The HTML of every accepted run holds no nan
 # or inf.
 # shellcheck source=tests/integration/lib.sh
 . "$CARMA_SRC/tests/integration/lib.sh"
@@ -64,7 +64,14 @@ def write_run(d):
         if t >= T0 + 1 and i % 10 == 0:
             jt = busy
             f.append(f"{ts},train,{jt:.6f},,,")
-    for name, rows in (("samples", s), ("attribution", a), ("node_util", u), ("features", f)):
+    g = ["timestamp_unix,gpu,gpu_uuid,pid,workload,gpu_util_pct,mem_util_pct,sm_util_pct,"
+         "used_mem_mib"]
+    for i in range(0, N, 5):
+        ts = f"{T0 + i * DT:.6f}"
+        g.append(f"{ts},0,GPU-0000,,,{i % 100},{i % 50},,")
+        g.append(f"{ts},0,GPU-0000,4242,train,,,{i % 100},100")
+    for name, rows in (("samples", s), ("attribution", a), ("node_util", u), ("features", f),
+                       ("utilization", g)):
         open(f"{d}/{name}.csv", "w", newline="").write("\r\n".join(rows) + "\r\n")
 
 
@@ -180,6 +187,11 @@ cases = [
     ("a_torn", "attribution.csv", lambda d: d[:-7], None),
     ("u_inf", "node_util.csv", cell(40, 2, b"inf"), "node_util.csv:40: total_cpu_s: 'inf' is not a finite number"),
     ("u_torn", "node_util.csv", lambda d: d[:-3], None),
+    ("g_pct", "utilization.csv", cell(6, 5, b"150"),
+     "utilization.csv:6: gpu_util_pct 150 is not a percentage from 0 to 100"),
+    ("g_index", "utilization.csv", cell(7, 1, b"-1"),
+     "utilization.csv:7: gpu: '-1' is not a GPU index (0 to 255)"),
+    ("g_torn", "utilization.csv", lambda d: d[:-5], None),
 ]
 for name, fname, fn, want in cases:
     d = name
@@ -188,7 +200,7 @@ for name, fname, fn, want in cases:
     got = readers(d, [fname])
     # the readers of the file; report and html do not read node_util.csv, top only samples.csv
     who = [k for k in got if fname == "samples.csv" or k in ("model fit",)
-           or (fname == "attribution.csv" and k in ("report", "html"))]
+           or (fname in ("attribution.csv", "utilization.csv") and k in ("report", "html"))]
     for k in who:
         ok, msg = got[k]
         if want is None:

@@ -1,8 +1,8 @@
 /*
  * Tests for rundir: the line reader (line ends, a torn last line skipped and said once, a file
  * still written to, NUL bytes and long lines refused) and the row rules of samples.csv,
- * attribution.csv and node_util.csv, each rule once accepted at its bound and refused beyond
- * it, with the message every reader gives.
+ * attribution.csv, node_util.csv and utilization.csv, each rule once accepted at its bound and
+ * refused beyond it, with the message every reader gives.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -291,6 +291,41 @@ static void util_rules(void **state)
     assert_non_null(strstr(e.msg, "node_util.csv:7: total_cpu_s: 'inf' is not a finite number"));
 }
 
+static void gpu_rules(void **state)
+{
+    (void)state;
+    struct rundir_gpu g = {.col = {0, 1, 2, 3, 4, 5, 6}, .nf = 7};
+    struct rundir_gpu_row row;
+    struct carma_err e = {0};
+    char *dev[] = {"110", "0", "", "", "100", "0", ""};
+    assert_int_equal(rundir_gpu_check(&g, "utilization.csv", 2, dev, 7, &row, &e), 0);
+    assert_int_equal(row.pid, 0);
+    tu_assert_near(row.util_pct, 100, 0);
+    assert_true(isnan(row.sm_pct));
+    /* the GPUs of a poll in any order: an earlier time is no error here */
+    char *proc[] = {"109", "255", "4242", "train", "", "", "20"};
+    assert_int_equal(rundir_gpu_check(&g, "utilization.csv", 3, proc, 7, &row, &e), 0);
+    assert_int_equal(row.gpu, 255);
+    assert_int_equal(row.pid, 4242);
+    assert_string_equal(row.workload, "train");
+    char *gpu[] = {"110", "256", "", "", "1", "1", ""};
+    assert_int_equal(rundir_gpu_check(&g, "utilization.csv", 4, gpu, 7, &row, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "utilization.csv:4: gpu: '256' is not a GPU index (0 to 255)"));
+    char *pid[] = {"110", "0", "-3", "train", "", "", "1"};
+    assert_int_equal(rundir_gpu_check(&g, "utilization.csv", 5, pid, 7, &row, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "utilization.csv:5: pid: '-3' is not a process id"));
+    char *over[] = {"110", "0", "", "", "100.5", "1", ""};
+    assert_int_equal(rundir_gpu_check(&g, "utilization.csv", 6, over, 7, &row, &e), -ERANGE);
+    assert_non_null(
+        strstr(e.msg, "utilization.csv:6: gpu_util_pct 100.5 is not a percentage from 0 to 100"));
+    char *nan[] = {"110", "0", "7", "train", "", "", "nan"};
+    assert_int_equal(rundir_gpu_check(&g, "utilization.csv", 7, nan, 7, &row, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "utilization.csv:7: sm_util_pct: 'nan' is not a finite number"));
+    char *noname[] = {"110", "0", "7", "", "", "", "1"};
+    assert_int_equal(rundir_gpu_check(&g, "utilization.csv", 8, noname, 7, &row, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "utilization.csv:8: workload: empty"));
+}
+
 static void sum_check(void **state)
 {
     (void)state;
@@ -313,6 +348,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(samples_header, tu_setup, tu_teardown),
         cmocka_unit_test(attr_rules),
         cmocka_unit_test(util_rules),
+        cmocka_unit_test(gpu_rules),
         cmocka_unit_test(sum_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
