@@ -268,6 +268,8 @@ static int import_run(const char *run_dir, char *const *files, const char *const
         cli_error("%s", e.msg);
         return 1;
     }
+    if (ri.warning[0])
+        fprintf(stderr, "warning: %s\n", ri.warning);
     snprintf(path, sizeof path, "%s/nsys_gpu.csv", run_dir);
     if (doc) {
         json_object_set_new(doc, "run_dir", json_string(run_dir));
@@ -346,10 +348,13 @@ static int import_run(const char *run_dir, char *const *files, const char *const
         } else if (r < 0) {
             cli_error("%s", e.msg);
             goto out;
-        } else if (doc) {
+        }
+        if (r == 0 && ra.warning[0])
+            fprintf(stderr, "warning: %s\n", ra.warning);
+        if (r == 0 && doc) {
             json_object_set_new(doc, "split_periods", json_integer((json_int_t)ra.periods));
             json_object_set_new(doc, "gpus", reattr_json(&ra));
-        } else if (!quiet) {
+        } else if (r == 0 && !quiet) {
             print_reattr(&ra);
         }
     }

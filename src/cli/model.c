@@ -24,6 +24,12 @@
 #include "model/features.h"
 #include "model/powermodel.h"
 
+/* The warnings of a run read (a torn last line skipped), one line each on stderr. */
+static void print_run_warnings(const struct fx_run *r)
+{
+    for (size_t k = 0; k < r->nwarnings; k++)
+        fprintf(stderr, "warning: %s\n", r->warnings[k]);
+}
 static void help(void)
 {
     printf(
@@ -253,11 +259,13 @@ static int cmd_fit(int argc, char **argv)
     size_t loaded = 0;
     if (!runs || !m)
         goto out;
-    for (; loaded < nruns; loaded++)
+    for (; loaded < nruns; loaded++) {
         if (fx_run_load(argv[optind + (int)loaded], &fo, &runs[loaded], &e) < 0) {
             cli_error("%s", e.msg);
             goto out;
         }
+        print_run_warnings(&runs[loaded]);
+    }
     if (!allow_estimated && refuse_estimated(runs, nruns, &o))
         goto out;
     if (pm_fit(runs, nruns, &o, m, &e) < 0) {
@@ -396,6 +404,7 @@ static int cmd_predict(int argc, char **argv)
         cli_error("%s", e.msg);
         goto out;
     }
+    print_run_warnings(&run);
     if (pm_predict(m, model, &run, &p, &e) < 0) {
         cli_error("model predict: %s", e.msg);
         goto out;

@@ -153,6 +153,10 @@ int cmd_top(int argc, char **argv)
             status = 1;
             break;
         }
+        if (rd.warning[0]) {
+            fprintf(stderr, "warning: %s\n", rd.warning);
+            rd.warning[0] = '\0';
+        }
         struct winsize ws;
         int width = ansi && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 100;
         if (json) { /* one frame a line (JSON Lines) */

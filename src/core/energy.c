@@ -1,6 +1,8 @@
 /* energy: wrap-safe counters and trapezoid integration (see energy.h). */
 #include "energy.h"
 
+#include <math.h>
+
 #include "timeutil.h"
 
 void energy_counter_init(struct energy_counter *c, uint64_t range, double unit_j,
@@ -62,4 +64,12 @@ enum energy_step energy_counter_update(struct energy_counter *c, uint64_t raw, i
 double energy_trapezoid_j(double p0_w, double p1_w, int64_t dt_ns)
 {
     return 0.5 * (p0_w + p1_w) * ((double)dt_ns / (double)NS_PER_S);
+}
+
+double energy_step_watts(double j, int64_t dt_ns, double max_power_w)
+{
+    if (dt_ns <= 0)
+        return NAN;
+    double w = j / ((double)dt_ns / (double)NS_PER_S);
+    return max_power_w > 0 && w > max_power_w ? NAN : w;
 }

@@ -44,6 +44,15 @@ void energy_counter_init(struct energy_counter *c, uint64_t range, double unit_j
 enum energy_step energy_counter_update(struct energy_counter *c, uint64_t raw, int64_t dt_ns,
                                        double *ret_j);
 
+/*
+ * The power of a counter step of j joules over dt_ns > 0: j / dt, or NAN when that is more than
+ * max_power_w (> 0; 0: no bound). A step within the counter's 1 ms jitter slack over a short dt
+ * (a late tick, then one on time) is energy, but no power the device drew: its watts are left
+ * unknown, so that no sample shows a power beyond the channel's bound (the readers of a run
+ * directory refuse one, src/rundir).
+ */
+double energy_step_watts(double j, int64_t dt_ns, double max_power_w);
+
 /* Trapezoid energy in joules between two power readings dt_ns apart. */
 double energy_trapezoid_j(double p0_w, double p1_w, int64_t dt_ns);
 

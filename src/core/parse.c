@@ -217,3 +217,43 @@ size_t parse_duration_rule(char *buf, size_t cap, int64_t min_ns, int64_t max_ns
                      lo, hi);
     return n < 0 ? 0 : (size_t)n;
 }
+
+size_t parse_utf8_bad_at(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t k;
+        unsigned char lo = 0x80, hi = 0xbf;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            k = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            if (c == 0xe0)
+                lo = 0xa0;
+            else if (c == 0xed)
+                hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            if (c == 0xf0)
+                lo = 0x90;
+            else if (c == 0xf4)
+                hi = 0x8f;
+        } else {
+            return i;
+        }
+        if (n - i <= k)
+            return i;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t j = 2; j <= k; j++)
+            if (s[i + j] < 0x80 || s[i + j] > 0xbf)
+                return i;
+        i += k + 1;
+    }
+    return n;
+}

@@ -42,4 +42,8 @@ int parse_duration_range_ns(const char *s, int64_t min_ns, int64_t max_ns, int64
  */
 size_t parse_duration_rule(char *buf, size_t cap, int64_t min_ns, int64_t max_ns);
 
+/* The offset of the first byte of s[0, n) that is not part of well-formed UTF-8 (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), or n when there is none. */
+size_t parse_utf8_bad_at(const char *s, size_t n);
+
 #endif

@@ -15,6 +15,7 @@
 #include "core/csv.h"
 #include "core/file.h"
 #include "core/fmt.h"
+#include "rundir/rundir.h"
 
 /* The largest run file read whole (attribution.csv, nsys_gpu.csv). */
 #define RUN_FILE_MAX ((size_t)2 << 30)
@@ -124,28 +125,28 @@ static int load_pstree(const char *dir, struct nsys_run_info *ri, size_t *cap)
     return r;
 }
 
-/* samples.csv's tick times, read a line at a time (the file can be large). */
+/* samples.csv's tick times, read a line at a time (the file can be large), every row by the
+ * run directory's rules (rundir.h) as carma report reads it. */
 static int load_ticks(const char *dir, struct nsys_run_info *ri, struct carma_err *e)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/samples.csv", dir);
-    int err = 0;
-    FILE *f = file_fopen_input(path, &err);
-    if (!f && err == -ESPIPE)
-        return file_input_err(e, path, err);
-    if (!f)
-        return carma_err_set(e, err, "%s: cannot open: %s", path, strerror(-err));
-    char *line = NULL;
-    size_t lcap = 0, cap = 0;
-    int r = 0;
-    while (getline(&line, &lcap, f) > 0) {
-        char *comma = strchr(line, ',');
-        if (!comma)
-            continue;
-        *comma = '\0';
+    struct rundir_lines l;
+    int r = rundir_lines_open(&l, dir, "samples.csv", 0, 0, e);
+    if (r < 0)
+        return r;
+    struct rundir_samples rs;
+    size_t cap = 0;
+    r = rundir_samples_header(&rs, &l, e);
+    while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
+        struct rundir_sample row;
         int64_t t;
-        if (!parse_unix_ns(line, &t))
-            continue; /* the header */
+        if ((r = rundir_samples_row(&rs, &l, &row, e)) < 0)
+            break;
+        r = 0;
+        if (!parse_unix_ns(l.fld[rs.col[RS_T]], &t)) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix: not a Unix time in seconds",
+                              l.path, l.line);
+            break;
+        }
         if (ri->nticks && t <= ri->ticks[ri->nticks - 1])
             continue; /* the same tick's other channels */
         if (array_grow(&ri->ticks, &cap, ri->nticks + 1, sizeof *ri->ticks) < 0) {
@@ -154,11 +155,12 @@ static int load_ticks(const char *dir, struct nsys_run_info *ri, struct carma_er
         }
         ri->ticks[ri->nticks++] = t;
     }
-    free(line);
-    fclose(f);
+    if (r == 0 && l.torn)
+        rundir_torn_warning(&l, ri->warning, sizeof ri->warning);
     if (r == 0 && ri->nticks < 2)
-        r = carma_err_set(e, -EINVAL, "%s: fewer than two sample ticks", path);
-    return r;
+        r = carma_err_set(e, -EINVAL, "%s: fewer than two sample ticks", l.path);
+    rundir_lines_close(&l);
+    return r < 0 ? r : 0;
 }
 
 int nsys_run_info_load(const char *run_dir, struct nsys_run_info *ri, struct carma_err *e)
@@ -290,52 +292,71 @@ static int read_csv(const char *dir, const char *name, char **text, size_t *len,
     return 0;
 }
 
-static int load_attr(char *text, size_t len, const char *name, struct arow **ret, size_t *ret_n,
-                     struct carma_err *e)
+/*
+ * The rows of attribution.csv's text (the NVML split: attribution.csv or attribution_nvml.csv,
+ * named path), each by the run directory's rules (rundir.h) as carma report reads it; t0 is
+ * samples.csv's first tick. A torn last line is cut off the text and said in warning.
+ */
+static int load_attr(char *text, size_t len, const char *path, double t0, struct arow **ret,
+                     size_t *ret_n, char *warning, size_t wcap, struct carma_err *e)
 {
     struct csv_fields f = {0};
     size_t pos = 0, line = 1, n = 0, cap = 0;
     struct arow *a = NULL;
-    int r, c[4] = {-1, -1, -1, -1};
+    int r;
     bool header = true;
-    while ((r = csv_split(text, len, &pos, &line, name, &f, e)) == 1) {
+    struct rundir_attr ra = {.t0 = t0, .t_last = -INFINITY};
+    if (len && text[len - 1] != '\n') { /* a torn last line: skipped, said once */
+        char *nl = memrchr(text, '\n', len);
+        size_t keep = nl ? (size_t)(nl - text) + 1 : 0;
+        struct rundir_lines torn = {.torn = 1};
+        for (size_t i = 0; i < keep; i++)
+            torn.torn += text[i] == '\n';
+        snprintf(torn.path, sizeof torn.path, "%s", path);
+        rundir_torn_warning(&torn, warning, wcap);
+        len = keep;
+        text[len] = '\0';
+    }
+    while ((r = csv_split(text, len, &pos, &line, path, &f, e)) == 1) {
         if (header) {
             static const char *const cols[] = {"timestamp_unix", "channel", "job", "joules"};
             for (int i = 0; i < 4; i++)
-                if ((c[i] = csv_column(&f.row, cols[i])) < 0) {
-                    r = carma_err_set(e, -EINVAL, "%s: no column %s", name, cols[i]);
+                if ((ra.col[i] = csv_column(&f.row, cols[i])) < 0) {
+                    r = carma_err_set(e, -EINVAL, "%s:%zu: no column '%s'", path, f.row.line,
+                                      cols[i]);
                     goto out;
                 }
+            ra.nf = f.row.n;
             header = false;
             continue;
         }
-        int need = c[0] > c[1] ? c[0] : c[1];
-        need = need > c[2] ? need : c[2];
-        need = need > c[3] ? need : c[3];
-        if ((int)f.row.n <= need) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: too few fields", name, f.row.line);
+        struct rundir_attr_row row;
+        if ((r = rundir_attr_check(&ra, path, f.row.line, f.row.fields, f.row.n, &row, e)) < 0)
             goto out;
-        }
         if (array_grow(&a, &cap, n + 1, sizeof *a) < 0) {
             r = carma_err_set(e, -ENOMEM, "out of memory");
             goto out;
         }
         struct arow *w = &a[n++];
-        *w = (struct arow){.ts = f.row.fields[c[0]],
-                           .channel = f.row.fields[c[1]],
-                           .job = f.row.fields[c[2]],
-                           .joules = f.row.fields[c[3]],
+        *w = (struct arow){.ts = f.row.fields[ra.col[0]],
+                           .channel = row.channel,
+                           .job = row.job,
+                           .joules = f.row.fields[ra.col[3]],
+                           .j = row.j,
                            .gpu = -1,
                            .period = -1};
-        char *end;
-        w->j = strtod(w->joules, &end);
-        if (!parse_unix_ns(w->ts, &w->ts_ns) || end == w->joules || *end) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: not a timestamp and joules", name, f.row.line);
+        if (!parse_unix_ns(w->ts, &w->ts_ns)) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix: not a Unix time in seconds",
+                              path, f.row.line);
             goto out;
         }
     }
     if (r < 0)
         goto out;
+    if (header) {
+        r = carma_err_set(e, -EINVAL, "%s: empty file (no header)", path);
+        goto out;
+    }
     r = 0;
     *ret = a;
     *ret_n = n;
@@ -588,8 +609,11 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
     struct stat sb;
     bool have_nvml = stat(path, &sb) == 0;
     const char *aname = have_nvml ? "attribution_nvml.csv" : "attribution.csv";
+    char apath_in[4200];
+    snprintf(apath_in, sizeof apath_in, "%s/%s", run_dir, aname);
     if ((r = read_csv(run_dir, aname, &atext, &alen, e)) < 0 ||
-        (r = load_attr(atext, alen, aname, &a, &na, e)) < 0)
+        (r = load_attr(atext, alen, apath_in, (double)ri.ticks[0] / 1e9, &a, &na, out->warning,
+                       sizeof out->warning, e)) < 0)
         goto out;
     if ((r = read_csv(run_dir, "nsys_gpu.csv", &btext, &blen, e)) < 0 ||
         (r = load_busy(btext, blen, "nsys_gpu.csv", &ri, &b, &nb, e)) < 0)

@@ -43,6 +43,7 @@ struct nsys_run_info {
     size_t ngpu;    /* GPUs split by the run (report.json gpus[]) */
     int64_t *ticks; /* the sample ticks, Unix ns, increasing */
     size_t nticks;
+    char warning[4400]; /* samples.csv's torn last line, skipped (rundir.h); "" when none */
 };
 
 /*
@@ -71,7 +72,9 @@ struct nsys_reattr_gpu {
 struct nsys_reattr {
     size_t ngpu;
     struct nsys_reattr_gpu gpu[NSYS_GPUS_MAX];
-    size_t periods; /* split periods redone, all GPUs */
+    size_t periods;     /* split periods redone, all GPUs */
+    char warning[4400]; /* the NVML split's torn last line, skipped and left out of the new
+                           attribution.csv (rundir.h); "" when none */
 };
 
 /* The name of basis b of nsys_reattr_gpu.basis_s. */

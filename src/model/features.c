@@ -13,6 +13,7 @@
 #include "core/csv.h"
 #include "core/file.h"
 #include "core/parse.h"
+#include "rundir/rundir.h"
 
 #define FX_FILE_MAX (1024u << 20) /* a CSV file of the run directory */
 #define FX_JSON_MAX (64u << 20)
@@ -75,9 +76,37 @@ double fx_node(const struct fx_run *r, size_t i, int f)
     return s;
 }
 
+/* Keeps msg as one of r's warnings (a torn last line). 0 or -ENOMEM. */
+static int fx_warn(struct fx_run *r, const char *msg)
+{
+    char *m = strdup(msg);
+    char **v = m ? realloc(r->warnings, (r->nwarnings + 1) * sizeof *v) : NULL;
+    if (!v) {
+        free(m);
+        return -ENOMEM;
+    }
+    r->warnings = v;
+    r->warnings[r->nwarnings++] = m;
+    return 0;
+}
+
+/* Closes l; a torn last line it skipped becomes one warning of r. */
+static int fx_lines_done(struct fx_run *r, struct rundir_lines *l, int rc)
+{
+    if (rc >= 0 && l->torn) {
+        char msg[4400];
+        rundir_torn_warning(l, msg, sizeof msg);
+        if (fx_warn(r, msg) < 0)
+            rc = -ENOMEM;
+    }
+    rundir_lines_close(l);
+    return rc;
+}
+
 /* ---- reading CSV files a record at a time ---- */
 
 struct fx_csv {
+    struct fx_run *run; /* where a torn last line is said */
     char path[4200];
     const char *name; /* the file's name inside the run directory, for messages */
     char *text;
@@ -88,10 +117,12 @@ struct fx_csv {
 };
 
 /* Opens dir/name and reads its header. Returns 1, 0 when absent and optional, or -errno. */
-static int fxc_open(struct fx_csv *c, const char *dir, const char *name, bool optional,
+static int fxc_open(struct fx_csv *c, struct fx_run *run, const char *name, bool optional,
                     struct carma_err *e)
 {
+    const char *dir = run->dir;
     memset(c, 0, sizeof *c);
+    c->run = run;
     c->name = name;
     snprintf(c->path, sizeof c->path, "%s/%s", dir, name);
     int r = file_read_all(c->path, FX_FILE_MAX, &c->text, &c->len);
@@ -102,6 +133,22 @@ static int fxc_open(struct fx_csv *c, const char *dir, const char *name, bool op
     if (r < 0)
         return carma_err_set(e, r, "%s: cannot read: %s", c->path, strerror(-r));
     c->line = 1;
+    if (c->len && c->text[c->len - 1] != '\n') {
+        /* a torn last line (rundir.h): skipped, said once */
+        char *nl = memrchr(c->text, '\n', c->len);
+        size_t keep = nl ? (size_t)(nl - c->text) + 1 : 0;
+        size_t line = 1;
+        for (size_t i = 0; i < keep; i++)
+            line += c->text[i] == '\n';
+        struct rundir_lines torn = {.torn = line};
+        snprintf(torn.path, sizeof torn.path, "%s", c->path);
+        char msg[4400];
+        rundir_torn_warning(&torn, msg, sizeof msg);
+        if (fx_warn(c->run, msg) < 0)
+            return -ENOMEM;
+        c->len = keep;
+        c->text[keep] = '\0';
+    }
     r = csv_split(c->text, c->len, &c->pos, &c->line, c->path, &c->f, e);
     if (r < 0)
         return r;
@@ -234,6 +281,7 @@ struct loader {
     struct cum node_busy, node_total;
     struct cum *job_cpu, *job_ins, *job_cyc; /* per workload */
     double *feat_times;                      /* features.csv timestamps */
+    double t_first;                          /* samples.csv's first timestamp */
     size_t nft, capft;
 };
 
@@ -320,15 +368,6 @@ static void load_manifest(struct loader *L)
     json_decref(j);
 }
 
-static int kind_of(const char *s)
-{
-    static const char *names[FX_KINDS] = {"cpu", "dram", "soc", "gpu", "system", "other"};
-    for (int k = 0; k < FX_KINDS; k++)
-        if (strcmp(s, names[k]) == 0)
-            return k;
-    return -1;
-}
-
 static int chan_find(struct loader *L, const char *name)
 {
     for (size_t k = 0; k < L->nchan; k++)
@@ -340,29 +379,24 @@ static int chan_find(struct loader *L, const char *name)
 static int load_samples(struct loader *L)
 {
     struct fx_run *r = L->r;
-    struct fx_csv c;
-    int rc = fxc_open(&c, r->dir, "samples.csv", false, L->e);
+    struct rundir_lines l;
+    int rc = rundir_lines_open(&l, r->dir, "samples.csv", 0, 0, L->e);
     if (rc < 0)
+        return rc;
+    struct rundir_samples rs;
+    if ((rc = rundir_samples_header(&rs, &l, L->e)) < 0)
         goto out;
-    int kt = fxc_col(&c, "timestamp_unix", true, L->e), kc = fxc_col(&c, "channel", true, L->e),
-        kk = fxc_col(&c, "kind", true, L->e), kd = fxc_col(&c, "domain", true, L->e),
-        kw = fxc_col(&c, "watts", true, L->e);
-    int km = fxc_col(&c, "method", false, L->e); /* -1: an old file, taken as measured */
-    if (kt < 0 || kc < 0 || kk < 0 || kd < 0 || kw < 0) {
-        rc = -EINVAL;
-        goto out;
-    }
-    while ((rc = fxc_next(&c, L->e)) == 1) {
-        double t, w;
-        if ((rc = fxc_num(&c, kt, "timestamp_unix", false, &t, L->e)) < 0 ||
-            (rc = fxc_num(&c, kw, "watts", true, &w, L->e)) < 0)
+    while ((rc = rundir_lines_next(&l, L->e)) == 1) {
+        struct rundir_sample row;
+        if ((rc = rundir_samples_row(&rs, &l, &row, L->e)) < 0)
             goto out;
-        const char *name = fxc_field(&c, kc);
+        double t = row.t, w = row.w;
+        const char *name = row.channel;
         int ch = chan_find(L, name);
         if (ch < 0) {
             if (L->nchan >= FX_CHAN_MAX) {
-                rc = carma_err_set(L->e, -EINVAL, "%s:%zu: more than %d channels", c.path,
-                                   c.f.row.line, FX_CHAN_MAX);
+                rc = carma_err_set(L->e, -EINVAL, "%s:%zu: more than %d channels", l.path, l.line,
+                                   FX_CHAN_MAX);
                 goto out;
             }
             if (array_grow((void **)&L->chan, &L->capc, L->nchan + 1, sizeof *L->chan) < 0 ||
@@ -373,16 +407,16 @@ static int load_samples(struct loader *L)
             }
             ch = (int)L->nchan++;
             snprintf(L->chan[ch], sizeof L->chan[ch], "%s", name);
-            int kind = kind_of(fxc_field(&c, kk));
-            bool total = strcmp(fxc_field(&c, kd), "total") == 0;
+            int kind = row.kind_id;
+            bool total = row.total;
             L->chan_kind[ch] = total ? kind : -1;
-            if (total && kind >= 0) {
+            if (total) {
                 L->nkind[kind]++;
                 r->has_kind[kind] = true;
                 size_t used = strlen(r->kind_channels[kind]);
                 snprintf(r->kind_channels[kind] + used, sizeof r->kind_channels[kind] - used,
                          "%s%s", used ? "," : "", name);
-                if (km >= 0 && strcmp(fxc_field(&c, km), "estimated") == 0) {
+                if (row.estimated) {
                     char *est = r->kind_estimated_channels[kind];
                     size_t eu = strlen(est);
                     snprintf(est + eu, sizeof r->kind_estimated_channels[kind] - eu, "%s%s",
@@ -392,11 +426,6 @@ static int load_samples(struct loader *L)
             }
         }
         if (!L->nt || L->ticks[L->nt - 1].t != t) {
-            if (L->nt && t < L->ticks[L->nt - 1].t) {
-                rc = carma_err_set(L->e, -EINVAL, "%s:%zu: timestamp_unix goes back in time",
-                                   c.path, c.f.row.line);
-                goto out;
-            }
             if (array_grow((void **)&L->ticks, &L->capt, L->nt + 1, sizeof *L->ticks) < 0) {
                 rc = -ENOMEM;
                 goto out;
@@ -413,31 +442,29 @@ static int load_samples(struct loader *L)
     if (rc < 0)
         goto out;
     if (L->nt < 2)
-        rc = carma_err_set(L->e, -EINVAL, "%s: fewer than two ticks: nothing to model", c.path);
+        rc = carma_err_set(L->e, -EINVAL, "%s: fewer than two ticks: nothing to model", l.path);
+    L->t_first = L->nt ? L->ticks[0].t : NAN;
 out:
-    fxc_close(&c);
-    return rc;
+    return fx_lines_done(r, &l, rc);
 }
 
 static int load_node_util(struct loader *L)
 {
-    struct fx_csv c;
-    int rc = fxc_open(&c, L->r->dir, "node_util.csv", true, L->e);
-    if (rc <= 0)
+    struct rundir_lines l;
+    int rc = rundir_lines_open(&l, L->r->dir, "node_util.csv", 0, 0, L->e);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc < 0)
+        return rc;
+    struct rundir_util ru;
+    if ((rc = rundir_util_header(&ru, &l, L->e)) < 0)
         goto out;
-    int kt = fxc_col(&c, "timestamp_unix", true, L->e), kb = fxc_col(&c, "busy_cpu_s", true, L->e),
-        ktot = fxc_col(&c, "total_cpu_s", true, L->e);
-    if (kt < 0 || kb < 0 || ktot < 0) {
-        rc = -EINVAL;
-        goto out;
-    }
-    while ((rc = fxc_next(&c, L->e)) == 1) {
-        double t, b, tot;
-        if ((rc = fxc_num(&c, kt, "timestamp_unix", false, &t, L->e)) < 0 ||
-            (rc = fxc_num(&c, kb, "busy_cpu_s", false, &b, L->e)) < 0 ||
-            (rc = fxc_num(&c, ktot, "total_cpu_s", false, &tot, L->e)) < 0)
+    while ((rc = rundir_lines_next(&l, L->e)) == 1) {
+        struct rundir_util_row row;
+        if ((rc = rundir_util_row(&ru, &l, &row, L->e)) < 0)
             goto out;
-        if (cum_add(&L->node_busy, t, b) < 0 || cum_add(&L->node_total, t, tot) < 0) {
+        if (cum_add(&L->node_busy, row.t, row.busy_s) < 0 ||
+            cum_add(&L->node_total, row.t, row.total_s) < 0) {
             rc = -ENOMEM;
             goto out;
         }
@@ -445,8 +472,7 @@ static int load_node_util(struct loader *L)
     if (rc == 0)
         L->r->node_util = L->node_busy.n >= 2;
 out:
-    fxc_close(&c);
-    return rc;
+    return fx_lines_done(L->r, &l, rc);
 }
 
 static int load_features(struct loader *L)
@@ -460,7 +486,7 @@ static int load_features(struct loader *L)
                                           cum_add(&L->job_cyc[k], r->job_start[k], 0) < 0))
             return -ENOMEM;
     }
-    int rc = fxc_open(&c, r->dir, "features.csv", true, L->e);
+    int rc = fxc_open(&c, r, "features.csv", true, L->e);
     if (rc < 0)
         goto out;
     if (rc == 0) {
@@ -577,24 +603,19 @@ static int cut_intervals(struct loader *L, size_t **ret, size_t *n)
 static int load_utilization(struct loader *L)
 {
     struct fx_run *r = L->r;
-    struct fx_csv c;
-    int rc = fxc_open(&c, r->dir, "utilization.csv", true, L->e);
-    if (rc < 0)
-        goto out;
-    if (rc == 0) {
+    struct rundir_lines c;
+    int rc = rundir_lines_open(&c, r->dir, "utilization.csv", 0, 0, L->e);
+    if (rc == -ENOENT) {
         for (int f = FX_GPU_SM; f <= FX_GPU_MEM; f++)
             snprintf(r->feat_missing[f], sizeof r->feat_missing[f],
                      "%s/utilization.csv: absent (no NVML GPU in the run)", r->dir);
-        goto out;
+        return 0;
     }
-    int kt = fxc_col(&c, "timestamp_unix", true, L->e), kg = fxc_col(&c, "gpu", true, L->e),
-        kp = fxc_col(&c, "pid", true, L->e), kw = fxc_col(&c, "workload", true, L->e),
-        ku = fxc_col(&c, "gpu_util_pct", true, L->e), km = fxc_col(&c, "mem_util_pct", true, L->e),
-        ks = fxc_col(&c, "sm_util_pct", true, L->e);
-    if (kt < 0 || kg < 0 || kp < 0 || kw < 0 || ku < 0 || km < 0 || ks < 0) {
-        rc = -EINVAL;
-        goto out;
-    }
+    if (rc < 0)
+        return rc;
+    struct rundir_gpu rg;
+    if ((rc = rundir_gpu_header(&rg, &c, L->e)) < 0)
+        return fx_lines_done(r, &c, rc);
     size_t np = r->njobs + 1;
     /* per group (timestamp, gpu): the device's utilization, then its processes */
     double gt = NAN, dev_u = NAN, dev_m = NAN;
@@ -614,21 +635,16 @@ static int load_utilization(struct loader *L)
     size_t iv = 0;
     bool more = true;
     while (more) {
-        int nr = fxc_next(&c, L->e);
+        int nr = rundir_lines_next(&c, L->e);
         if (nr < 0) {
             rc = nr;
             goto done;
         }
         more = nr == 1;
-        double t = NAN, g = NAN;
-        if (more && ((rc = fxc_num(&c, kt, "timestamp_unix", false, &t, L->e)) < 0 ||
-                     (rc = fxc_num(&c, kg, "gpu", false, &g, L->e)) < 0))
+        struct rundir_gpu_row row = {.t = NAN};
+        if (more && (rc = rundir_gpu_row(&rg, &c, &row, L->e)) < 0)
             goto done;
-        if (more && !(g >= 0 && g < 4096 && g == floor(g))) {
-            rc = carma_err_set(L->e, -EINVAL, "%s:%zu: gpu: '%s' is not a GPU index", c.path,
-                               c.f.row.line, fxc_field(&c, kg));
-            goto done;
-        }
+        double t = row.t, g = more ? row.gpu : NAN;
         if (!more || t != gt || (int)g != gg) {
             /* close the group (gt, gg) */
             if (gg >= 0) {
@@ -666,15 +682,12 @@ static int load_utilization(struct loader *L)
         }
         if (!more)
             break;
-        if (!fxc_field(&c, kp)[0]) { /* the device row */
-            if ((rc = fxc_num(&c, ku, "gpu_util_pct", true, &dev_u, L->e)) < 0 ||
-                (rc = fxc_num(&c, km, "mem_util_pct", true, &dev_m, L->e)) < 0)
-                goto done;
+        if (!row.pid) { /* the device row */
+            dev_u = row.util_pct;
+            dev_m = row.mem_pct;
         } else {
-            double s;
-            if ((rc = fxc_num(&c, ks, "sm_util_pct", true, &s, L->e)) < 0)
-                goto done;
-            int k = job_index(r, fxc_field(&c, kw));
+            double s = row.sm_pct;
+            int k = job_index(r, row.workload);
             size_t p = k >= 0 ? (size_t)k : r->njobs;
             procs[p]++;
             if (isfinite(s))
@@ -697,9 +710,7 @@ done:
     free(acc);
     free(nts);
     free(last_ts);
-out:
-    fxc_close(&c);
-    return rc;
+    return fx_lines_done(r, &c, rc);
 }
 
 static int load_nsys(struct loader *L)
@@ -707,7 +718,7 @@ static int load_nsys(struct loader *L)
     struct fx_run *r = L->r;
     struct fx_csv c;
     size_t np = r->njobs + 1;
-    int rc = fxc_open(&c, r->dir, "nsys_gpu.csv", true, L->e);
+    int rc = fxc_open(&c, r, "nsys_gpu.csv", true, L->e);
     if (rc < 0)
         goto out;
     if (rc == 0) {
@@ -759,35 +770,37 @@ out:
 static int load_attribution(struct loader *L)
 {
     struct fx_run *r = L->r;
-    struct fx_csv c;
     size_t nm = r->njobs + 2;
-    int rc = fxc_open(&c, r->dir, "attribution.csv", true, L->e);
-    if (rc <= 0)
+    struct rundir_lines l;
+    int rc = rundir_lines_open(&l, r->dir, "attribution.csv", 0, 0, L->e);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc < 0)
+        return rc;
+    struct rundir_attr ra;
+    if ((rc = rundir_attr_header(&ra, L->t_first, &l, L->e)) < 0)
         goto out;
-    int kt = fxc_col(&c, "timestamp_unix", true, L->e), kc = fxc_col(&c, "channel", true, L->e),
-        kj = fxc_col(&c, "job", true, L->e), kj2 = fxc_col(&c, "joules", true, L->e);
-    if (kt < 0 || kc < 0 || kj < 0 || kj2 < 0) {
-        rc = -EINVAL;
-        goto out;
-    }
     for (size_t i = 0; i < r->nint * nm * FX_KINDS; i++)
         r->meas_w[i] = 0;
     size_t iv = 0;
-    while ((rc = fxc_next(&c, L->e)) == 1) {
-        double t, j;
-        if ((rc = fxc_num(&c, kt, "timestamp_unix", false, &t, L->e)) < 0 ||
-            (rc = fxc_num(&c, kj2, "joules", false, &j, L->e)) < 0)
+    while ((rc = rundir_lines_next(&l, L->e)) == 1) {
+        struct rundir_attr_row row;
+        if ((rc = rundir_attr_row(&ra, &l, &row, L->e)) < 0)
             goto out;
-        int ch = chan_find(L, fxc_field(&c, kc));
-        if (ch < 0 || L->chan_kind[ch] < 0)
+        double t = row.t, j = row.j;
+        int ch = chan_find(L, row.channel);
+        if (ch < 0) {
+            rc = carma_err_set(L->e, -EINVAL, "%s:%zu: channel '%.100s' is not in samples.csv",
+                               l.path, l.line, row.channel);
+            goto out;
+        }
+        if (L->chan_kind[ch] < 0)
             continue; /* a component channel: contained in a total one */
-        if (iv < r->nint && t <= r->t0[iv])
-            iv = 0; /* out of order: search again */
         while (iv < r->nint && r->t1[iv] < t)
             iv++;
         if (iv >= r->nint || t <= r->t0[iv])
             continue;
-        const char *job = fxc_field(&c, kj);
+        const char *job = row.job;
         int k = job_index(r, job);
         size_t p = k >= 0                      ? (size_t)k
                    : strcmp(job, "idle") == 0  ? r->njobs + 1
@@ -803,8 +816,7 @@ static int load_attribution(struct loader *L)
     rc = 0;
     r->attribution = true;
 out:
-    fxc_close(&c);
-    return rc;
+    return fx_lines_done(r, &l, rc);
 }
 
 static int build_intervals(struct loader *L)
@@ -947,5 +959,8 @@ void fx_run_free(struct fx_run *r)
     free(r->power_w);
     free(r->feat);
     free(r->meas_w);
+    for (size_t k = 0; k < r->nwarnings; k++)
+        free(r->warnings[k]);
+    free(r->warnings);
     memset(r, 0, sizeof *r);
 }

@@ -79,6 +79,9 @@ struct fx_run {
     char feat_missing[FX_N][256]; /* why a feature is not available in this run */
     bool node_util;               /* node_util.csv was there: the background is seen */
     bool attribution;             /* attribution.csv was there */
+    char **warnings;              /* what the caller should say: a file's torn last line
+                                     skipped ("PATH:LINE: ...", rundir.h) */
+    size_t nwarnings;
 };
 
 /* Index of party p's feature f in interval i. */

@@ -351,6 +351,27 @@ out:
     return rc;
 }
 
+/* A fitted kind's figures: the baseline and coefficients finite, nothing infinite (sums that
+ * overflowed a double: the rows' bounds, rundir.h, keep them from it), so that no inf or nan
+ * reaches a model file. 0 or -ERANGE naming the figure. */
+static int fit_finite(const struct pm_kind *k, struct carma_err *e)
+{
+    const char *bad = !isfinite(k->baseline_w)  ? "baseline_w"
+                      : isinf(k->baseline_se_w) ? "baseline_se_w"
+                      : isinf(k->rmse_w)        ? "rmse_w"
+                      : isinf(k->phase_w)       ? "phase_w"
+                                                : NULL;
+    for (size_t j = 0; !bad && j < k->nfeat; j++)
+        if (!isfinite(k->coef[j]) || isinf(k->coef_se[j]))
+            bad = fx_feature_name(k->feat[j]);
+    if (!bad)
+        return 0;
+    return carma_err_set(e, -ERANGE,
+                         "kind %s: %s: the fit's sums overflow a double (no power or energy is "
+                         "that large)",
+                         kind_names[k->kind], bad);
+}
+
 int pm_fit(const struct fx_run *runs, size_t nruns, const struct pm_fit_opts *o,
            struct power_model *ret, struct carma_err *e)
 {
@@ -423,6 +444,8 @@ int pm_fit(const struct fx_run *runs, size_t nruns, const struct pm_fit_opts *o,
             continue;
         int rc = fit_kind(runs, nruns, o, kind, feat, nfeat, &m->k[m->nkinds], e);
         if (rc < 0)
+            return rc;
+        if ((rc = fit_finite(&m->k[m->nkinds], e)) < 0)
             return rc;
         m->nkinds++;
     }

@@ -20,8 +20,7 @@
 #include "core/fmt.h"
 #include "core/pidlive.h"
 
-#define TAIL_BYTES   (256 * 1024)
-#define LINE_MAX_LEN 65536
+#define TAIL_BYTES (256 * 1024)
 
 /* ---- rendering ---- */
 
@@ -228,20 +227,6 @@ static void take_summary(struct live_view *v, const char *s, size_t n)
     json_decref(o);
 }
 
-/* Splits a samples.csv line at its commas (carma writes no quoted cell there) into f[], up to
- * max; the count. */
-static int split(char *s, char **f, int max)
-{
-    int n = 0;
-    f[n++] = s;
-    for (char *p = s; *p && n < max; p++)
-        if (*p == ',') {
-            *p = '\0';
-            f[n++] = p + 1;
-        }
-    return n;
-}
-
 static void commit_tick(struct live_reader *r, struct live_view *v)
 {
     if (r->ntick == 0)
@@ -264,49 +249,29 @@ static void commit_tick(struct live_reader *r, struct live_view *v)
     r->ntick = 0;
 }
 
-static void take_row(struct live_reader *r, struct live_view *v, char *s)
+/* One row of samples.csv (checked by rundir_samples_row) into the tick being gathered. */
+static void take_row(struct live_reader *r, struct live_view *v, const struct rundir_sample *row)
 {
-    char *f[16];
-    int n = split(s, f, 16);
-    int cols[] = {r->col_t, r->col_ch, r->col_kind, r->col_dom, r->col_meth, r->col_w};
-    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
-        if (cols[i] >= n)
-            return;
-    char *end;
-    double t = strtod(f[r->col_t], &end);
-    if (end == f[r->col_t])
-        return;
-    if (r->ntick > 0 && t != r->tick_t)
+    if (r->ntick > 0 && row->t != r->tick_t)
         commit_tick(r, v);
-    r->tick_t = t;
-    if (strcmp(f[r->col_dom], "total") != 0 || f[r->col_w][0] == '\0')
-        return;
-    double w = strtod(f[r->col_w], &end);
-    if (end == f[r->col_w] || !isfinite(w))
+    r->tick_t = row->t;
+    if (!row->total || isnan(row->w))
         return;
     size_t k;
     for (k = 0; k < r->ntick; k++)
-        if (strcmp(r->tick[k].kind, f[r->col_kind]) == 0)
+        if (strcmp(r->tick[k].kind, row->kind) == 0)
             break;
     if (k == r->ntick) {
         if (r->ntick == LIVE_DOMAINS_MAX)
             return;
         memset(&r->tick[k], 0, sizeof r->tick[k]);
-        snprintf(r->tick[k].kind, sizeof r->tick[k].kind, "%s", f[r->col_kind]);
+        snprintf(r->tick[k].kind, sizeof r->tick[k].kind, "%s", row->kind);
         r->ntick++;
     }
-    r->tick[k].power_w += w;
+    r->tick[k].power_w += row->w;
     r->tick[k].channels++;
-    if (strcmp(f[r->col_meth], "estimated") == 0)
+    if (row->estimated)
         r->tick[k].estimated = true;
-}
-
-static int col(char **f, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(f[i], name) == 0)
-            return i;
-    return -1;
 }
 
 /* The pid of the carma that wrote manifest m when it was written on this host, is no longer
@@ -362,46 +327,52 @@ static int read_status(const char *path, struct live_view *v, struct carma_err *
 int live_reader_open(struct live_reader *r, const char *dir, struct carma_err *e)
 {
     memset(r, 0, sizeof *r);
-    r->ev_off = r->s_off = -1;
+    r->ev_off = -1;
     if (!(r->dir = strdup(dir)))
         return carma_err_set(e, -ENOMEM, "out of memory");
-    char *path = join(dir, "samples.csv");
-    if (!path)
-        return carma_err_set(e, -ENOMEM, "out of memory");
-    int err = 0;
-    FILE *f = file_fopen_input(path, &err);
-    if (!f) {
-        file_input_err(e, path, err);
-        free(path);
+    struct rundir_lines l;
+    int err = rundir_lines_open(&l, dir, "samples.csv", 0, 0, e);
+    if (err == 0)
+        err = rundir_samples_header(&r->s, &l, e);
+    r->s_off = l.off;
+    r->s_line = l.line;
+    rundir_lines_close(&l);
+    if (err < 0)
         live_reader_close(r);
-        return err;
+    return err;
+}
+
+/* samples.csv's rows from r->s_off on into v; follow: the run still runs. */
+static int read_samples(struct live_reader *r, struct live_view *v, bool follow,
+                        struct carma_err *e)
+{
+    struct rundir_lines l;
+    int rc = rundir_lines_open(&l, r->dir, "samples.csv", r->s_off, r->s_line, e);
+    if (rc < 0)
+        return rc;
+    if (l.line == 0 && r->s_line > 0) { /* the file was replaced: from its header again */
+        if ((rc = rundir_samples_header(&r->s, &l, e)) < 0)
+            goto out;
+        r->ntick = 0;
     }
-    char head[4096];
-    char *fl[16];
-    int n = 0;
-    if (fgets(head, sizeof head, f)) {
-        head[strcspn(head, "\r\n")] = '\0';
-        n = split(head, fl, 16);
+    l.follow = follow;
+    struct rundir_sample row;
+    while ((rc = rundir_lines_next(&l, e)) == 1) {
+        if ((rc = rundir_samples_row(&r->s, &l, &row, e)) < 0)
+            goto out;
+        take_row(r, v, &row);
+        r->s_off = l.off;
+        r->s_line = l.line;
     }
-    fclose(f);
-    r->col_t = col(fl, n, "timestamp_unix");
-    r->col_ch = col(fl, n, "channel");
-    r->col_kind = col(fl, n, "kind");
-    r->col_dom = col(fl, n, "domain");
-    r->col_meth = col(fl, n, "method");
-    r->col_w = col(fl, n, "watts");
-    if (r->col_t < 0 || r->col_ch < 0 || r->col_kind < 0 || r->col_dom < 0 || r->col_meth < 0 ||
-        r->col_w < 0) {
-        carma_err_set(e, -EINVAL,
-                      "%s:1: not carma's samples.csv header (timestamp_unix, channel, kind, "
-                      "domain, method, watts)",
-                      path);
-        free(path);
-        live_reader_close(r);
-        return -EINVAL;
+    r->s_off = l.off;
+    r->s_line = l.line;
+    if (rc == 0 && l.torn && !r->torn_said) {
+        rundir_torn_warning(&l, r->warning, sizeof r->warning);
+        r->torn_said = true;
     }
-    free(path);
-    return 0;
+out:
+    rundir_lines_close(&l);
+    return rc;
 }
 
 int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_err *e)
@@ -439,31 +410,8 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
     }
     free(path);
     /* samples.csv: the ticks appended */
-    if (!(path = join(r->dir, "samples.csv")))
-        return carma_err_set(e, -ENOMEM, "out of memory");
-    rc = read_new(path, &r->s_off, &buf, &len);
-    if (rc < 0) {
-        file_input_err(e, path, rc);
-        free(path);
+    if ((rc = read_samples(r, v, !v->finished, e)) < 0)
         return rc;
-    }
-    free(path);
-    size_t p = 0;
-    while (p < len) {
-        char *nl = memchr(buf + p, '\n', len - p);
-        if (!nl)
-            break;
-        *nl = '\0';
-        if (nl > buf + p && nl[-1] == '\r')
-            nl[-1] = '\0';
-        if (strncmp(buf + p, "timestamp_unix", 14) != 0)
-            take_row(r, v, buf + p);
-        p = (size_t)(nl - buf) + 1;
-    }
-    if (p == 0 && len >= LINE_MAX_LEN)
-        p = len;          /* no line end in LINE_MAX_LEN bytes: not a samples line, skipped */
-    r->s_off += (off_t)p; /* a line not yet whole is read again next time */
-    free(buf);
     if (v->finished) {
         commit_tick(r, v); /* no later tick will close it */
         for (size_t k = 0; k < v->njobs; k++)

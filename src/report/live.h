@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "core/err.h"
+#include "rundir/rundir.h"
 
 #define LIVE_JOBS_MAX    64
 #define LIVE_DOMAINS_MAX 8
@@ -61,11 +62,17 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
 /* A run directory being watched. */
 struct live_reader {
     char *dir;
-    off_t ev_off, s_off; /* how far event_summaries.jsonl and samples.csv were read */
-    int col_t, col_ch, col_kind, col_dom, col_meth, col_w;
-    double tick_t; /* the tick being gathered, and its sums */
+    off_t ev_off;            /* how far event_summaries.jsonl was read */
+    off_t s_off;             /* how far samples.csv was read (whole lines) */
+    size_t s_line;           /* and its lines */
+    struct rundir_samples s; /* samples.csv's columns and the state of its row rules */
+    double tick_t;           /* the tick being gathered, and its sums */
     struct live_domain tick[LIVE_DOMAINS_MAX];
     size_t ntick;
+    bool torn_said;
+    /* a warning for the caller to print once (a torn last line of samples.csv, rundir.h),
+     * "" when none; the caller clears it */
+    char warning[4400];
 };
 
 /* Starts watching dir. 0, or a negative errno with e naming what is missing. */
@@ -73,8 +80,11 @@ int live_reader_open(struct live_reader *r, const char *dir, struct carma_err *e
 
 /*
  * Reads what was appended since the last call into v (which keeps what it had where nothing
- * new came). The first call reads the last 256 KiB of each file only. Returns 0, or a negative
- * errno with e set (a file gone, a malformed header).
+ * new came). The first call reads the last 256 KiB of event_summaries.jsonl and the whole of
+ * samples.csv, whose every row passes rundir.h's rules (as for carma report and model fit); a
+ * last line without its line end is awaited while the run runs and skipped, with r->warning
+ * set, once it has ended. Returns 0, or a negative errno with e set (a file gone, a malformed
+ * header, a row that breaks a rule: "PATH:LINE: ...").
  */
 int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_err *e);
 

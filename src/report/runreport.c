@@ -29,15 +29,13 @@
 #include "core/parse.h"
 #include "core/pyjson.h"
 #include "report/series.h"
+#include "rundir/rundir.h"
 
 /* Limits on what the files may hold (a run directory comes from a user). */
-#define RR_JSON_MAX    (64u << 20) /* manifest, report, summary, workloads */
-#define RR_LINE_MAX    65536       /* one CSV line */
-#define RR_FIELDS_MAX  32          /* fields of a CSV line */
-#define RR_NAME_MAX    256         /* a channel or job name */
-#define RR_CHANNEL_MAX 1024        /* channels of samples.csv */
-#define RR_JOBS_MAX    4096        /* jobs named in workloads.json and attribution.csv */
-#define RR_GPUS_MAX    256         /* GPUs of utilization.csv */
+#define RR_JSON_MAX    (64u << 20)     /* manifest, report, summary, workloads */
+#define RR_NAME_MAX    RUNDIR_NAME_MAX /* a channel or job name */
+#define RR_CHANNEL_MAX 1024            /* channels of samples.csv */
+#define RR_JOBS_MAX    4096            /* jobs named in workloads.json and attribution.csv */
 
 /* The "job" values of attribution.csv that are not workloads. */
 enum { RR_IDLE = -1, RR_OTHER = -2, RR_UNATTR = -3 };
@@ -66,12 +64,12 @@ struct rr_attr {
     double j;
 };
 
+static const char *const util_cols[2] = {"gpu_util_pct", "mem_util_pct"};
+
 struct rr_gpu {
     long long index;
     struct series col[2]; /* gpu_util_pct, mem_util_pct */
 };
-
-static const char *const util_cols[2] = {"gpu_util_pct", "mem_util_pct"};
 
 struct rr {
     const char *dir;
@@ -106,7 +104,20 @@ struct rr {
     double g_per_kwh, pue;
     const char *ci_source; /* borrowed from report/summary json */
     struct series_scratch sc;
+    struct carma_err *e; /* where a window's sum that overflowed is said (-ERANGE) */
 };
+
+/* A sum of a window that is no longer finite (rows within their bounds never give one): the
+ * report's error, never a null or a key left out of its JSON. 0 or -ERANGE (rr->e set). */
+static int rr_sum(struct rr *rr, double sum, const char *file, const char *what, const char *name)
+{
+    if (!isinf(sum))
+        return 0;
+    char w[600];
+    snprintf(w, sizeof w, "%s/%s: %s%s%.256s", rr->dir, file, what, name ? " of " : "",
+             name ? name : "");
+    return rundir_sum_check(sum, w, rr->e);
+}
 
 /* ---- small helpers ---- */
 
@@ -164,168 +175,23 @@ static int load_json(const char *dir, const char *name, json_t **ret, struct car
     return 0;
 }
 
-/* ---- streaming CSV lines ---- */
+/* ---- streaming CSV lines (rundir.h: the run directory's one line reader and row rules) ---- */
 
-struct lines {
-    FILE *f;
-    char path[4200];
-    char *buf;
-    size_t cap;
-    size_t line;
-    char *fld[RR_FIELDS_MAX];
-    size_t nf;
-};
-
-static int lines_open(struct lines *l, const char *dir, const char *name, struct carma_err *e)
+static int lines_open(struct rundir_lines *l, const char *dir, const char *name,
+                      struct carma_err *e)
 {
-    memset(l, 0, sizeof *l);
-    snprintf(l->path, sizeof l->path, "%s/%s", dir, name);
-    int r = 0;
-    l->f = file_fopen_input(l->path, &r);
-    if (!l->f)
-        return file_input_err(e, l->path, r);
-    return 0;
+    return rundir_lines_open(l, dir, name, 0, 0, e);
 }
 
-static void lines_close(struct lines *l)
+/* Closes l; a torn last line it skipped is one warning of the run. */
+static void lines_done(struct rr *rr, struct rundir_lines *l)
 {
-    if (l->f)
-        fclose(l->f);
-    free(l->buf);
-    l->f = NULL;
-    l->buf = NULL;
-}
-
-/* Splits the line in l->buf (no line end) into fields in place (RFC 4180 quoting). */
-static int lines_split(struct lines *l, struct carma_err *e)
-{
-    char *p = l->buf, *out = l->buf;
-    l->nf = 0;
-    for (;;) {
-        if (l->nf == RR_FIELDS_MAX)
-            return carma_err_set(e, -EINVAL, "%s:%zu: more than %d fields", l->path, l->line,
-                                 RR_FIELDS_MAX);
-        l->fld[l->nf++] = out;
-        if (*p == '"') {
-            p++;
-            for (;;) {
-                if (!*p)
-                    return carma_err_set(e, -EINVAL, "%s:%zu: unterminated quoted field", l->path,
-                                         l->line);
-                if (*p == '"' && p[1] == '"') {
-                    *out++ = '"';
-                    p += 2;
-                } else if (*p == '"') {
-                    p++;
-                    break;
-                } else {
-                    *out++ = *p++;
-                }
-            }
-            if (*p && *p != ',')
-                return carma_err_set(e, -EINVAL, "%s:%zu: text after a closing quote", l->path,
-                                     l->line);
-        } else {
-            while (*p && *p != ',') {
-                if (*p == '"')
-                    return carma_err_set(e, -EINVAL, "%s:%zu: a quote inside an unquoted field",
-                                         l->path, l->line);
-                *out++ = *p++;
-            }
-        }
-        if (!*p) {
-            *out = '\0';
-            return 0;
-        }
-        *out++ = '\0';
-        p++; /* the comma; out never passes p, so the next field starts at or after out */
+    if (l->torn) {
+        char msg[4400];
+        rundir_torn_warning(l, msg, sizeof msg);
+        warn(rr->run_warn, "%s", msg);
     }
-}
-
-/*
- * Reads the next non-blank line and splits it. Returns 1 (a row in l->fld), 0 at the end, or
- * -EINVAL: a line over RR_LINE_MAX, a last line without its line end (the file was cut short),
- * bad quoting.
- */
-static int lines_next(struct lines *l, struct carma_err *e)
-{
-    for (;;) {
-        errno = 0;
-        ssize_t n = getline(&l->buf, &l->cap, l->f);
-        if (n < 0) {
-            if (errno && errno != EINVAL)
-                return carma_err_set(e, -errno, "%s: %s", l->path, strerror(errno));
-            return 0;
-        }
-        l->line++;
-        if ((size_t)n > RR_LINE_MAX)
-            return carma_err_set(e, -EINVAL, "%s:%zu: line longer than %d bytes", l->path, l->line,
-                                 RR_LINE_MAX);
-        if (memchr(l->buf, '\0', (size_t)n))
-            return carma_err_set(e, -EINVAL, "%s:%zu: a NUL byte", l->path, l->line);
-        if (l->buf[n - 1] != '\n')
-            return carma_err_set(e, -EINVAL,
-                                 "%s:%zu: the last line has no line end (the file is cut short)",
-                                 l->path, l->line);
-        l->buf[--n] = '\0';
-        if (n > 0 && l->buf[n - 1] == '\r')
-            l->buf[--n] = '\0';
-        if (n == 0)
-            continue;
-        int r = lines_split(l, e);
-        return r < 0 ? r : 1;
-    }
-}
-
-/*
- * Reads the header and finds the columns named in names (n of them) into idx; a column in
- * required (bit k for names[k]) that is missing is an error, others get -1. Returns 0 or
- * -EINVAL (also for an empty file).
- */
-static int lines_header(struct lines *l, const char *const *names, size_t n, unsigned required,
-                        int *idx, size_t *nf, struct carma_err *e)
-{
-    int r = lines_next(l, e);
-    if (r < 0)
-        return r;
-    if (r == 0)
-        return carma_err_set(e, -EINVAL, "%s: empty file (no header)", l->path);
-    for (size_t k = 0; k < n; k++) {
-        idx[k] = -1;
-        for (size_t f = 0; f < l->nf; f++)
-            if (strcmp(l->fld[f], names[k]) == 0)
-                idx[k] = (int)f;
-        if (idx[k] < 0 && (required & (1u << k)))
-            return carma_err_set(e, -EINVAL, "%s:%zu: no column '%s'", l->path, l->line, names[k]);
-    }
-    *nf = l->nf;
-    return 0;
-}
-
-/* A data row must have as many fields as the header. */
-static int lines_check_width(const struct lines *l, size_t nf, struct carma_err *e)
-{
-    if (l->nf != nf)
-        return carma_err_set(e, -EINVAL, "%s:%zu: %zu fields, the header has %zu", l->path, l->line,
-                             l->nf, nf);
-    return 0;
-}
-
-/*
- * Parses field s of column col as a finite number into *ret. Blank: returns 0 with *blank
- * set (when blank is NULL a blank is an error). Returns 0 or -EINVAL naming line and column.
- */
-static int field_num(const struct lines *l, const char *s, const char *col, double *ret,
-                     bool *blank, struct carma_err *e)
-{
-    if (blank)
-        *blank = *s == '\0';
-    if (*s == '\0' && blank)
-        return 0;
-    if (parse_double(s, ret) < 0)
-        return carma_err_set(e, -EINVAL, "%s:%zu: %s: '%.40s' is not a finite number", l->path,
-                             l->line, col, s);
-    return 0;
+    rundir_lines_close(l);
 }
 
 /* ---- samples.csv ---- */
@@ -390,45 +256,22 @@ static int flush_tick(struct rr *rr, const struct tick_acc *a)
     return r;
 }
 
-static int copy_name(char *dst, size_t cap, const struct lines *l, const char *col, const char *s,
-                     struct carma_err *e)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n >= cap)
-        return carma_err_set(e, -EINVAL, "%s:%zu: %s: %s", l->path, l->line, col,
-                             n ? "too long" : "empty");
-    memcpy(dst, s, n + 1);
-    return 0;
-}
-
 static int load_samples(struct rr *rr, struct carma_err *e)
 {
-    static const char *const cols[] = {"timestamp_unix", "channel", "kind",        "domain",
-                                       "method",         "watts",   "joules_total"};
-    enum { C_T, C_CH, C_KIND, C_DOM, C_METH, C_W, C_J, C_N };
-    struct lines l;
+    struct rundir_lines l;
     int r = lines_open(&l, rr->dir, "samples.csv", e);
     if (r < 0)
         return r;
-    int idx[C_N];
-    size_t nf = 0;
-    r = lines_header(&l, cols, C_N, (1u << C_N) - 1, idx, &nf, e);
+    struct rundir_samples rs;
+    r = rundir_samples_header(&rs, &l, e);
     struct tick_acc acc = {0};
     size_t hint = 0;
-    while (r == 0 && (r = lines_next(&l, e)) == 1) {
-        if ((r = lines_check_width(&l, nf, e)) < 0)
+    while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
+        struct rundir_sample row;
+        if ((r = rundir_samples_row(&rs, &l, &row, e)) < 0)
             break;
-        double t, w = NAN, j = NAN;
-        bool wb, jb;
-        if ((r = field_num(&l, l.fld[idx[C_T]], "timestamp_unix", &t, NULL, e)) < 0 ||
-            (r = field_num(&l, l.fld[idx[C_W]], "watts", &w, &wb, e)) < 0 ||
-            (r = field_num(&l, l.fld[idx[C_J]], "joules_total", &j, &jb, e)) < 0)
-            break;
-        if (rr->nticks && t < rr->ticks[rr->nticks - 1]) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix goes back in time", l.path,
-                              l.line);
-            break;
-        }
+        double t = row.t, w = row.w, j = row.j;
+        bool wb = isnan(w), jb = isnan(j);
         if (!rr->nticks || t != rr->ticks[rr->nticks - 1]) {
             if (rr->nticks && (r = flush_tick(rr, &acc)) < 0)
                 break;
@@ -436,7 +279,7 @@ static int load_samples(struct rr *rr, struct carma_err *e)
                 break;
             acc = (struct tick_acc){.t = t};
         }
-        long c = find_chan(rr, l.fld[idx[C_CH]], hint);
+        long c = find_chan(rr, row.channel, hint);
         if (c < 0) {
             if (rr->nch == RR_CHANNEL_MAX) {
                 r = carma_err_set(e, -EINVAL, "%s:%zu: more than %d channels", l.path, l.line,
@@ -454,14 +297,10 @@ static int load_samples(struct rr *rr, struct carma_err *e)
             series_init(&ch->w);
             series_init(&ch->cum);
             rr->nch++;
-            if ((r = copy_name(ch->name, sizeof ch->name, &l, "channel", l.fld[idx[C_CH]], e)) <
-                    0 ||
-                (r = copy_name(ch->kind, sizeof ch->kind, &l, "kind", l.fld[idx[C_KIND]], e)) < 0 ||
-                (r = copy_name(ch->domain, sizeof ch->domain, &l, "domain", l.fld[idx[C_DOM]], e)) <
-                    0 ||
-                (r = copy_name(ch->method, sizeof ch->method, &l, "method", l.fld[idx[C_METH]],
-                               e)) < 0)
-                break;
+            snprintf(ch->name, sizeof ch->name, "%s", row.channel);
+            snprintf(ch->kind, sizeof ch->kind, "%s", row.kind);
+            snprintf(ch->domain, sizeof ch->domain, "%s", row.domain);
+            snprintf(ch->method, sizeof ch->method, "%s", row.method);
             ch->node = node_listed(rr, ch->name, ch->domain);
             c = (long)(rr->nch - 1);
         }
@@ -493,7 +332,7 @@ static int load_samples(struct rr *rr, struct carma_err *e)
         r = flush_tick(rr, &acc);
     if (r == 0 && !rr->nticks)
         r = carma_err_set(e, -EINVAL, "%s: no samples", l.path);
-    lines_close(&l);
+    lines_done(rr, &l);
     return r < 0 ? r : 0;
 }
 
@@ -588,14 +427,12 @@ out:
 
 static int load_attribution(struct rr *rr, struct carma_err *e)
 {
-    static const char *const cols[] = {"timestamp_unix", "channel", "job", "joules"};
-    struct lines l;
+    struct rundir_lines l;
     int r = lines_open(&l, rr->dir, "attribution.csv", e);
     if (r < 0)
         return r;
-    int idx[4];
-    size_t nf = 0;
-    r = lines_header(&l, cols, 4, 0xf, idx, &nf, e);
+    struct rundir_attr ra;
+    r = rundir_attr_header(&ra, rr->nticks ? rr->ticks[0] : NAN, &l, e);
     /* per channel: the time of its current split and of the one before */
     double *cur = malloc((rr->nch ? rr->nch : 1) * sizeof *cur);
     double *prev = malloc((rr->nch ? rr->nch : 1) * sizeof *prev);
@@ -603,29 +440,20 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
         r = carma_err_set(e, -ENOMEM, "out of memory");
     for (size_t k = 0; r == 0 && k < rr->nch; k++)
         cur[k] = prev[k] = NAN;
-    double last_t = -INFINITY;
     size_t hint = 0;
-    while (r == 0 && (r = lines_next(&l, e)) == 1) {
-        if ((r = lines_check_width(&l, nf, e)) < 0)
+    while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
+        struct rundir_attr_row row;
+        if ((r = rundir_attr_row(&ra, &l, &row, e)) < 0)
             break;
-        double t, j;
-        if ((r = field_num(&l, l.fld[idx[0]], "timestamp_unix", &t, NULL, e)) < 0 ||
-            (r = field_num(&l, l.fld[idx[3]], "joules", &j, NULL, e)) < 0)
-            break;
-        if (t < last_t) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix goes back in time", l.path,
-                              l.line);
-            break;
-        }
-        last_t = t;
-        long c = find_chan(rr, l.fld[idx[1]], hint);
+        double t = row.t, j = row.j;
+        long c = find_chan(rr, row.channel, hint);
         if (c < 0) {
             r = carma_err_set(e, -EINVAL, "%s:%zu: channel '%.100s' is not in samples.csv", l.path,
-                              l.line, l.fld[idx[1]]);
+                              l.line, row.channel);
             break;
         }
         hint = (size_t)c;
-        const char *job = l.fld[idx[2]];
+        const char *job = row.job;
         int ji;
         if (strcmp(job, "idle") == 0) {
             ji = RR_IDLE;
@@ -636,10 +464,6 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
         } else {
             long f = find_job(rr, job);
             if (f < 0) {
-                if (!*job || strlen(job) >= RR_NAME_MAX) {
-                    r = carma_err_set(e, -EINVAL, "%s:%zu: job: not a name", l.path, l.line);
-                    break;
-                }
                 if ((r = add_job(rr, job, false)) < 0) {
                     carma_err_set(e, r, "%s:%zu: %s", l.path, l.line,
                                   r == -E2BIG ? "too many jobs" : "out of memory");
@@ -672,7 +496,7 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
     }
     free(cur);
     free(prev);
-    lines_close(&l);
+    lines_done(rr, &l);
     return r < 0 ? r : 0;
 }
 
@@ -680,38 +504,24 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
 
 static int load_utilization(struct rr *rr, struct carma_err *e)
 {
-    static const char *const cols[] = {"timestamp_unix", "gpu", "pid", "gpu_util_pct",
-                                       "mem_util_pct"};
-    struct lines l;
+    struct rundir_lines l;
     int r = lines_open(&l, rr->dir, "utilization.csv", e);
     if (r < 0)
         return r;
-    int idx[5];
-    size_t nf = 0;
-    r = lines_header(&l, cols, 5, 0x7, idx, &nf, e);
-    while (r == 0 && (r = lines_next(&l, e)) == 1) {
-        if ((r = lines_check_width(&l, nf, e)) < 0)
+    struct rundir_gpu rg;
+    r = rundir_gpu_header(&rg, &l, e);
+    while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
+        struct rundir_gpu_row row;
+        if ((r = rundir_gpu_row(&rg, &l, &row, e)) < 0)
             break;
-        if (l.fld[idx[2]][0])
+        if (row.pid)
             continue; /* a process row: no device utilization */
-        double t;
-        int64_t gi;
-        if ((r = field_num(&l, l.fld[idx[0]], "timestamp_unix", &t, NULL, e)) < 0)
-            break;
-        if (parse_i64(l.fld[idx[1]], &gi) < 0 || gi < 0) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: gpu: '%.40s' is not a GPU index", l.path, l.line,
-                              l.fld[idx[1]]);
-            break;
-        }
+        double t = row.t;
+        long long gi = row.gpu;
         size_t g = 0;
         while (g < rr->ngpu && rr->gpu[g].index != gi)
             g++;
         if (g == rr->ngpu) {
-            if (rr->ngpu == RR_GPUS_MAX) {
-                r = carma_err_set(e, -EINVAL, "%s:%zu: more than %d GPUs", l.path, l.line,
-                                  RR_GPUS_MAX);
-                break;
-            }
             struct rr_gpu *v = realloc(rr->gpu, (rr->ngpu + 1) * sizeof *v);
             if (!v) {
                 r = carma_err_set(e, -ENOMEM, "out of memory");
@@ -723,20 +533,15 @@ static int load_utilization(struct rr *rr, struct carma_err *e)
             series_init(&rr->gpu[g].col[1]);
             rr->ngpu++;
         }
+        const double col[2] = {row.util_pct, row.mem_pct};
         for (int c = 0; c < 2; c++) {
-            if (idx[3 + c] < 0)
-                continue;
-            double v;
-            bool blank;
-            if ((r = field_num(&l, l.fld[idx[3 + c]], util_cols[c], &v, &blank, e)) < 0)
-                break;
-            if (!blank && (r = series_append(&rr->gpu[g].col[c], t, v)) < 0) {
+            if (!isnan(col[c]) && (r = series_append(&rr->gpu[g].col[c], t, col[c])) < 0) {
                 carma_err_set(e, r, "out of memory");
                 break;
             }
         }
     }
-    lines_close(&l);
+    lines_done(rr, &l);
     if (r < 0)
         return r;
     /* GPUs by index; each column by time (rows are written in time order, but be sure) */
@@ -891,7 +696,7 @@ static const char *node_method(const struct rr *rr)
 }
 
 /* per_channel and per_node of [a, b]; returns the node's energy (NAN when unknown). */
-static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t *warns)
+static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t *warns, int *err)
 {
     json_t *pc = json_array();
     double node_j = 0;
@@ -914,6 +719,8 @@ static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t
                 node_j += w.joules;
             }
         }
+        if (r == 0 && !*err)
+            *err = rr_sum(rr, w.joules, "samples.csv", "the energy", ch->name);
     }
     json_object_set_new(win, "per_channel", pc);
     /* the node: energy as the sum of its channels (a partial sum would understate it), power
@@ -953,6 +760,8 @@ static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t
         json_array_append_new(pn, row);
     }
     json_object_set_new(win, "per_node", pn);
+    if (!*err)
+        *err = rr_sum(rr, node_j, "samples.csv", "the node's energy", NULL);
     json_object_set_new(win, "node_total_joules", jnum(node_j));
     return node_j;
 }
@@ -1034,6 +843,17 @@ static int attribution_part(struct rr *rr, json_t *win, double a, double b, json
     double all = rest[0] + rest[1] + rest[2];
     for (size_t k = 0; k < nj; k++)
         all += tot[k];
+    int r =
+        rr_sum(rr, isnan(all) ? INFINITY : all, "attribution.csv", "the attributed energy", NULL);
+    for (size_t k = 0; r == 0 && k < nj * nc; k++)
+        r = rr_sum(rr, by[k], "attribution.csv", "the energy", rr->jobs[k / nc].name);
+    if (r < 0) {
+        free(by);
+        free(seen);
+        free(tot);
+        json_decref(jobs);
+        return r;
+    }
     for (size_t k = 0; k < nj; k++) {
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(rr->jobs[k].name));
@@ -1057,17 +877,22 @@ static int attribution_part(struct rr *rr, json_t *win, double a, double b, json
     return 0;
 }
 
-static void carbon_part(struct rr *rr, json_t *win, double node_j, double embodied_g)
+static int carbon_part(struct rr *rr, json_t *win, double node_j, double embodied_g)
 {
+    double op = carbon_operational_g(node_j, rr->pue, rr->g_per_kwh);
+    int r = rr_sum(rr, op, rr->is_run ? "report.json" : "summary.json",
+                   "carbon: the operational CO2e (energy x pue x g_per_kwh)", NULL);
+    if (r < 0)
+        return r;
     json_t *c = json_object();
     json_object_set_new(c, "g_per_kwh", jnum(rr->g_per_kwh));
     json_object_set_new(c, "pue", jnum(rr->pue));
     json_object_set_new(c, "intensity_source",
                         rr->ci_source ? json_string(rr->ci_source) : json_null());
-    json_object_set_new(c, "operational_g_co2e",
-                        jnum(carbon_operational_g(node_j, rr->pue, rr->g_per_kwh)));
+    json_object_set_new(c, "operational_g_co2e", jnum(op));
     json_object_set_new(c, "embodied_g_co2e", jnum(embodied_g));
     json_object_set_new(win, "carbon", c);
+    return 0;
 }
 
 static int utilization_part(struct rr *rr, json_t *win, double a, double b, json_t *warns)
@@ -1145,8 +970,9 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
     double node_j = NAN;
     int r = 0;
     if (have) {
-        node_j = energy_part(rr, win, a, b, warns);
-        r = attribution_part(rr, win, a, b, warns);
+        node_j = energy_part(rr, win, a, b, warns, &r);
+        if (r == 0)
+            r = attribution_part(rr, win, a, b, warns);
     } else {
         json_object_set_new(win, "per_channel", json_array());
         json_object_set_new(win, "per_node", json_array());
@@ -1162,7 +988,8 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
     } else if (rr->report) {
         emb = jget_num(json_object_get(rr->report, "carbon"), "embodied_g_co2e");
     }
-    carbon_part(rr, win, node_j, emb);
+    if (r == 0)
+        r = carbon_part(rr, win, node_j, emb);
     if (have && r == 0)
         r = utilization_part(rr, win, a, b, warns);
     else
@@ -1259,6 +1086,7 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
 {
     memset(rr, 0, sizeof *rr);
     rr->dir = dir;
+    rr->e = e;
     rr->edges = o ? o->edges : REPORT_EDGES_INTERPOLATE;
     series_init(&rr->node_w);
     series_init(&rr->node_cum);
@@ -1359,6 +1187,8 @@ static int rr_windows(struct rr *rr, json_t **ret, struct carma_err *e)
     return 0;
 oom:
     json_decref(out);
+    if (r == -ERANGE)
+        return r; /* a sum that overflowed: rr_sum said which */
     return carma_err_set(e, -ENOMEM, "out of memory");
 }
 

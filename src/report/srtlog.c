@@ -201,54 +201,12 @@ static const char *quote_cell(const char *s, char buf[CELL_QUOTE + 4])
     return buf;
 }
 
-/* The offset of the first byte of s[0, n) that is not part of well-formed UTF-8 (RFC 3629:
- * no overlong forms, no surrogates, nothing past U+10FFFF), or n when there is none. */
-static size_t utf8_bad_at(const char *str, size_t n)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t k;
-        unsigned char lo = 0x80, hi = 0xbf;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xc2 && c <= 0xdf) {
-            k = 1;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            k = 2;
-            if (c == 0xe0)
-                lo = 0xa0;
-            else if (c == 0xed)
-                hi = 0x9f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            k = 3;
-            if (c == 0xf0)
-                lo = 0x90;
-            else if (c == 0xf4)
-                hi = 0x8f;
-        } else {
-            return i;
-        }
-        if (n - i <= k)
-            return i;
-        if (s[i + 1] < lo || s[i + 1] > hi)
-            return i;
-        for (size_t j = 2; j <= k; j++)
-            if (s[i + j] < 0x80 || s[i + j] > 0xbf)
-                return i;
-        i += k + 1;
-    }
-    return n;
-}
-
 /* The error for a name cell (hostname, sensor) that is not UTF-8: it would become a label of
  * the report's JSON, which holds UTF-8 only. */
 static int bad_utf8(struct carma_err *e, const char *path, size_t line, const char *col,
                     const char *s, size_t n)
 {
-    size_t at = utf8_bad_at(s, n);
+    size_t at = parse_utf8_bad_at(s, n);
     return carma_err_set(e, -EILSEQ,
                          "%s:%zu: %s is not valid UTF-8 (byte 0x%02x at offset %zu of the cell)",
                          path, line, col, at < n ? (unsigned)(unsigned char)s[at] : 0u, at);
@@ -2638,7 +2596,7 @@ static int cpu_sensor(struct csock *s, const char *name, struct csens **ret)
             return 0;
         }
     }
-    if (utf8_bad_at(name, strlen(name)) != strlen(name))
+    if (parse_utf8_bad_at(name, strlen(name)) != strlen(name))
         return -EILSEQ;
     if (array_grow(&s->sens, &s->cap, s->nsens + 1, sizeof *s->sens) < 0)
         return -ENOMEM;
@@ -2677,7 +2635,7 @@ static int cpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
     const char *hname = row->fields[L->col_host];
     if (strtab_id(&L->hosts, hname, &host, &new_host) < 0)
         return oom(e);
-    if (new_host && utf8_bad_at(hname, strlen(hname)) != strlen(hname))
+    if (new_host && parse_utf8_bad_at(hname, strlen(hname)) != strlen(hname))
         return bad_utf8(e, path, row->line, "hostname", hname, strlen(hname));
     if (row->fields[L->col_socket][0] != '\0') {
         long long socket;
@@ -3289,7 +3247,8 @@ static int gpu_host(struct gload *G, const char *name, size_t len, size_t *ret)
     size_t host = 0;
     bool new_host = false;
     /* a name that is not UTF-8 is never added (the caller says so with the line) */
-    int r = utf8_bad_at(name, len) != len ? -EILSEQ : strtab_id(&G->hosts, name, &host, &new_host);
+    int r = parse_utf8_bad_at(name, len) != len ? -EILSEQ
+                                                : strtab_id(&G->hosts, name, &host, &new_host);
     if (copy != buf)
         free(copy);
     if (r < 0)

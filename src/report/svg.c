@@ -4,6 +4,7 @@
 #include "report/svg.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,14 +81,25 @@ static double xval(const struct frame *f, double x)
     return f->log2 ? log2(x) : (x - f->x0) / f->xdiv;
 }
 
+/* A pixel coordinate as printed: never NaN or infinite (an SVG attribute cannot hold them),
+ * held within ten chart sizes of the chart (NaN: at lo, the axis). */
+static double pixel(double v, double lo, double size)
+{
+    if (isnan(v))
+        return lo;
+    return fmin(fmax(v, -10 * size), 11 * size);
+}
+
 static double px(const struct frame *f, double x)
 {
-    return f->L + (xval(f, x) - f->xlo) / (f->xhi - f->xlo) * (f->W - f->L - f->R);
+    return pixel(f->L + (xval(f, x) - f->xlo) / (f->xhi - f->xlo) * (f->W - f->L - f->R), f->L,
+                 f->W);
 }
 
 static double py(const struct frame *f, double y)
 {
-    return f->H - f->B - (y - f->ylo) / (f->yhi - f->ylo) * (f->H - f->T - f->B);
+    return pixel(f->H - f->B - (y - f->ylo) / (f->yhi - f->ylo) * (f->H - f->T - f->B), f->H - f->B,
+                 f->H);
 }
 
 /* A tick label: the shortest of %.0f .. %.3f that shows the step. */
@@ -133,6 +145,9 @@ static void frame_init(struct frame *f, const struct svg_chart *c, double xlo, d
         ylo = 0;
         yhi = 1;
     }
+    /* a range wider than a double holds (values near ±DBL_MAX) is cut to one it does */
+    ylo = fmax(ylo, -DBL_MAX / 8);
+    yhi = fmin(yhi, DBL_MAX / 8);
     if (c->y_from_zero && ylo > 0)
         ylo = 0;
     if (!(yhi - ylo > 1e-9 * fmax(fabs(ylo), fabs(yhi)))) {
@@ -148,6 +163,14 @@ static void frame_init(struct frame *f, const struct svg_chart *c, double xlo, d
     f->yhi = ceil(yhi / step - 1e-9) * step;
     if (!(f->yhi > f->ylo))
         f->yhi = f->ylo + step;
+    if (!isfinite(f->yhi - f->ylo)) {
+        f->ylo = 0;
+        f->yhi = 1;
+    }
+    if (!isfinite(f->xhi - f->xlo)) {
+        f->xlo = 0;
+        f->xhi = 1;
+    }
 }
 
 static void open_svg(FILE *out, const struct svg_chart *c, const struct frame *f)

@@ -236,7 +236,7 @@ static void integrate(struct sampler *s, size_t i, int64_t t)
             st->tick_energy_j = j;
             st->energy_j += j;
             st->covered_ns += dt;
-            st->watts = j / ((double)dt / (double)NS_PER_S);
+            st->watts = energy_step_watts(j, dt, max_w);
             /* a gauge read beside the counter: integrated over the same steps, as a
              * cross-check of the counter (drift) */
             if ((valid & READING_POWER) && st->have_gauge) {

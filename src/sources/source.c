@@ -40,11 +40,19 @@ const char *channel_domain_name(enum channel_domain d)
     return d == DOMAIN_COMPONENT ? "component" : "total";
 }
 
-double channel_power_max_w(const struct channel *c)
+int channel_kind_parse(const char *name)
 {
-    if (channel_is_meter(c))
+    for (int k = KIND_CPU; k <= KIND_OTHER; k++)
+        if (strcmp(name, channel_kind_name((enum channel_kind)k)) == 0)
+            return k;
+    return -1;
+}
+
+double channel_kind_power_max_w(enum channel_kind kind, bool meter)
+{
+    if (meter)
         return CHANNEL_METER_MAX_W;
-    switch (c->kind) {
+    switch (kind) {
     case KIND_CPU:
     case KIND_SOC:
         return CHANNEL_CPU_MAX_W;
@@ -57,6 +65,11 @@ double channel_power_max_w(const struct channel *c)
         break;
     }
     return CHANNEL_SYSTEM_MAX_W;
+}
+
+double channel_power_max_w(const struct channel *c)
+{
+    return channel_kind_power_max_w(c->kind, channel_is_meter(c));
 }
 
 int channel_set_add(struct channel_set *set)

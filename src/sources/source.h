@@ -140,6 +140,10 @@ const char *channel_domain_name(enum channel_domain d);
 #define CHANNEL_SYSTEM_MAX_W 20000.0
 #define CHANNEL_METER_MAX_W  1e6
 double channel_power_max_w(const struct channel *c);
+/* The same bound by kind (meter: a wall meter's channel), for readers of what was written. */
+double channel_kind_power_max_w(enum channel_kind kind, bool meter);
+/* The kind named name ("cpu", ..., "other", as channel_kind_name gives them), or -1. */
+int channel_kind_parse(const char *name);
 
 /*
  * Appends a zeroed channel to the set and returns its index, or -ENOSPC when the set is

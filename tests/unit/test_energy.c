@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include "core/energy.h"
 #include "core/timeutil.h"
 
@@ -184,6 +186,18 @@ static void test_jitter_slack(void **state)
     assert_int_equal(c.resets, 0);
 }
 
+/* A step's power: j / dt, unknown beyond the bound (a step within the 1 ms slack over a short
+ * dt is energy, but no power a 100 W device draws) */
+static void test_step_watts(void **state)
+{
+    (void)state;
+    assert_true(energy_step_watts(5.0, 100 * NS_PER_MS, 100.0) == 50.0);
+    assert_true(energy_step_watts(10.0, 100 * NS_PER_MS, 100.0) == 100.0);
+    assert_true(isnan(energy_step_watts(0.05, 100000, 100.0))); /* 500 W */
+    assert_true(energy_step_watts(0.05, 100000, 0) == 500.0);   /* no bound */
+    assert_true(isnan(energy_step_watts(1.0, 0, 100.0)));
+}
+
 static void test_trapezoid(void **state)
 {
     (void)state;
@@ -205,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_wrap_too_large_is_reset),
         cmocka_unit_test(test_forward_jump_too_large_is_reset),
         cmocka_unit_test(test_jitter_slack),
+        cmocka_unit_test(test_step_watts),
         cmocka_unit_test(test_trapezoid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

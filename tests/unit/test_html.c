@@ -228,6 +228,32 @@ static void test_svg_flat(void **state)
     free(out);
 }
 
+/* Values at the ends of a double's range (1e308 W, a sum gone to inf): the geometry and the
+ * axes stay finite numbers, never "nan" or "inf" in an attribute. */
+static void test_svg_extreme(void **state)
+{
+    (void)state;
+    double x[3] = {0, 1, 2}, y[3] = {-1.7e308, 1.7e308, 1e308}, big[3] = {1e308, 1e308, INFINITY};
+    struct svg_series s = {.label = "huge", .x = x, .y = y, .n = 3};
+    struct svg_chart c = {.id = "x", .title = "X"};
+    int r;
+    char *out = capture_lines(&c, &s, 1, &r);
+    assert_int_equal(r, 0);
+    assert_null(strstr(out, "nan"));
+    assert_null(strstr(out, "inf"));
+    free(out);
+    struct svg_series st[2] = {{.label = "a", .y = big, .color = 0},
+                               {.label = "b", .y = y, .color = 1}};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(svg_stacked(f, &c, x, 3, st, 2), 0);
+    fclose(f);
+    assert_null(strstr(buf, "nan"));
+    assert_null(strstr(buf, "inf"));
+    free(buf);
+}
+
 /* ---- the run's timeline ---- */
 
 static double jget(const json_t *o, const char *k)
@@ -428,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_svg_lines),
         cmocka_unit_test(test_svg_stacked),
         cmocka_unit_test(test_svg_flat),
+        cmocka_unit_test(test_svg_extreme),
         cmocka_unit_test_setup_teardown(test_timeline_sums, tu_setup, tu_teardown),
         cmocka_unit_test(test_html_run_gpu),
         cmocka_unit_test_setup_teardown(test_html_type, tu_setup, tu_teardown),

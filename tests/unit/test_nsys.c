@@ -424,6 +424,7 @@ static void test_reattribute_run(void **state)
 static void test_reattribute_errors(void **state)
 {
     (void)state;
+    char p[512];
     struct nsys_reattr ra;
     struct carma_err e = {0};
     char dir[512];
@@ -438,8 +439,40 @@ static void test_reattribute_errors(void **state)
     e = (struct carma_err){0};
     assert_int_equal(nsys_run_reattribute(dir, &ra, &e), -EINVAL);
     assert_non_null(strstr(e.msg, "nsys_gpu.csv:2"));
+    /* attribution.csv and samples.csv by the run directory's rules, as carma report reads them */
+    static const char *const bad_attr[][2] = {
+        {"NaN", "attribution.csv:2: joules: 'NaN' is not a finite number"},
+        {"1e308", "attribution.csv:2: joules: 1e+308 J is no share of a channel's energy"},
+    };
+    char good_attr[65536];
+    path_in(p, sizeof p, "attribution.csv");
+    tu_slurp(p, good_attr, sizeof good_attr);
+    for (size_t k = 0; k < 2; k++) {
+        char text[65536];
+        snprintf(text, sizeof text, "%s", good_attr);
+        char *at = strstr(text, "small,14.167136");
+        assert_non_null(at);
+        snprintf(at + 6, sizeof text - (size_t)(at + 6 - text), "%s%s", bad_attr[k][0],
+                 strstr(good_attr, "small,14.167136") + 15);
+        tu_put("attribution.csv", text);
+        e = (struct carma_err){0};
+        assert_int_equal(nsys_run_reattribute(dir, &ra, &e), k ? -ERANGE : -EINVAL);
+        if (!strstr(e.msg, bad_attr[k][1]))
+            fail_msg("'%s' not in '%s'", bad_attr[k][1], e.msg);
+    }
+    tu_put("attribution.csv", good_attr);
+    char samples[65536], bad[65536];
+    path_in(p, sizeof p, "samples.csv");
+    tu_slurp(p, samples, sizeof samples);
+    snprintf(bad, sizeof bad, "%s", samples);
+    memcpy(strstr(bad, ",measured,100,0"), ",measured,nan,0", 15);
+    tu_put("samples.csv", bad);
+    struct nsys_run_info ri;
+    e = (struct carma_err){0};
+    assert_int_equal(nsys_run_info_load(dir, &ri, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "samples.csv:3: watts: 'nan' is not a finite number"));
+    tu_put("samples.csv", samples);
     struct stat sb;
-    char p[512];
     path_in(p, sizeof p, "attribution_nvml.csv");
     assert_int_equal(stat(p, &sb), -1); /* nothing changed */
     /* a run without GPUs: nothing to split again */

@@ -331,6 +331,14 @@ static void test_features_tiny_run(void **state)
     m->k[1].kind = KIND_GPU;
     assert_int_equal(pm_predict(m, "model.json", &r, NULL, &e), -EINVAL);
     assert_non_null(strstr(e.msg, "model.json was fitted on kind gpu"));
+
+    /* powers whose sums overflow a double (more than any row may hold, set here past the
+     * readers' rules): an error naming the figure, never an inf or null in the model */
+    for (size_t i = 0; i < r.nint; i++)
+        r.power_w[i * FX_KINDS + KIND_CPU] = 1.7e308 * (i % 2 ? 1 : -1);
+    assert_int_equal(pm_fit(&r, 1, &o, m, &e), -ERANGE);
+    assert_non_null(strstr(e.msg, "kind cpu: "));
+    assert_non_null(strstr(e.msg, ": the fit's sums overflow a double"));
     free(m);
     fx_run_free(&r);
 
@@ -363,7 +371,7 @@ static void test_features_tiny_run(void **state)
     assert_non_null(strstr(e.msg, "workloads.json: cannot open"));
     tu_put("run/node_util.csv", "timestamp_unix,busy_cpu_s,total_cpu_s,cpu_util\r\n1,x,2,\r\n");
     assert_int_equal(fx_run_load(dir, NULL, &r, &e), -EINVAL);
-    assert_non_null(strstr(e.msg, "node_util.csv:2: busy_cpu_s: 'x' is not a number"));
+    assert_non_null(strstr(e.msg, "node_util.csv:2: busy_cpu_s: 'x' is not a finite number"));
 }
 
 int main(void)
