@@ -32,8 +32,10 @@ fi
 
 out=build-fuzz
 mkdir -p "$out"
-python3 scripts/embed.py "$out/embedded_data.c" data/cpu_tdp.csv data/grid_intensity.csv \
+# written aside and renamed, so that another run.sh compiling it meanwhile reads a whole file
+python3 scripts/embed.py "$out/embedded_data.c.$$" data/cpu_tdp.csv data/grid_intensity.csv \
     data/embodied.csv
+mv -f "$out/embedded_data.c.$$" "$out/embedded_data.c"
 # shellcheck disable=SC2054 # the commas belong to -fsanitize=
 cflags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
         -fno-omit-frame-pointer -std=c17 -D_GNU_SOURCE -Isrc -Wall -Wextra)
