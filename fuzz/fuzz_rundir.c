@@ -122,8 +122,15 @@ static int unpack(const char *t, size_t n)
     return files;
 }
 
+/* FUZZ_RUNDIR_TRACE=1 prints each reader's result (to see what a seed reaches). */
+static int trace = -1;
+
 static void check_msg(const struct carma_err *e, int r)
 {
+    if (trace < 0)
+        trace = getenv("FUZZ_RUNDIR_TRACE") != NULL;
+    if (trace)
+        fprintf(stderr, "  %d %s\n", r, r < 0 ? e->msg : "");
     if (r >= 0)
         return;
     if (!e->msg[0]) {
