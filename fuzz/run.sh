@@ -8,8 +8,11 @@
 #   bash fuzz/run.sh 60 promparse          (only fuzz/fuzz_promparse.c)
 #
 # A harness names the carma sources it needs on a line "fuzz-sources: a.c b.c" in its header
-# comment; they are compiled in directly (no meson), linked with the libraries on an optional
-# line "fuzz-libs: -ljansson -lgsl" (pkg-config names are not needed: Debian's -l names work).
+# comment (several such lines add up); they are compiled in directly (no meson), linked with the
+# libraries on optional "fuzz-libs: -ljansson -lgsl" lines (pkg-config names are not needed:
+# Debian's -l names work).
+# The data/ tables that meson embeds are written to build-fuzz/embedded_data.c (scripts/embed.py)
+# first, so a harness whose sources need them names that file on its fuzz-sources: line.
 # Reproduce a crash with
 #   build-fuzz/fuzz_<name> build-fuzz/artifacts/<name>/crash-...
 set -euo pipefail
@@ -29,6 +32,10 @@ fi
 
 out=build-fuzz
 mkdir -p "$out"
+# written aside and renamed, so that another run.sh compiling it meanwhile reads a whole file
+python3 scripts/embed.py "$out/embedded_data.c.$$" data/cpu_tdp.csv data/grid_intensity.csv \
+    data/embodied.csv
+mv -f "$out/embedded_data.c.$$" "$out/embedded_data.c"
 # shellcheck disable=SC2054 # the commas belong to -fsanitize=
 cflags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
         -fno-omit-frame-pointer -std=c17 -D_GNU_SOURCE -Isrc -Wall -Wextra)
@@ -49,8 +56,9 @@ status=0
 for h in "${harnesses[@]}"; do
     name=$(basename "$h" .c)
     name=${name#fuzz_}
-    srcs=$(sed -n 's/^.*fuzz-sources:[[:space:]]*//p' "$h" | head -n 1 | sed 's|[*]/.*||')
-    libs=$(sed -n 's/^.*fuzz-libs:[[:space:]]*//p' "$h" | head -n 1 | sed 's|[*]/.*||')
+    # several fuzz-sources: (fuzz-libs:) lines add up, so that a long list fits the line width
+    srcs=$(sed -n 's/^.*fuzz-sources:[[:space:]]*//p' "$h" | sed 's|[*]/.*||' | tr '\n' ' ')
+    libs=$(sed -n 's/^.*fuzz-libs:[[:space:]]*//p' "$h" | sed 's|[*]/.*||' | tr '\n' ' ')
     bin=$out/fuzz_$name
     echo "fuzz: building $bin ($cc; $h $srcs $libs)"
     # shellcheck disable=SC2086 # srcs and libs are lists of words without blanks

@@ -35,8 +35,13 @@ int pid_start_ticks(pid_t pid, uint64_t *ret, char *state)
     ssize_t n = read_small(path, buf, sizeof buf);
     if (n < 0)
         return n == -ENOENT || n == -ESRCH ? -ENOENT : (int)n;
+    return pid_stat_start_parse(buf, ret, state);
+}
+
+int pid_stat_start_parse(const char *text, uint64_t *ret, char *state)
+{
     /* after the comm, which may hold spaces and parentheses: the last ')' ends it */
-    char *p = strrchr(buf, ')');
+    const char *p = strrchr(text, ')');
     if (!p)
         return -EINVAL;
     p++;
@@ -44,6 +49,8 @@ int pid_start_ticks(pid_t pid, uint64_t *ret, char *state)
         *state = p[0] == ' ' ? p[1] : '?';
     /* fields 3.. follow: the 20th of them is field 22 */
     for (int field = 3; field < 22; field++) {
+        if (!*p)
+            return -EINVAL; /* the text ends here: nothing after its NUL is read */
         p = strchr(p + 1, ' ');
         if (!p)
             return -EINVAL;

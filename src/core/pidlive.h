@@ -19,6 +19,9 @@
  * such process, -EINVAL: a line it cannot parse). */
 int pid_start_ticks(pid_t pid, uint64_t *ret, char *state);
 
+/* pid_start_ticks' reading of the text of a /proc/PID/stat (NUL-terminated): 0 or -EINVAL. */
+int pid_stat_start_parse(const char *text, uint64_t *ret, char *state);
+
 /* This boot's id (/proc/sys/kernel/random/boot_id, 36 characters) into buf. 0 or -errno. */
 int pid_boot_id(char *buf, size_t cap);
 

@@ -405,10 +405,17 @@ int nsys_grid(const struct nsys_profile *const *p, size_t np, int64_t interval_n
     }
     if (lo > hi)
         return 0;
-    int64_t a = floor_div(lo, interval_ns), b = floor_div(hi, interval_ns);
-    if (b * interval_ns < hi || a == b)
+    int64_t a = floor_div(lo, interval_ns), b = floor_div(hi, interval_ns), ea, eb, span;
+    /* the first and last edges must be 64-bit ns (a damaged export's kernel in 2262 or before
+     * 1970 may put them outside); every edge lies between them */
+    if (__builtin_mul_overflow(a, interval_ns, &ea) || __builtin_mul_overflow(b, interval_ns, &eb))
+        return -ERANGE;
+    if (eb < hi || a == b) {
         b++;
-    if (b - a + 1 > (int64_t)NSYS_EDGES_MAX)
+        if (__builtin_mul_overflow(b, interval_ns, &eb))
+            return -ERANGE;
+    }
+    if (__builtin_sub_overflow(b, a, &span) || span >= (int64_t)NSYS_EDGES_MAX)
         return -E2BIG;
     size_t n = (size_t)(b - a + 1);
     int64_t *e = malloc(n * sizeof *e);

@@ -90,7 +90,9 @@ size_t nsys_map_devices(struct nsys_profile *p, const char *const *uuid, size_t 
 /*
  * Interval edges every interval_ns (> 0) on the Unix-time grid (multiples of interval_ns)
  * that cover every kernel of the profiles: *ret (malloc'd) gets *ret_n edges, none (and 0)
- * when no kernel. Returns 0, -EINVAL, -E2BIG (more than NSYS_EDGES_MAX) or -ENOMEM.
+ * when no kernel. Returns 0, -EINVAL, -E2BIG (more than NSYS_EDGES_MAX), -ERANGE (an edge
+ * would not fit in 64 bits of ns: kernels of a damaged export in 2262 or before 1970) or
+ * -ENOMEM.
  */
 int nsys_grid(const struct nsys_profile *const *p, size_t np, int64_t interval_ns, int64_t **ret,
               size_t *ret_n);

@@ -1639,11 +1639,12 @@ static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struc
 
 /*
  * The records at pos as plain lines, for a reader that splits them itself: when the records
- * left in [pos, cut) hold no quote and the next one is not blank, *ret is its first byte and
- * [*ret, *ret + *ret_avail) whole records, the last byte a \n: a reader that stops at \n (and
- * at \r, to take CRLF whole and leave a lone CR) never reads past it, and a record it reads as
- * a line of fields split at commas has exactly csv_split's fields (but for a NUL byte: csv_split's
- * cell, a C string, ends there). Else false: csvr_next reads the record. Nothing moves.
+ * left in [pos, cut) hold no quote and no NUL byte and the next one is not blank, *ret is its
+ * first byte and [*ret, *ret + *ret_avail) whole records, the last byte a \n: a reader that
+ * stops at \n (and at \r, to take CRLF whole and leave a lone CR) never reads past it, and a
+ * record it reads as a line of fields split at commas has exactly csv_split's fields. Else
+ * false: csvr_next reads the record (csv_split refuses a NUL byte, naming its line). Nothing
+ * moves.
  */
 static bool csvr_line(struct csvr *r, const char **ret, size_t *ret_avail)
 {
@@ -1652,7 +1653,7 @@ static bool csvr_line(struct csvr *r, const char **ret, size_t *ret_avail)
     const char *s = r->buf + r->pos;
     if (r->lines == LINES_UNKNOWN) {
         const char *nl = NULL;
-        if (!memchr(s, '"', r->cut - r->pos))
+        if (!memchr(s, '"', r->cut - r->pos) && !memchr(s, '\0', r->cut - r->pos))
             nl = memrchr(s, '\n', r->cut - r->pos);
         r->lines = nl ? LINES : LINES_NONE;
         r->lines_end = nl ? (size_t)(nl - r->buf) + 1 : 0;

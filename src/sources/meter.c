@@ -127,6 +127,9 @@ int wattsup_parse_packet(const char *pkt, size_t len, struct meter_record *ret)
 {
     if (len < 3 || len > WATTSUP_PACKET_MAX || pkt[0] != '#' || pkt[len - 1] != ';')
         return -EINVAL;
+    /* a NUL from a noisy line would end the fields early and hide what follows it */
+    if (memchr(pkt, '\0', len))
+        return -EINVAL;
     char buf[WATTSUP_PACKET_MAX];
     memcpy(buf, pkt + 1, len - 2);
     buf[len - 2] = '\0';

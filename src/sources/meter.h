@@ -68,7 +68,8 @@ struct meter_record {
  * "#d,<flag>,<count>,<watts*10>,<volts*10>,<amps*1000>,...;" with <count> the number of
  * fields after it (18 on a Pro; unavailable fields are "_"). Returns 0 and fills *ret; -ENOMSG
  * for a well-formed packet that is not a data record ("#s,...;", a reply); -EINVAL for a data
- * record that is malformed (wrong field count, watts not a number).
+ * record that is malformed (wrong field count, watts not a number) and for any packet holding
+ * a NUL byte.
  */
 int wattsup_parse_packet(const char *pkt, size_t len, struct meter_record *ret);
 

@@ -218,9 +218,17 @@ int procstat_open(struct procstat *p, const struct fsroot *root, struct carma_er
     return 0;
 }
 
-/* Field-wise: *d = max(0, cur - *hw), then *hw = max(*hw, cur). */
-static void advance(struct cpu_times *hw, const struct cpu_times *cur, struct cpu_times *d)
+/* Field-wise: *d = max(0, cur - *hw), then *hw = max(*hw, cur). When a field would step by
+ * more than PROCSTAT_STEP_MAX, *d is all zero, *hw untouched, and false is returned. */
+static bool advance(struct cpu_times *hw, const struct cpu_times *cur, struct cpu_times *d)
 {
+#define STEP_OK(f) (cur->f <= hw->f || cur->f - hw->f <= PROCSTAT_STEP_MAX)
+    if (!(STEP_OK(user) && STEP_OK(nice) && STEP_OK(system) && STEP_OK(idle) && STEP_OK(iowait) &&
+          STEP_OK(irq) && STEP_OK(softirq) && STEP_OK(steal))) {
+        memset(d, 0, sizeof *d);
+        return false;
+    }
+#undef STEP_OK
 #define ADV(f)                                                                                     \
     do {                                                                                           \
         d->f = cur->f > hw->f ? cur->f - hw->f : 0;                                                \
@@ -236,6 +244,7 @@ static void advance(struct cpu_times *hw, const struct cpu_times *cur, struct cp
     ADV(softirq);
     ADV(steal);
 #undef ADV
+    return true;
 }
 
 static void add_times(struct cpu_times *sum, const struct cpu_times *d)
@@ -286,7 +295,8 @@ int procstat_sample(struct procstat *p)
     uint64_t sb[PROCSTAT_SOCKETS_MAX] = {0}, st[PROCSTAT_SOCKETS_MAX] = {0};
     for (int i = 0; i < p->ncpu; i++) {
         struct cpu_times d;
-        advance(&p->cpu_prev[i], &p->cpu_cur[i], &d);
+        if (!advance(&p->cpu_prev[i], &p->cpu_cur[i], &d))
+            p->skipped_steps++;
         add_times(&d_node, &d);
         add_times(&hw_node, &p->cpu_prev[i]);
         int s = p->cpu_socket[i];

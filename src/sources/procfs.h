@@ -17,6 +17,10 @@
 #include "core/fsroot.h"
 
 #define PROCSTAT_SOCKETS_MAX 64
+/* The most clock ticks one counter of one cpu may step between two readings (2^40: 348 years
+ * at 100 Hz); a cpu with a larger step (a bogus or torn proc/stat) counts for nothing that
+ * tick, its marks untouched, so that the node's sums over up to 65536 cpus cannot wrap. */
+#define PROCSTAT_STEP_MAX ((uint64_t)1 << 40)
 
 struct cpu_times {
     uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
@@ -41,7 +45,8 @@ struct procstat {
     double socket_util[PROCSTAT_SOCKETS_MAX];
     uint64_t busy_ticks_delta, total_ticks_delta; /* node, clock ticks, last tick */
     uint64_t busy_ticks;                          /* node, since boot */
-    char model_name[128];                         /* from proc/cpuinfo, "" if none */
+    uint64_t skipped_steps; /* cpu readings that stepped by more than PROCSTAT_STEP_MAX */
+    char model_name[128];   /* from proc/cpuinfo, "" if none */
 };
 
 /*

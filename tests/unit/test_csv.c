@@ -205,6 +205,34 @@ static void test_nul_byte(void **state)
     }
 }
 
+/* csv_split refuses a NUL byte as csv_parse does, with the same message, instead of ending the
+ * cell there (the run directory readers, nsys's re-split; found by fuzz/fuzz_csv.c). */
+static void test_split_nul_byte(void **state)
+{
+    (void)state;
+    static const char unq[] = "a,b\n1,2\n12\0 34,5\n";
+    static const char quo[] = "a,b\n\"x\0y\",5\n";
+    const struct {
+        const char *text;
+        size_t len;
+        const char *want;
+    } cases[] = {{unq, sizeof unq - 1, "t.csv:3: a NUL byte (not text)"},
+                 {quo, sizeof quo - 1, "t.csv:2: a NUL byte (not text)"}};
+    for (size_t k = 0; k < 2; k++) {
+        char text[64];
+        memcpy(text, cases[k].text, cases[k].len + 1);
+        struct csv_fields f = {0};
+        struct carma_err e = {0};
+        size_t pos = 0, line = 1;
+        int r;
+        while ((r = csv_split(text, cases[k].len, &pos, &line, "t.csv", &f, &e)) == 1)
+            ;
+        assert_int_equal(r, -EINVAL);
+        assert_string_equal(e.msg, cases[k].want);
+        csv_fields_free(&f);
+    }
+}
+
 static void test_writer_quoting(void **state)
 {
     (void)state;
@@ -296,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_unterminated_quote),
         cmocka_unit_test(test_stray_quote),
         cmocka_unit_test(test_not_nul_terminated),
+        cmocka_unit_test(test_split_nul_byte),
         cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_writer_quoting),
         cmocka_unit_test(test_writer_grows),

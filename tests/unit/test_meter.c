@@ -136,6 +136,30 @@ static void test_record_bad(void **state)
     tu_assert_near(r.watts, -1, 0); /* untouched */
 }
 
+/* A NUL byte from a noisy line inside a packet: garbage, not a record whose last field ends at
+ * the NUL (found by fuzz/fuzz_wattsup.c). */
+static void test_record_nul(void **state)
+{
+    (void)state;
+    struct meter_record r = {.watts = -1};
+    static const char pkt[] = "#d,-,3,1234,2301,652\0junk,x,y;";
+    assert_int_equal(wattsup_parse_packet(pkt, sizeof pkt - 1, &r), -EINVAL);
+    static const char reply[] = "#s,-,1,1\0x;";
+    assert_int_equal(wattsup_parse_packet(reply, sizeof reply - 1, &r), -EINVAL);
+    tu_assert_near(r.watts, -1, 0);
+    /* through the framer too */
+    struct wattsup_framer f;
+    wattsup_framer_init(&f);
+    int records = 0, garbage = 0;
+    for (size_t i = 0; i < sizeof pkt - 1; i++) {
+        enum wattsup_event ev = wattsup_framer_push(&f, pkt[i], &r);
+        records += ev == WATTSUP_RECORD;
+        garbage += ev == WATTSUP_GARBAGE;
+    }
+    assert_int_equal(records, 0);
+    assert_int_equal(garbage, 1);
+}
+
 struct feed_result {
     int records, garbage, other;
     double watts[16];
@@ -450,12 +474,12 @@ static void test_wattsup_pty(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_valid),    cmocka_unit_test(test_spec_errors),
-        cmocka_unit_test(test_record_valid),  cmocka_unit_test(test_record_bad),
-        cmocka_unit_test(test_framer_stream), cmocka_unit_test(test_framer_partial),
-        cmocka_unit_test(test_parse_watts),   cmocka_unit_test(test_cmd_meter),
-        cmocka_unit_test(test_meter_not_cpu), cmocka_unit_test(test_meter_errors),
-        cmocka_unit_test(test_wattsup_pty),
+        cmocka_unit_test(test_spec_valid),     cmocka_unit_test(test_spec_errors),
+        cmocka_unit_test(test_record_valid),   cmocka_unit_test(test_record_bad),
+        cmocka_unit_test(test_record_nul),     cmocka_unit_test(test_framer_stream),
+        cmocka_unit_test(test_framer_partial), cmocka_unit_test(test_parse_watts),
+        cmocka_unit_test(test_cmd_meter),      cmocka_unit_test(test_meter_not_cpu),
+        cmocka_unit_test(test_meter_errors),   cmocka_unit_test(test_wattsup_pty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

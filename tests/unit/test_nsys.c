@@ -167,6 +167,37 @@ static void test_clock_alignment(void **state)
     nsys_profile_free(&p);
 }
 
+/* Kernels of a damaged export at the ends of the 64-bit ns range (2262, or before 1970): the
+ * grid's edges would not fit in 64 bits, and nsys_grid says so instead of overflowing (found
+ * by fuzz/fuzz_nsys.c). */
+static void test_grid_range(void **state)
+{
+    (void)state;
+    struct nsys_kernel late = {.start_ns = INT64_MAX - 1000, .end_ns = INT64_MAX - 1};
+    struct nsys_kernel early = {.start_ns = INT64_MIN + 1, .end_ns = INT64_MIN + 1000};
+    struct nsys_kernel *ks[] = {&late, &early};
+    for (size_t i = 0; i < 2; i++) {
+        struct nsys_profile p = {.k = ks[i], .n = 1};
+        const struct nsys_profile *pp = &p;
+        int64_t *edges = NULL;
+        size_t ne = 7;
+        assert_int_equal(nsys_grid(&pp, 1, 100 * MS, &edges, &ne), -ERANGE);
+        assert_null(edges);
+        assert_int_equal(ne, 0);
+    }
+    /* the last edge that fits: a grid ending exactly at the largest multiple */
+    int64_t top = INT64_MAX - INT64_MAX % (100 * MS);
+    struct nsys_kernel k = {.start_ns = top - 150 * MS, .end_ns = top};
+    struct nsys_profile p = {.k = &k, .n = 1};
+    const struct nsys_profile *pp = &p;
+    int64_t *edges = NULL;
+    size_t ne = 0;
+    assert_int_equal(nsys_grid(&pp, 1, 100 * MS, &edges, &ne), 0);
+    assert_int_equal(ne, 3);
+    assert_true(edges[2] == top);
+    free(edges);
+}
+
 static void test_device_mapping(void **state)
 {
     (void)state;
@@ -487,6 +518,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_union_and_intervals, tu_setup, tu_teardown),
         cmocka_unit_test(test_pid_decoding),
+        cmocka_unit_test(test_grid_range),
         cmocka_unit_test_setup_teardown(test_clock_alignment, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_device_mapping, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_missing_tables_and_columns, tu_setup, tu_teardown),

@@ -89,12 +89,30 @@ static void test_exited_child(void **state)
     assert_int_equal(pid_writer_alive(c, t, NULL), 0);
 }
 
+/* A text that ends right after the comm is refused without reading past its end: the bytes
+ * after its NUL (here a whole stat line) are not the file's (found by fuzz/fuzz_pidstat.c). */
+static void test_parse_cut_after_comm(void **state)
+{
+    (void)state;
+    static const char buf[] = "7 (x)\0 R 1 7 7 0 -1 0 0 0 0 0 5 6 7 8 20 0 1 0 555 0";
+    uint64_t t = 1;
+    char st = 'x';
+    assert_int_equal(pid_stat_start_parse(buf, &t, &st), -EINVAL);
+    assert_true(t == 1);
+    assert_int_equal(pid_stat_start_parse("7 (x) R", &t, NULL), -EINVAL);
+    assert_int_equal(
+        pid_stat_start_parse("7 (x) R 1 7 7 0 -1 0 0 0 0 0 5 6 7 8 20 0 1 0 555 0\n", &t, &st), 0);
+    assert_true(t == 555);
+    assert_int_equal(st, 'R');
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_self),
         cmocka_unit_test(test_odd_comm),
         cmocka_unit_test(test_exited_child),
+        cmocka_unit_test(test_parse_cut_after_comm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -316,6 +316,38 @@ static void test_counters_backwards(void **state)
     procstat_close(&p);
 }
 
+/* A counter that leaps by more than PROCSTAT_STEP_MAX ticks (a bogus or torn proc/stat) makes
+ * that cpu's reading count for nothing, its marks untouched: the node's sums cannot wrap
+ * around into fractions above 1 (found by fuzz/fuzz_procstat.c). */
+static void test_counters_implausible_step(void **state)
+{
+    (void)state;
+    tu_put("proc/stat", "cpu  200 0 0 200\ncpu0 100 0 0 100\ncpu1 100 0 0 100\n");
+    tu_open_root(&root, tu_dir);
+    struct procstat p;
+    struct carma_err e = {0};
+    assert_int_equal(procstat_open(&p, &root, &e), 0);
+    /* cpu0's user and idle leap by 2^63: their sum would wrap to 0 */
+    tu_put("proc/stat", "cpu  200 0 0 200\n"
+                        "cpu0 9223372036854775908 0 0 9223372036854775908\n"
+                        "cpu1 110 0 0 110\n");
+    assert_int_equal(procstat_sample(&p), 0);
+    assert_true(p.busy_ticks_delta == 10); /* cpu1 alone */
+    assert_true(p.total_ticks_delta == 20);
+    tu_assert_near(p.util_total, 0.5, 1e-12);
+    tu_assert_near(p.util_user, 0.5, 1e-12);
+    assert_true(p.skipped_steps == 1);
+    /* a step just within the bound counts */
+    tu_put("proc/stat", "cpu  200 0 0 200\n"
+                        "cpu0 1099511627876 0 0 100\n"
+                        "cpu1 110 0 0 120\n");
+    assert_int_equal(procstat_sample(&p), 0);
+    assert_true(p.busy_ticks_delta == PROCSTAT_STEP_MAX);
+    assert_true(p.total_ticks_delta == PROCSTAT_STEP_MAX + 10);
+    assert_true(p.skipped_steps == 1);
+    procstat_close(&p);
+}
+
 /* With SMT off (or cpus taken offline) proc/stat lists cpu0, cpu2, ...: every listed cpu
  * still counts for its socket. */
 static void test_offline_cpus(void **state)
@@ -414,6 +446,7 @@ int main(void)
         T(test_open_bad_numbers),
         T(test_open_and_fractions),
         T(test_counters_backwards),
+        T(test_counters_implausible_step),
         T(test_offline_cpus),
         T(test_open_errors),
         cmocka_unit_test(test_fixtures),
