@@ -20,6 +20,7 @@
  * fuzz-sources: src/model/powermodel.c src/model/features.c src/core/array.c src/core/csv.c
  * fuzz-sources: src/core/err.c src/core/file.c src/core/fmt.c src/core/fsroot.c
  * fuzz-sources: src/core/parse.c src/core/table.c build-fuzz/embedded_data.c
+ * fuzz-sources: src/sources/channel.c src/rundir/rundir.c
  * fuzz-libs: -ljansson -lgsl -lgslcblas -lpthread -ldl
  */
 #include "sources/hwmon.c"
