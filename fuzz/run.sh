@@ -8,8 +8,9 @@
 #   bash fuzz/run.sh 60 promparse          (only fuzz/fuzz_promparse.c)
 #
 # A harness names the carma sources it needs on a line "fuzz-sources: a.c b.c" in its header
-# comment; they are compiled in directly (no meson), linked with the libraries on an optional
-# line "fuzz-libs: -ljansson -lgsl" (pkg-config names are not needed: Debian's -l names work).
+# comment (several such lines add up); they are compiled in directly (no meson), linked with the
+# libraries on optional lines "fuzz-libs: -ljansson -lgsl" (pkg-config names are not needed:
+# Debian's -l names work).
 # Reproduce a crash with
 #   build-fuzz/fuzz_<name> build-fuzz/artifacts/<name>/crash-...
 set -euo pipefail
@@ -29,6 +30,10 @@ fi
 
 out=build-fuzz
 mkdir -p "$out"
+# the data/ tables that meson embeds in carma (core/table.c), for harnesses that name
+# build-fuzz/embedded_data.c on their fuzz-sources line
+python3 scripts/embed.py "$out/embedded_data.c" data/cpu_tdp.csv data/grid_intensity.csv \
+    data/embodied.csv
 # shellcheck disable=SC2054 # the commas belong to -fsanitize=
 cflags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
         -fno-omit-frame-pointer -std=c17 -D_GNU_SOURCE -Isrc -Wall -Wextra)
@@ -49,8 +54,8 @@ status=0
 for h in "${harnesses[@]}"; do
     name=$(basename "$h" .c)
     name=${name#fuzz_}
-    srcs=$(sed -n 's/^.*fuzz-sources:[[:space:]]*//p' "$h" | head -n 1 | sed 's|[*]/.*||')
-    libs=$(sed -n 's/^.*fuzz-libs:[[:space:]]*//p' "$h" | head -n 1 | sed 's|[*]/.*||')
+    srcs=$(sed -n 's/^.*fuzz-sources:[[:space:]]*//p' "$h" | sed 's|[*]/.*||' | tr '\n' ' ')
+    libs=$(sed -n 's/^.*fuzz-libs:[[:space:]]*//p' "$h" | sed 's|[*]/.*||' | tr '\n' ' ')
     bin=$out/fuzz_$name
     echo "fuzz: building $bin ($cc; $h $srcs $libs)"
     # shellcheck disable=SC2086 # srcs and libs are lists of words without blanks

@@ -236,7 +236,9 @@ static int skip_value(struct cursor *c)
         return skip_container(c, ']', false);
     default: {
         const char *start = c->p;
-        while (c->p < c->end && !strchr(",]} \t\r\n", *c->p))
+        /* a NUL is part of the token (jansson ends a number at it and goes on): strchr would
+         * match the set's own terminator */
+        while (c->p < c->end && (*c->p == '\0' || !strchr(",]} \t\r\n", *c->p)))
             cur_adv(c);
         return c->p > start ? 0 : -EINVAL;
     }
@@ -1592,6 +1594,18 @@ int experiment_load(const char *path, struct experiment *ret, char **errors)
     if (r < 0) {
         if (asprintf(&out, "%s: cannot read: %s%s\n", path, strerror(-r),
                      r == -EFBIG ? " (the limit is 1 MiB)" : "") < 0)
+            out = NULL;
+        goto out;
+    }
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        /* jansson reads "12\0" as 12: the file is not text */
+        struct cursor c = {text, nul, 1, 0};
+        while (c.p < c.end)
+            cur_adv(&c);
+        r = -EINVAL;
+        if (asprintf(&out, "%s:%d:%d: JSON syntax: a NUL byte (not text)\n", path, c.line,
+                     c.col + 1) < 0)
             out = NULL;
         goto out;
     }
