@@ -174,8 +174,10 @@ void csv_doc_free(struct csv_doc *doc)
     memset(doc, 0, sizeof *doc);
 }
 
-/* The bytes that end an unquoted field's run: separator, line ends, a (stray) quote. */
-static const unsigned char csv_special[256] = {[','] = 1, ['\n'] = 1, ['\r'] = 1, ['"'] = 1};
+/* The bytes that end an unquoted field's run: separator, line ends, a (stray) quote, a NUL
+ * (refused). */
+static const unsigned char csv_special[256] = {
+    [','] = 1, ['\n'] = 1, ['\r'] = 1, ['"'] = 1, ['\0'] = 1};
 
 int csv_split(char *text, size_t len, size_t *pos, size_t *line, const char *name,
               struct csv_fields *f, struct carma_err *e)
@@ -224,6 +226,8 @@ int csv_split(char *text, size_t len, size_t *pos, size_t *line, const char *nam
                 }
                 if (c == '\n')
                     ln++;
+                if (c == '\0')
+                    return carma_err_set(e, -EINVAL, "%s:%zu: a NUL byte (not text)", name, ln);
                 text[w++] = c;
                 i++;
             }
@@ -237,6 +241,8 @@ int csv_split(char *text, size_t len, size_t *pos, size_t *line, const char *nam
             if (i < len && text[i] == '"')
                 return carma_err_set(e, -EINVAL, "%s:%zu: stray quote inside an unquoted field",
                                      name, ln);
+            if (i < len && text[i] == '\0')
+                return carma_err_set(e, -EINVAL, "%s:%zu: a NUL byte (not text)", name, ln);
             end = i;
         }
         char sep = i < len ? text[i] : '\0';

@@ -54,7 +54,8 @@ struct csv_fields {
  * line number at *pos and is advanced past the record's line ends; f->row.line is the record's
  * first line. Returns 1 with f->row filled and *pos after the record, 0 when only blank lines
  * were left (*pos = len), -EINVAL with e set as csv_parse sets it ("name:line: unterminated
- * quoted field", ...), or -ENOMEM. The text of a record that failed is left half-split.
+ * quoted field", "name:line: a NUL byte (not text)", ...), or -ENOMEM. The text of a record that
+ * failed is left half-split.
  */
 int csv_split(char *text, size_t len, size_t *pos, size_t *line, const char *name,
               struct csv_fields *f, struct carma_err *e);

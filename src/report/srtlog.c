@@ -1684,8 +1684,9 @@ static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struc
  * left in [pos, cut) hold no quote and the next one is not blank, *ret is its first byte and
  * [*ret, *ret + *ret_avail) whole records, the last byte a \n: a reader that stops at \n (and
  * at \r, to take CRLF whole and leave a lone CR) never reads past it, and a record it reads as
- * a line of fields split at commas has exactly csv_split's fields (but for a NUL byte: csv_split's
- * cell, a C string, ends there). Else false: csvr_next reads the record. Nothing moves.
+ * a line of fields split at commas has exactly csv_split's fields (a NUL byte, which csv_split
+ * refuses, must end the reader's cell: the line is then csv_split's). Else false: csvr_next reads
+ * the record. Nothing moves.
  */
 static bool csvr_line(struct csvr *r, const char **ret, size_t *ret_avail)
 {
@@ -3558,10 +3559,11 @@ static inline const char *line_digits(const char *p, int max, uint64_t *ret)
     return p == s ? NULL : p;
 }
 
-/* A byte that ends a cell of a plain line (csvr_line): comma, line end, or a lone CR. */
+/* A byte that ends a cell of a plain line (csvr_line): comma, line end, a lone CR, or a NUL
+ * (which csv_split refuses: gpu_line leaves such a line to it). */
 static inline bool cell_end(char c)
 {
-    return c == ',' || c == '\n' || c == '\r';
+    return c == ',' || c == '\n' || c == '\r' || c == '\0';
 }
 
 /*
@@ -3571,10 +3573,9 @@ static inline bool cell_end(char c)
  * fast_i64's and fast_u64's plain digits, schema_version the header's generation as one digit)
  * and the line ends in \n or \r\n after the header's number of fields. Anything else (another
  * field count, a lone CR, a blank or unusual number, a new schema_version, ...) is left to
- * gpu_row: 0, nothing done. A NUL in a cell stops a number there (left to gpu_row); in the
- * hostname gpu_host reads up to it, as gpu_row's C string does; other cells are not read.
- * Returns the bytes taken (line end included), or -ENOMEM. Not used when strict (G->lines
- * false): gpu_row then reads every row.
+ * gpu_row: 0, nothing done. A NUL byte in any cell ends the cell there, and the line is left
+ * to csv_split, which refuses it with its line. Returns the bytes taken (line end included), or
+ * -ENOMEM. Not used when strict (G->lines false): gpu_row then reads every row.
  */
 static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct carma_err *e)
 {
