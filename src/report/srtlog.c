@@ -1252,6 +1252,16 @@ static bool is_number(const json_t *v)
     return json_is_integer(v) || json_is_real(v);
 }
 
+/* A JSON number as its text says it, for a message: integers as integers. */
+static const char *number_text(const json_t *v, char buf[32])
+{
+    if (json_is_integer(v))
+        snprintf(buf, 32, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else
+        snprintf(buf, 32, "%.17g", json_number_value(v));
+    return buf;
+}
+
 static int sa_bench_window(struct srtlog_window *w, const char *path, struct carma_err *e)
 {
     static const char *const keys[] = {"benchmark_start_time_unix", "benchmark_end_time_unix",
@@ -1272,6 +1282,12 @@ static int sa_bench_window(struct srtlog_window *w, const char *path, struct car
         }
         if (!is_number(v)) {
             r = carma_err_set(e, -EINVAL, "%s: field '%s' is not a number", path, keys[i]);
+            goto out;
+        }
+        if (i >= 2 && json_number_value(v) < 0) { /* a token count */
+            char num[32];
+            r = carma_err_set(e, -EINVAL, "%s: field '%s' is negative (%s)", path, keys[i],
+                              number_text(v, num));
             goto out;
         }
     }
@@ -1302,7 +1318,8 @@ out:
     return r;
 }
 
-/* aggregate["a"]["b"], which must be a number: 0 and a new reference, or -EINVAL. */
+/* aggregate[key]["avg"], a token count, which must be a number >= 0: 0 and a new reference, or
+ * -EINVAL. */
 static int aggregate_avg(const json_t *agg, const char *key, const char *path, json_t **ret,
                          struct carma_err *e)
 {
@@ -1312,6 +1329,11 @@ static int aggregate_avg(const json_t *agg, const char *key, const char *path, j
         return carma_err_set(e, -EINVAL, "%s: missing '%s.avg'", path, key);
     if (!is_number(v))
         return carma_err_set(e, -EINVAL, "%s: '%s.avg' is not a number", path, key);
+    if (json_number_value(v) < 0) {
+        char num[32];
+        return carma_err_set(e, -EINVAL, "%s: '%s.avg' is negative (%s)", path, key,
+                             number_text(v, num));
+    }
     *ret = json_incref((json_t *)v);
     return 0;
 }

@@ -476,6 +476,24 @@ static void test_window_sabench(void **state)
     assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL);
     assert_non_null(strstr(E.msg, "invalid JSON (line 1"));
     reset();
+    /* a negative token count is refused with the file and field, as a count that is not a
+     * number is (no energy per token can come of it) */
+    static const struct {
+        const char *in, *out, *bad;
+    } neg[] = {{"-1500", "500", "'total_input_tokens' is negative (-1500)"},
+               {"1500", "-0.5", "'total_output_tokens' is negative (-0.5)"}};
+    for (size_t k = 0; k < 2; k++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"benchmark_start_time_unix\": 1, \"benchmark_end_time_unix\": 2, "
+                 "\"total_input_tokens\": %s, \"total_output_tokens\": %s}",
+                 neg[k].in, neg[k].out);
+        tu_put("sa-bench_a/results_concurrency_4_x.json", body);
+        snprintf(want, sizeof want, "%s: field %s", tp("sa-bench_a/results_concurrency_4_x.json"),
+                 neg[k].bad);
+        assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+        reset();
+    }
 }
 
 /* One source's window alone: the same window as srtlog_load_windows gives, and a broken
@@ -549,6 +567,13 @@ static void test_window_aiperf(void **state)
     reset();
 
     char want[1200];
+    /* a negative token average: refused with the file and field */
+    snprintf(jsonl, sizeof jsonl, AIPERF_REC, "profiling", "1", "2", "");
+    put_aiperf(jsonl, "{\"total_osl\": {\"avg\": 42}, \"total_isl\": {\"avg\": -7}}", NULL);
+    snprintf(want, sizeof want, "%s: 'total_isl.avg' is negative (-7)",
+             tp("conc_4/aiperf_artifacts/profile_export_aiperf.json"));
+    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+    reset();
     /* no profiling record */
     snprintf(jsonl, sizeof jsonl, AIPERF_REC, "warmup", "1", "2", "");
     put_aiperf(jsonl, "{}", NULL);
