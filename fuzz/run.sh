@@ -75,14 +75,20 @@ for h in "${harnesses[@]}"; do
     dict=()
     [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
     log=$out/fuzz-$name.log
+    # the harnesses' scratch files (fuzz/fuzz_file.h) go below build-fuzz, whatever a crash
+    # leaves there is removed by the next run
+    tmp=$out/tmp-$name
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
     echo "fuzz: running $name for ${seconds}s (log: $log)"
     set +e
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
+    TMPDIR=$PWD/$tmp ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
         UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
         "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$arts/" "${dict[@]}" "$work" >"$log" 2>&1
     rc=$?
     set -e
+    rm -rf "$tmp"
     grep -E '^#[0-9]+[[:space:]]+DONE|^Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb' "$log" || true
     if [ $rc -ne 0 ]; then
         status=1
