@@ -32,8 +32,10 @@ out=build-fuzz
 mkdir -p "$out"
 # the data/ tables that meson embeds in carma (core/table.c), for harnesses that name
 # build-fuzz/embedded_data.c on their fuzz-sources line
-python3 scripts/embed.py "$out/embedded_data.c" data/cpu_tdp.csv data/grid_intensity.csv \
+# (written aside and renamed: another run.sh may be compiling it)
+python3 scripts/embed.py "$out/embedded_data.c.$$" data/cpu_tdp.csv data/grid_intensity.csv \
     data/embodied.csv
+mv -f "$out/embedded_data.c.$$" "$out/embedded_data.c"
 # shellcheck disable=SC2054 # the commas belong to -fsanitize=
 cflags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
         -fno-omit-frame-pointer -std=c17 -D_GNU_SOURCE -Isrc -Wall -Wextra)
