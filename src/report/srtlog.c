@@ -930,6 +930,15 @@ int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struc
     return 0;
 }
 
+/* Whether "HH:MM:SS.mmm" is a time of day (a leap second allowed). */
+static bool is_time_of_day(const char *stamp)
+{
+    int h = (stamp[0] - '0') * 10 + (stamp[1] - '0');
+    int m = (stamp[3] - '0') * 10 + (stamp[4] - '0');
+    int s = (stamp[6] - '0') * 10 + (stamp[7] - '0');
+    return h <= 23 && m <= 59 && s <= 60;
+}
+
 /* "HH:MM:SS.mmm" -> seconds since midnight, as int(h)*3600 + int(m)*60 + float(s). */
 static double time_of_day_s(const char *stamp)
 {
@@ -987,6 +996,12 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
         return ret->note ? 0 : oom(e);
     }
     double d = elapsed;
+    if (!has_elapsed && (!is_time_of_day(start) || !is_time_of_day(complete))) {
+        /* srt-slurm's arithmetic would give a negative duration or one over a day */
+        ret->note = str_printf("phase started %s, complete %s in %s: not a time of day", start,
+                               complete, base_name(benchmark_out));
+        return ret->note ? 0 : oom(e);
+    }
     if (!has_elapsed) {
         d = time_of_day_s(complete) - time_of_day_s(start);
         if (d < 0)

@@ -718,6 +718,22 @@ static void test_phase_log(void **state)
     assert_int_equal(srtlog_phase_log_timing(tp("p4.out"), &rep, &E), 0);
     assert_string_equal(rep.source, "unavailable");
     assert_null(rep.note);
+    /* a stamp that is no time of day (hour 48): no duration (srt-slurm's arithmetic gives
+     * -28769.5 s), said in the note; with elapsed= the stamps are not used */
+    tu_put("p5.out", "48:59:31.680 NOTICE Phase profiling (profiling) started\n"
+                     "17:00:02.180 NOTICE Phase profiling (profiling) complete\n");
+    assert_int_equal(srtlog_phase_log_timing(tp("p5.out"), &rep, &E), 0);
+    assert_string_equal(rep.source, "unavailable");
+    assert_false(rep.has_duration);
+    assert_string_equal(rep.note, "phase started 48:59:31.680, complete 17:00:02.180 in p5.out: "
+                                  "not a time of day");
+    free(rep.note);
+    tu_put("p6.out", "10:00:00.000 NOTICE Phase profiling (profiling) started\n"
+                     "10:00:61.500 NOTICE Phase profiling (profiling) complete elapsed=61.5s\n");
+    assert_int_equal(srtlog_phase_log_timing(tp("p6.out"), &rep, &E), 0);
+    assert_string_equal(rep.source, "aiperf-phase-log");
+    assert_true(rep.has_duration && rep.duration_s == 61.5);
+    free(rep.note);
     /* the fallback inside a window: aggregate without timing, one phase in benchmark.out */
     char jsonl[512];
     snprintf(jsonl, sizeof jsonl, AIPERF_REC, "profiling", "1000000000", "2000000000", "");
