@@ -1618,9 +1618,17 @@ int experiment_load(const char *path, struct experiment *ret, char **errors)
     json_error_t je;
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!root) {
+        /* jansson quotes the token where it stopped, which may hold a line end: escaped, so
+         * that the problem stays one line */
+        char msg[6 * sizeof je.text + 1];
+        size_t k = 0;
+        for (const unsigned char *p = (const unsigned char *)je.text; *p; p++)
+            k += (size_t)(*p < 0x20 || *p == 0x7F ? snprintf(msg + k, sizeof msg - k, "\\u%04x", *p)
+                                                  : snprintf(msg + k, sizeof msg - k, "%c", *p));
+        msg[k] = '\0';
         r = -EINVAL;
         if (asprintf(&out, "%s:%d:%d: JSON syntax: %s\n", path, je.line > 0 ? je.line : 1,
-                     je.column > 0 ? je.column : 1, je.text) < 0)
+                     je.column > 0 ? je.column : 1, msg) < 0)
             out = NULL;
         goto out;
     }

@@ -549,6 +549,18 @@ static void test_errors_in_text(void **state)
     expect_errors(path, -EINVAL, want);
 }
 
+/* jansson's syntax message quotes the token where it stopped, which may hold a line end (a
+ * backslash before one): the message stays one line, the control character escaped. */
+static void test_syntax_error_one_line(void **state)
+{
+    (void)state;
+    tu_put("esc_nl.json", "{\n  \"ex\\\n  \"workloads\": []\n}\n");
+    char path[TU_DIR_MAX + 32], want[TU_DIR_MAX + 128];
+    snprintf(path, sizeof path, "%s/esc_nl.json", tu_dir);
+    snprintf(want, sizeof want, "%s:3:1: JSON syntax: invalid escape near '\"ex\\\\u000a'\n", path);
+    expect_errors(path, -EINVAL, want);
+}
+
 /* A NUL byte anywhere in the file is refused with its position: jansson would read
  * "timeout_s": 12\0 as 12, and a file of NULs is not an empty one. */
 static void test_nul_byte(void **state)
@@ -634,6 +646,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cannot_read, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_errors_in_text, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_nul_byte, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_syntax_error_one_line, tu_setup, tu_teardown),
         cmocka_unit_test(test_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
