@@ -177,6 +177,23 @@ static int parse_time(const char *field, double *ret, const char **why)
     return 0;
 }
 
+/* The first 64 bytes of a cell for a message, its control characters (a quoted cell may hold a
+ * line end) written \u00XX, so that the message stays one line. */
+#define CELL_SHOWN 64
+static const char *cell(const char *f, char buf[6 * CELL_SHOWN + 1])
+{
+    size_t k = 0;
+    for (size_t i = 0; f[i] && i < CELL_SHOWN; i++) {
+        unsigned char c = (unsigned char)f[i];
+        if (c < 0x20 || c == 0x7F)
+            k += (size_t)snprintf(buf + k, 7, "\\u%04x", c);
+        else
+            buf[k++] = (char)c;
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
 int carbon_series_load(const char *path, struct carbon_series *ret, struct carma_err *e)
 {
     char *text = NULL;
@@ -223,41 +240,43 @@ int carbon_series_load(const char *path, struct carbon_series *ret, struct carma
         }
         struct carbon_interval iv;
         const char *why;
+        char qa[6 * CELL_SHOWN + 1], qb[6 * CELL_SHOWN + 1];
         for (size_t c = 0; c < 2; c++) {
             const char *f = row->fields[idx[c]];
             if (parse_time(f, c == 0 ? &iv.start_s : &iv.end_s, &why) < 0) {
-                r = carma_err_set(e, -EINVAL, "%s:%zu: %s: '%.64s' %s", path, row->line, cols[c], f,
-                                  why);
+                r = carma_err_set(e, -EINVAL, "%s:%zu: %s: '%s' %s", path, row->line, cols[c],
+                                  cell(f, qa), why);
                 goto out;
             }
         }
         const char *g = row->fields[idx[2]];
         if (parse_double(g, &iv.g_per_kwh) < 0) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: g_per_kwh: '%.64s' is not a number", path,
-                              row->line, g);
+            r = carma_err_set(e, -EINVAL, "%s:%zu: g_per_kwh: '%s' is not a number", path,
+                              row->line, cell(g, qa));
             goto out;
         }
         if (iv.g_per_kwh < 0) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: g_per_kwh: '%.64s' is negative", path, row->line,
-                              g);
+            r = carma_err_set(e, -EINVAL, "%s:%zu: g_per_kwh: '%s' is negative", path, row->line,
+                              cell(g, qa));
             goto out;
         }
         if (!(iv.end_s > iv.start_s)) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: end: '%.64s' is not after start '%.64s'", path,
-                              row->line, row->fields[idx[1]], row->fields[idx[0]]);
+            r = carma_err_set(e, -EINVAL, "%s:%zu: end: '%s' is not after start '%s'", path,
+                              row->line, cell(row->fields[idx[1]], qa),
+                              cell(row->fields[idx[0]], qb));
             goto out;
         }
         if (n > 0 && iv.start_s < v[n - 1].start_s) {
             r = carma_err_set(e, -EINVAL,
-                              "%s:%zu: start: '%.64s' is before the start of line %zu: rows must "
+                              "%s:%zu: start: '%s' is before the start of line %zu: rows must "
                               "be sorted by time",
-                              path, row->line, row->fields[idx[0]], prev_line);
+                              path, row->line, cell(row->fields[idx[0]], qa), prev_line);
             goto out;
         }
         if (n > 0 && iv.start_s < v[n - 1].end_s) {
             r = carma_err_set(e, -EINVAL,
-                              "%s:%zu: start: '%.64s' overlaps line %zu, which ends at %.17g", path,
-                              row->line, row->fields[idx[0]], prev_line, v[n - 1].end_s);
+                              "%s:%zu: start: '%s' overlaps line %zu, which ends at %.17g", path,
+                              row->line, cell(row->fields[idx[0]], qa), prev_line, v[n - 1].end_s);
             goto out;
         }
         v[n++] = iv;

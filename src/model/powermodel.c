@@ -609,7 +609,7 @@ int pm_load(const char *path, struct power_model *ret, struct carma_err *e)
     if (rc < 0)
         return carma_err_set(e, rc, "%s: cannot read: %s", path, strerror(-rc));
     json_error_t je;
-    json_t *j = json_loadb(text, len, 0, &je);
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
     if (!j)
         return carma_err_set(e, -EINVAL, "%s:%d: %s", path, je.line, je.text);
@@ -686,6 +686,15 @@ int pm_load(const char *path, struct power_model *ret, struct carma_err *e)
                               "'%s'",
                               path, k, f, fname ? fname : "(not a string)");
                 goto out;
+            }
+            for (size_t g = 0; g < pk->nfeat; g++) {
+                if (pk->feat[g] == id) {
+                    carma_err_set(e, -EINVAL,
+                                  "%s: kinds[%zu].delta.features[%zu]: '%s' is given "
+                                  "twice",
+                                  path, k, f, fname);
+                    goto out;
+                }
             }
             pk->feat[pk->nfeat] = id;
             if (get_num(path, where, cs, fname, false, &pk->coef[pk->nfeat], e) < 0)

@@ -888,6 +888,15 @@ int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struc
     return 0;
 }
 
+/* Whether "HH:MM:SS.mmm" is a time of day (a leap second allowed). */
+static bool is_time_of_day(const char *stamp)
+{
+    int h = (stamp[0] - '0') * 10 + (stamp[1] - '0');
+    int m = (stamp[3] - '0') * 10 + (stamp[4] - '0');
+    int s = (stamp[6] - '0') * 10 + (stamp[7] - '0');
+    return h <= 23 && m <= 59 && s <= 60;
+}
+
 /* "HH:MM:SS.mmm" -> seconds since midnight, as int(h)*3600 + int(m)*60 + float(s). */
 static double time_of_day_s(const char *stamp)
 {
@@ -945,6 +954,12 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
         return ret->note ? 0 : oom(e);
     }
     double d = elapsed;
+    if (!has_elapsed && (!is_time_of_day(start) || !is_time_of_day(complete))) {
+        /* srt-slurm's arithmetic would give a negative duration or one over a day */
+        ret->note = str_printf("phase started %s, complete %s in %s: not a time of day", start,
+                               complete, base_name(benchmark_out));
+        return ret->note ? 0 : oom(e);
+    }
     if (!has_elapsed) {
         d = time_of_day_s(complete) - time_of_day_s(start);
         if (d < 0)
@@ -1210,6 +1225,16 @@ static bool is_number(const json_t *v)
     return json_is_integer(v) || json_is_real(v);
 }
 
+/* A JSON number as its text says it, for a message: integers as integers. */
+static const char *number_text(const json_t *v, char buf[32])
+{
+    if (json_is_integer(v))
+        snprintf(buf, 32, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else
+        snprintf(buf, 32, "%.17g", json_number_value(v));
+    return buf;
+}
+
 static int sa_bench_window(struct srtlog_window *w, const char *path, struct carma_err *e)
 {
     static const char *const keys[] = {"benchmark_start_time_unix", "benchmark_end_time_unix",
@@ -1230,6 +1255,12 @@ static int sa_bench_window(struct srtlog_window *w, const char *path, struct car
         }
         if (!is_number(v)) {
             r = carma_err_set(e, -EINVAL, "%s: field '%s' is not a number", path, keys[i]);
+            goto out;
+        }
+        if (i >= 2 && json_number_value(v) < 0) { /* a token count */
+            char num[32];
+            r = carma_err_set(e, -EINVAL, "%s: field '%s' is negative (%s)", path, keys[i],
+                              number_text(v, num));
             goto out;
         }
     }
@@ -1260,7 +1291,8 @@ out:
     return r;
 }
 
-/* aggregate["a"]["b"], which must be a number: 0 and a new reference, or -EINVAL. */
+/* aggregate[key]["avg"], a token count, which must be a number >= 0: 0 and a new reference, or
+ * -EINVAL. */
 static int aggregate_avg(const json_t *agg, const char *key, const char *path, json_t **ret,
                          struct carma_err *e)
 {
@@ -1270,6 +1302,11 @@ static int aggregate_avg(const json_t *agg, const char *key, const char *path, j
         return carma_err_set(e, -EINVAL, "%s: missing '%s.avg'", path, key);
     if (!is_number(v))
         return carma_err_set(e, -EINVAL, "%s: '%s.avg' is not a number", path, key);
+    if (json_number_value(v) < 0) {
+        char num[32];
+        return carma_err_set(e, -EINVAL, "%s: '%s.avg' is negative (%s)", path, key,
+                             number_text(v, num));
+    }
     *ret = json_incref((json_t *)v);
     return 0;
 }
@@ -3518,10 +3555,11 @@ static inline const char *line_digits(const char *p, int max, uint64_t *ret)
     return p == s ? NULL : p;
 }
 
-/* A byte that ends a cell of a plain line (csvr_line): comma, line end, or a lone CR. */
+/* A byte that ends a cell of a plain line (csvr_line): comma, line end, a lone CR, or a NUL
+ * (which csv_split refuses: gpu_line leaves such a line to it). */
 static inline bool cell_end(char c)
 {
-    return c == ',' || c == '\n' || c == '\r';
+    return c == ',' || c == '\n' || c == '\r' || c == '\0';
 }
 
 /*
@@ -3531,10 +3569,9 @@ static inline bool cell_end(char c)
  * fast_i64's and fast_u64's plain digits, schema_version the header's generation as one digit)
  * and the line ends in \n or \r\n after the header's number of fields. Anything else (another
  * field count, a lone CR, a blank or unusual number, a new schema_version, ...) is left to
- * gpu_row: 0, nothing done. A NUL in a cell stops a number there (left to gpu_row); in the
- * hostname gpu_host reads up to it, as gpu_row's C string does; other cells are not read.
- * Returns the bytes taken (line end included), or -ENOMEM. Not used when strict (G->lines
- * false): gpu_row then reads every row.
+ * gpu_row: 0, nothing done. A NUL byte in any cell ends the cell there, and the line is left
+ * to csv_split, which refuses it with its line. Returns the bytes taken (line end included), or
+ * -ENOMEM. Not used when strict (G->lines false): gpu_row then reads every row.
  */
 static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct carma_err *e)
 {

@@ -236,7 +236,9 @@ static int skip_value(struct cursor *c)
         return skip_container(c, ']', false);
     default: {
         const char *start = c->p;
-        while (c->p < c->end && !strchr(",]} \t\r\n", *c->p))
+        /* a NUL is part of the token (jansson ends a number at it and goes on): strchr would
+         * match the set's own terminator */
+        while (c->p < c->end && (*c->p == '\0' || !strchr(",]} \t\r\n", *c->p)))
             cur_adv(c);
         return c->p > start ? 0 : -EINVAL;
     }
@@ -1595,6 +1597,18 @@ int experiment_load(const char *path, struct experiment *ret, char **errors)
             out = NULL;
         goto out;
     }
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        /* jansson reads "12\0" as 12: the file is not text */
+        struct cursor c = {text, nul, 1, 0};
+        while (c.p < c.end)
+            cur_adv(&c);
+        r = -EINVAL;
+        if (asprintf(&out, "%s:%d:%d: JSON syntax: a NUL byte (not text)\n", path, c.line,
+                     c.col + 1) < 0)
+            out = NULL;
+        goto out;
+    }
     if (blank(text, len)) {
         r = -EINVAL;
         if (asprintf(&out, "%s:1:1: JSON syntax: the file is empty\n", path) < 0)
@@ -1604,9 +1618,17 @@ int experiment_load(const char *path, struct experiment *ret, char **errors)
     json_error_t je;
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!root) {
+        /* jansson quotes the token where it stopped, which may hold a line end: escaped, so
+         * that the problem stays one line */
+        char msg[6 * sizeof je.text + 1];
+        size_t k = 0;
+        for (const unsigned char *p = (const unsigned char *)je.text; *p; p++)
+            k += (size_t)(*p < 0x20 || *p == 0x7F ? snprintf(msg + k, sizeof msg - k, "\\u%04x", *p)
+                                                  : snprintf(msg + k, sizeof msg - k, "%c", *p));
+        msg[k] = '\0';
         r = -EINVAL;
         if (asprintf(&out, "%s:%d:%d: JSON syntax: %s\n", path, je.line > 0 ? je.line : 1,
-                     je.column > 0 ? je.column : 1, je.text) < 0)
+                     je.column > 0 ? je.column : 1, msg) < 0)
             out = NULL;
         goto out;
     }

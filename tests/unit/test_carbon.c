@@ -194,6 +194,26 @@ static int load_text(const char *text, struct carbon_series *s, struct carma_err
     return carbon_series_load(path, s, e);
 }
 
+/* A quoted cell may hold a line end; the message that quotes it stays one line (a problem a
+ * line, as validate prints them), the control characters escaped. */
+static void test_series_error_one_line(void **state)
+{
+    (void)state;
+    struct carbon_series s = {0};
+    struct carma_err e = {0};
+    assert_int_equal(
+        load_text("start,end,g_per_kwh\n\"2024-01-01\nT00:00:00Z\",2024-01-01T01:00:00Z,"
+                  "120\n\"1\",\"2\",\"a\tb\r\"\n",
+                  &s, &e),
+        -EINVAL);
+    assert_null(strchr(e.msg, '\n'));
+    if (!strstr(e.msg, ":2: start: '2024-01-01\\u000aT00:00:00Z' is not an ISO 8601 time"))
+        fail_msg("%s", e.msg);
+    assert_int_equal(load_text("start,end,g_per_kwh\n1,2,\"a\tb\r\"\n", &s, &e), -EINVAL);
+    if (!strstr(e.msg, ":2: g_per_kwh: 'a\\u0009b\\u000d' is not a number"))
+        fail_msg("%s", e.msg);
+}
+
 static void test_series_iso_forms(void **state)
 {
     (void)state;
@@ -501,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_series_parse_crlf_quoted),
         cmocka_unit_test(test_series_parse_errors),
         cmocka_unit_test_setup_teardown(test_series_iso_forms, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_series_error_one_line, tu_setup, tu_teardown),
         cmocka_unit_test(test_series_energy),
         cmocka_unit_test(test_series_at),
         cmocka_unit_test(test_resolve_order),

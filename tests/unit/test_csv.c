@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/csv.h"
@@ -205,31 +206,41 @@ static void test_nul_byte(void **state)
     }
 }
 
-/* csv_split refuses a NUL byte as csv_parse does, with the same message, instead of ending the
- * cell there (the run directory readers, nsys's re-split; found by fuzz/fuzz_csv.c). */
+/* csv_split refuses a NUL byte as csv_parse does, with the same line, instead of handing out
+ * the cell cut at it: unquoted, quoted, in a later record, and in the last one with no line
+ * end. */
 static void test_split_nul_byte(void **state)
 {
     (void)state;
     static const char unq[] = "a,b\n1,2\n12\0 34,5\n";
-    static const char quo[] = "a,b\n\"x\0y\",5\n";
+    static const char quo[] = "a,b\n\"x\ny\0\",5\n";
+    static const char last[] = "a,b\r\n1,2\r\n3,4\0";
     const struct {
         const char *text;
-        size_t len;
+        size_t len, rows_before;
         const char *want;
-    } cases[] = {{unq, sizeof unq - 1, "t.csv:3: a NUL byte (not text)"},
-                 {quo, sizeof quo - 1, "t.csv:2: a NUL byte (not text)"}};
-    for (size_t k = 0; k < 2; k++) {
-        char text[64];
-        memcpy(text, cases[k].text, cases[k].len + 1);
+    } cases[] = {{unq, sizeof unq - 1, 2, "t.csv:3: a NUL byte"},
+                 {quo, sizeof quo - 1, 1, "t.csv:3: a NUL byte"},
+                 {last, sizeof last - 1, 2, "t.csv:3: a NUL byte"}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char *buf = malloc(cases[k].len + 1);
+        assert_non_null(buf);
+        memcpy(buf, cases[k].text, cases[k].len + 1);
         struct csv_fields f = {0};
         struct carma_err e = {0};
         size_t pos = 0, line = 1;
-        int r;
-        while ((r = csv_split(text, cases[k].len, &pos, &line, "t.csv", &f, &e)) == 1)
-            ;
-        assert_int_equal(r, -EINVAL);
-        assert_string_equal(e.msg, cases[k].want);
+        for (size_t i = 0; i < cases[k].rows_before; i++)
+            assert_int_equal(csv_split(buf, cases[k].len, &pos, &line, "t.csv", &f, &e), 1);
+        assert_int_equal(csv_split(buf, cases[k].len, &pos, &line, "t.csv", &f, &e), -EINVAL);
+        if (!strstr(e.msg, cases[k].want))
+            fail_msg("case %zu: %s", k, e.msg);
+        /* and csv_parse says the same */
+        struct csv_doc doc;
+        struct carma_err pe = {0};
+        assert_int_equal(csv_parse(cases[k].text, cases[k].len, "t.csv", &doc, &pe), -EINVAL);
+        assert_string_equal(pe.msg, e.msg);
         csv_fields_free(&f);
+        free(buf);
     }
 }
 
@@ -324,8 +335,8 @@ int main(void)
         cmocka_unit_test(test_unterminated_quote),
         cmocka_unit_test(test_stray_quote),
         cmocka_unit_test(test_not_nul_terminated),
-        cmocka_unit_test(test_split_nul_byte),
         cmocka_unit_test(test_nul_byte),
+        cmocka_unit_test(test_split_nul_byte),
         cmocka_unit_test(test_writer_quoting),
         cmocka_unit_test(test_writer_grows),
         cmocka_unit_test(test_round_trip),

@@ -130,6 +130,20 @@ static void test_locate_tricky(void **state)
                      -EINVAL);
 }
 
+/* A NUL byte right after a number: jansson takes it as the number's end (it loads
+ * {"b": 1\0}), so the locator must step over it too, not stop at it. */
+static void test_locate_nul_after_number(void **state)
+{
+    (void)state;
+    static const char t[] = "{\"a\": [{\"b\": 1\0}, {\"c\": 2}]}";
+    int l = 0, c = 0;
+    assert_int_equal(experiment_locate(t, sizeof t - 1, (struct json_path_step[]){K("a"), I(1)}, 2,
+                                       false, &l, &c),
+                     0);
+    assert_int_equal(l, 1);
+    assert_int_equal(c, 19);
+}
+
 static void test_locate_unicode_columns(void **state)
 {
     (void)state;
@@ -535,6 +549,44 @@ static void test_errors_in_text(void **state)
     expect_errors(path, -EINVAL, want);
 }
 
+/* jansson's syntax message quotes the token where it stopped, which may hold a line end (a
+ * backslash before one): the message stays one line, the control character escaped. */
+static void test_syntax_error_one_line(void **state)
+{
+    (void)state;
+    tu_put("esc_nl.json", "{\n  \"ex\\\n  \"workloads\": []\n}\n");
+    char path[TU_DIR_MAX + 32], want[TU_DIR_MAX + 128];
+    snprintf(path, sizeof path, "%s/esc_nl.json", tu_dir);
+    snprintf(want, sizeof want, "%s:3:1: JSON syntax: invalid escape near '\"ex\\\\u000a'\n", path);
+    expect_errors(path, -EINVAL, want);
+}
+
+/* A NUL byte anywhere in the file is refused with its position: jansson would read
+ * "timeout_s": 12\0 as 12, and a file of NULs is not an empty one. */
+static void test_nul_byte(void **state)
+{
+    (void)state;
+    static const char doc[] = "{\"experiment_name\": \"x\",\n \"workloads\": [{\"name\": \"a\", "
+                              "\"script\": \"true\", \"timeout_s\": 12\0}]}\n";
+    static const char nuls[] = "\0\0\n";
+    const struct {
+        const char *name, *text;
+        size_t len;
+        const char *pos;
+    } cases[] = {{"nul.json", doc, sizeof doc - 1, "2:63"}, {"nuls.json", nuls, 3, "1:1"}};
+    for (size_t k = 0; k < 2; k++) {
+        char path[TU_DIR_MAX + 32], want[TU_DIR_MAX + 128];
+        snprintf(path, sizeof path, "%s/%s", tu_dir, cases[k].name);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(cases[k].text, 1, cases[k].len, f), cases[k].len);
+        assert_int_equal(fclose(f), 0);
+        snprintf(want, sizeof want, "%s:%s: JSON syntax: a NUL byte (not text)\n", path,
+                 cases[k].pos);
+        expect_errors(path, -EINVAL, want);
+    }
+}
+
 /* Every bad/NAME.json gives exactly bad/NAME.expected (loaded from inside bad/, so that the
  * messages name the file by its basename). */
 static void test_corpus(void **state)
@@ -580,6 +632,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_locate_tricky),
+        cmocka_unit_test(test_locate_nul_after_number),
         cmocka_unit_test(test_locate_unicode_columns),
         cmocka_unit_test(test_locate_crlf),
         cmocka_unit_test(test_locate_matches_jansson),
@@ -592,6 +645,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resolved_reloads, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_cannot_read, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_errors_in_text, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_nul_byte, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_syntax_error_one_line, tu_setup, tu_teardown),
         cmocka_unit_test(test_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

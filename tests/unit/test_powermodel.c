@@ -187,6 +187,20 @@ static void test_model_round_trip(void **state)
            "{\"watts\": \"x\"}, \"delta\": {\"features\": [], \"coefficients\": {}}}]}");
     assert_int_equal(pm_load(path, l, &e), -EINVAL);
     assert_non_null(strstr(e.msg, "kinds[0].baseline.watts: not a number"));
+    /* a feature listed twice would count its coefficient twice in every delta */
+    tu_put("bad.json", "{\"schema_version\": 1, \"kinds\": [{\"kind\": \"cpu\", \"baseline\": "
+                       "{\"watts\": 3}, \"delta\": {\"features\": [\"cpu_util\", \"cpu_util\"], "
+                       "\"coefficients\": {\"cpu_util\": 2}}}]}");
+    assert_int_equal(pm_load(path, l, &e), -EINVAL);
+    if (!strstr(e.msg, "kinds[0].delta.features[1]: 'cpu_util' is given twice"))
+        fail_msg("%s", e.msg);
+    /* a key given twice in one object (which one counts?) is refused as JSON that is wrong */
+    tu_put("bad.json", "{\"schema_version\": 1, \"kinds\": [{\"kind\": \"cpu\", \"baseline\": "
+                       "{\"watts\": 3, \"watts\": 4}, \"delta\": {\"features\": [], "
+                       "\"coefficients\": {}}}]}");
+    assert_int_equal(pm_load(path, l, &e), -EINVAL);
+    if (!strstr(e.msg, "bad.json:1: duplicate object key"))
+        fail_msg("%s", e.msg);
     snprintf(path, sizeof path, "%s/none.json", tu_dir);
     assert_int_equal(pm_load(path, l, &e), -ENOENT);
     free(l);

@@ -476,6 +476,24 @@ static void test_window_sabench(void **state)
     assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL);
     assert_non_null(strstr(E.msg, "invalid JSON (line 1"));
     reset();
+    /* a negative token count is refused with the file and field, as a count that is not a
+     * number is (no energy per token can come of it) */
+    static const struct {
+        const char *in, *out, *bad;
+    } neg[] = {{"-1500", "500", "'total_input_tokens' is negative (-1500)"},
+               {"1500", "-0.5", "'total_output_tokens' is negative (-0.5)"}};
+    for (size_t k = 0; k < 2; k++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"benchmark_start_time_unix\": 1, \"benchmark_end_time_unix\": 2, "
+                 "\"total_input_tokens\": %s, \"total_output_tokens\": %s}",
+                 neg[k].in, neg[k].out);
+        tu_put("sa-bench_a/results_concurrency_4_x.json", body);
+        snprintf(want, sizeof want, "%s: field %s", tp("sa-bench_a/results_concurrency_4_x.json"),
+                 neg[k].bad);
+        assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+        reset();
+    }
 }
 
 /* One source's window alone: the same window as srtlog_load_windows gives, and a broken
@@ -549,6 +567,13 @@ static void test_window_aiperf(void **state)
     reset();
 
     char want[1200];
+    /* a negative token average: refused with the file and field */
+    snprintf(jsonl, sizeof jsonl, AIPERF_REC, "profiling", "1", "2", "");
+    put_aiperf(jsonl, "{\"total_osl\": {\"avg\": 42}, \"total_isl\": {\"avg\": -7}}", NULL);
+    snprintf(want, sizeof want, "%s: 'total_isl.avg' is negative (-7)",
+             tp("conc_4/aiperf_artifacts/profile_export_aiperf.json"));
+    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+    reset();
     /* no profiling record */
     snprintf(jsonl, sizeof jsonl, AIPERF_REC, "warmup", "1", "2", "");
     put_aiperf(jsonl, "{}", NULL);
@@ -693,6 +718,22 @@ static void test_phase_log(void **state)
     assert_int_equal(srtlog_phase_log_timing(tp("p4.out"), &rep, &E), 0);
     assert_string_equal(rep.source, "unavailable");
     assert_null(rep.note);
+    /* a stamp that is no time of day (hour 48): no duration (srt-slurm's arithmetic gives
+     * -28769.5 s), said in the note; with elapsed= the stamps are not used */
+    tu_put("p5.out", "48:59:31.680 NOTICE Phase profiling (profiling) started\n"
+                     "17:00:02.180 NOTICE Phase profiling (profiling) complete\n");
+    assert_int_equal(srtlog_phase_log_timing(tp("p5.out"), &rep, &E), 0);
+    assert_string_equal(rep.source, "unavailable");
+    assert_false(rep.has_duration);
+    assert_string_equal(rep.note, "phase started 48:59:31.680, complete 17:00:02.180 in p5.out: "
+                                  "not a time of day");
+    free(rep.note);
+    tu_put("p6.out", "10:00:00.000 NOTICE Phase profiling (profiling) started\n"
+                     "10:00:61.500 NOTICE Phase profiling (profiling) complete elapsed=61.5s\n");
+    assert_int_equal(srtlog_phase_log_timing(tp("p6.out"), &rep, &E), 0);
+    assert_string_equal(rep.source, "aiperf-phase-log");
+    assert_true(rep.has_duration && rep.duration_s == 61.5);
+    free(rep.note);
     /* the fallback inside a window: aggregate without timing, one phase in benchmark.out */
     char jsonl[512];
     snprintf(jsonl, sizeof jsonl, AIPERF_REC, "profiling", "1000000000", "2000000000", "");
@@ -2161,17 +2202,38 @@ static void test_gpu_lines_differential(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         gpu_same_both_ways(cases[i], NULL, 0);
-    static const char nul[] = GPU_HDR_V2 ROW0 "2,10.0,0,a,0,u,100.0,50.0,\n"
-                                              "2,10.0,0,a\0b,1,u,100.0,50.0,\n"
-                                              "2,11.0,1,a,0,u\0v,100.0,50.0,\n"
-                                              "2,11.0,1,a\0,1,u,100.0,50.0\0x,\n"
-                                              "2,12.0,2,a\0b,0,u,100.0,50.0,\n"
-                                              "2,12.0,2,a\0b,1,u,100.0,50.0,\n"
-                                              "2,12.0,2,b,0,u,100.0,50.0,\n"
-                                              "2,12.0,2,a\0b,2,u,100.0,50.0,\n"
-                                              "2,12.0,2,b\0,1,u,100.0,50.0,\n"
-                                              "2,12.0,2,b\0,2,u,100.0,50.0,\n";
-    gpu_same_both_ways_n(nul, sizeof nul - 1, NULL, 0);
+        /* a NUL byte in a cell (host, uuid, a number, the last cell; a line the fast reader would
+         * otherwise take whole) is refused by both readers with its line, as csv_split refuses it,
+         * instead of cutting the cell there */
+#define NUL_ROW(x)                                                                                 \
+    {                                                                                              \
+        x, sizeof x - 1                                                                            \
+    }
+    static const struct {
+        const char *s;
+        size_t n;
+    } nul_rows[] = {
+        NUL_ROW("2,10.0,0,a\0b,1,u,100.0,50.0,\n"), NUL_ROW("2,11.0,1,a,0,u\0v,100.0,50.0,\n"),
+        NUL_ROW("2,11.0,1,a\0,1,u,100.0,50.0\0x,\n"), NUL_ROW("2,12.0,2,b,0,u,100.0,50.0,\0\n"),
+        NUL_ROW("2,12.0,2,b,0,u,10\0.0,50.0,\r\n")};
+#undef NUL_ROW
+    for (size_t i = 0; i < sizeof nul_rows / sizeof *nul_rows; i++) {
+        static const char head[] = GPU_HDR_V2 ROW0 "2,10.0,0,a,0,u,100.0,50.0,\n";
+        static const char tail[] = "2,13.0,3,a,0,u,100.0,50.0,\n";
+        char csv[512];
+        size_t len = 0;
+        memcpy(csv, head, sizeof head - 1);
+        len += sizeof head - 1;
+        memcpy(csv + len, nul_rows[i].s, nul_rows[i].n);
+        len += nul_rows[i].n;
+        memcpy(csv + len, tail, sizeof tail - 1);
+        len += sizeof tail - 1;
+        gpu_same_both_ways_n(csv, len, NULL, 0);
+        char want[TU_DIR_MAX + 64];
+        snprintf(want, sizeof want, "%s:4: a NUL byte (not text)", tp("g/samples.csv"));
+        assert_err(load_gpu_n(csv, len, NULL, 0), -EINVAL, want);
+        srtlog_done(&L);
+    }
 #undef ROW0
 
     rng_state = 0x9e3779b97f4a7c15u;
