@@ -4,7 +4,8 @@
 # command (its exit statuses, stdout, stderr and the files it kept), normalised, to a folder.
 #
 #   golden_run CARMA OUTDIR WORKDIR   OUTDIR/NAME.txt for each command; WORKDIR/NAME is the
-#                                     command's working directory (both are emptied first)
+#                                     command's working directory (both are emptied first);
+#                                     GOLDEN_JOBS (default: the CPUs, at most 8) run at once
 #
 # The commands file: one command a line, `NAME COMMAND`; blank lines and lines starting with #
 # are skipped. NAME ([a-z0-9._-]+, unique) names the record; COMMAND is a bash line run by eval
@@ -137,7 +138,16 @@ golden_run() {
         case $name in '' | '#'*) continue ;; esac
         cmds[$name]=$cmd
     done <"$GOLDEN_COMMANDS"
+    # GOLDEN_JOBS commands at a time (default: the CPUs, at most 8): each has its own directory
+    local jobs=${GOLDEN_JOBS:-$(nproc 2>/dev/null || echo 2)} running=0
+    [ "$jobs" -gt 8 ] && [ -z "${GOLDEN_JOBS:-}" ] && jobs=8
     for name in $names; do
-        _golden_one "$name" "${cmds[$name]}"
+        if [ "$running" -ge "$jobs" ]; then
+            wait -n
+            running=$((running - 1))
+        fi
+        _golden_one "$name" "${cmds[$name]}" &
+        running=$((running + 1))
     done
+    wait
 }
