@@ -1,17 +1,15 @@
 /*
- * libFuzzer harness for model/powermodel's model file reader (pm_load): the JSON that
- * `carma model fit` writes and `carma model predict` / `--model-file` read.
+ * libFuzzer harness for the model file reader (modelfile_load, sources/modelfile.c): the JSON
+ * that `carma model fit` writes and `carma model predict` / `--model-file` read.
  *
  * Each input is written to model.json and loaded. A failure must name the file ("model.json:
  * ..."); a success must give kinds that are known and distinct, with known, distinct features
- * (at most FX_N) and NUL-terminated text fields. A model that loads is then saved (pm_save) and
- * loaded again: the second model must give the same JSON (pm_to_json, but for created_unix)
- * and the same delta for a feature vector, bit for bit.
+ * (at most FX_N) and NUL-terminated text fields. A model that loads is then saved
+ * (modelfile_save) and loaded again: the second model must give the same JSON
+ * (modelfile_to_json, but for created_unix) and the same delta for a feature vector, bit for bit.
  *
- * fuzz-sources: src/model/powermodel.c src/model/features.c src/core/array.c src/core/csv.c
- * fuzz-sources: src/core/err.c src/core/file.c src/core/fmt.c src/core/parse.c
- * fuzz-sources: src/rundir/rundir.c src/sources/channel.c
- * fuzz-libs: -ljansson -lgsl -lgslcblas
+ * fuzz-sources: src/sources/modelfile.c src/core/channel_kind.c src/core/err.c src/core/file.c
+ * fuzz-libs: -ljansson
  */
 #include <errno.h>
 #include <jansson.h>
@@ -23,7 +21,7 @@
 #include <string.h>
 
 #include "fuzz_file.h"
-#include "model/powermodel.h"
+#include "sources/modelfile.h"
 
 static bool same_bits(double a, double b)
 {
@@ -32,18 +30,18 @@ static bool same_bits(double a, double b)
 
 static void check_model(const struct power_model *m)
 {
-    if (m->nkinds > FX_KINDS || m->nruns > PM_RUNS_MAX)
+    if (m->nkinds > CHANNEL_KINDS || m->nruns > PM_RUNS_MAX)
         abort();
     for (size_t i = 0; i < m->nkinds; i++) {
         const struct pm_kind *k = &m->k[i];
-        if (k->nfeat > FX_N || pm_find_kind(m, k->kind) != k)
+        if (k->nfeat > FX_N || modelfile_find_kind(m, k->kind) != k)
             abort(); /* a kind twice: the first would shadow the second */
         (void)strlen(k->channels);
         (void)strlen(k->training_method);
         (void)strlen(k->cv_method);
         (void)strlen(k->cv_note);
         for (size_t f = 0; f < k->nfeat; f++) {
-            if (k->feat[f] < 0 || k->feat[f] >= FX_N || !fx_feature_name(k->feat[f]))
+            if (k->feat[f] < 0 || k->feat[f] >= FX_N || !modelfile_feature_name(k->feat[f]))
                 abort();
             for (size_t g = 0; g < f; g++)
                 if (k->feat[g] == k->feat[f])
@@ -56,7 +54,7 @@ static void check_model(const struct power_model *m)
 
 static json_t *model_json(const struct power_model *m)
 {
-    json_t *j = pm_to_json(m);
+    json_t *j = modelfile_to_json(m);
     if (!j)
         abort();
     json_object_del(j, "created_unix");
@@ -73,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(again, sizeof again, "%s/again.json", fuzz_dir());
     static struct power_model m, m2;
     struct carma_err e = {0};
-    int r = pm_load(path, &m, &e);
+    int r = modelfile_load(path, &m, &e);
     if (r < 0) {
         if (e.code != r || !e.msg[0])
             abort();
@@ -87,11 +85,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r != 0)
         abort();
     check_model(&m);
-    if (pm_save(&m, again, &e) != 0) {
-        fprintf(stderr, "pm_save: %s\n", e.msg);
+    if (modelfile_save(&m, again, &e) != 0) {
+        fprintf(stderr, "modelfile_save: %s\n", e.msg);
         abort();
     }
-    if (pm_load(again, &m2, &e) != 0) {
+    if (modelfile_load(again, &m2, &e) != 0) {
         fprintf(stderr, "the saved model does not load: %s\n", e.msg);
         abort();
     }
@@ -109,8 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (m.nkinds != m2.nkinds)
         abort();
     for (size_t i = 0; i < m.nkinds; i++) {
-        const struct pm_kind *k2 = pm_find_kind(&m2, m.k[i].kind);
-        if (!k2 || !same_bits(pm_delta(&m.k[i], x), pm_delta(k2, x)) ||
+        const struct pm_kind *k2 = modelfile_find_kind(&m2, m.k[i].kind);
+        if (!k2 || !same_bits(modelfile_delta(&m.k[i], x), modelfile_delta(k2, x)) ||
             !same_bits(m.k[i].baseline_w, k2->baseline_w))
             abort();
     }

@@ -24,7 +24,7 @@
  * fuzz-sources: src/analysis/split.c src/core/array.c src/core/csv.c src/core/err.c
  * fuzz-sources: src/core/file.c src/core/fmt.c src/core/parse.c src/core/pidlive.c
  * fuzz-sources: src/core/pyjson.c src/core/table.c build-fuzz/embedded_data.c
- * fuzz-sources: src/rundir/rundir.c src/sources/channel.c
+ * fuzz-sources: src/rundir/rundir.c src/sources/channel.c src/core/channel_kind.c
  * fuzz-libs: -ljansson -lm
  */
 #include <errno.h>

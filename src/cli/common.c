@@ -14,8 +14,8 @@
 
 #include "core/parse.h"
 #include "core/pidlive.h"
+#include "sources/estimate.h"
 #include "sources/meter.h"
-#include "sources/model.h"
 
 void common_opts_init(struct common_opts *o)
 {
@@ -24,8 +24,8 @@ void common_opts_init(struct common_opts *o)
     o->sampler.interval_ns = SAMPLER_INTERVAL_DEFAULT_NS;
     o->sampler.model.tdp_w = 0;
     o->sampler.model.idle_w = -1;
-    o->sampler.model.idle_fraction = MODEL_IDLE_FRACTION_DEFAULT;
-    o->sampler.model.curve = MODEL_CURVE_FAN;
+    o->sampler.model.idle_fraction = ESTIMATE_IDLE_FRACTION_DEFAULT;
+    o->sampler.model.curve = ESTIMATE_CURVE_FAN;
 }
 
 void cli_error(const char *fmt, ...)
@@ -71,7 +71,7 @@ int common_opts_handle(struct common_opts *o, int c, const char *arg)
     case OPT_CPU_IDLE:
         return positive_watts("--cpu-idle", arg, &o->sampler.model.idle_w, true);
     case OPT_MODEL_CURVE:
-        if (model_curve_parse(arg, &o->sampler.model.curve) < 0) {
+        if (estimate_curve_parse(arg, &o->sampler.model.curve) < 0) {
             cli_error("--model-curve: '%s' is not fan or linear", arg);
             return -1;
         }

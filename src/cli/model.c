@@ -89,15 +89,15 @@ static int parse_features(const char *arg, struct pm_fit_opts *o)
     char buf[256];
     snprintf(buf, sizeof buf, "%s", arg);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int f = fx_feature_parse(t);
+        int f = modelfile_feature_parse(t);
         if (f < 0) {
             cli_error("--features: unknown feature '%s' (cpu_util, instructions, cycles, gpu_sm, "
                       "gpu_util, gpu_mem, gpu_busy)",
                       t);
             return -1;
         }
-        size_t *n = fx_feature_is_gpu(f) ? &o->nfeat_gpu : &o->nfeat_cpu;
-        int *arr = fx_feature_is_gpu(f) ? o->feat_gpu : o->feat_cpu;
+        size_t *n = modelfile_feature_is_gpu(f) ? &o->nfeat_gpu : &o->nfeat_cpu;
+        int *arr = modelfile_feature_is_gpu(f) ? o->feat_gpu : o->feat_cpu;
         for (size_t j = 0; j < *n; j++)
             if (arr[j] == f) {
                 cli_error("--features: '%s' given twice", t);
@@ -118,7 +118,7 @@ static void print_fit(const struct power_model *m)
         for (size_t j = 0; j < pk->nfeat; j++) {
             size_t used = strlen(delta);
             snprintf(delta + used, sizeof delta - used, "%s%s %.4g", j ? ", " : "",
-                     fx_feature_name(pk->feat[j]), pk->coef[j]);
+                     modelfile_feature_name(pk->feat[j]), pk->coef[j]);
         }
         printf("%-7s %9.3f %8.3f  %-30s %7.4f %8.3f %9.4f %10.3f %6zu\n", kind_str(pk->kind),
                pk->baseline_w, pk->baseline_se_w, delta, pk->r2, pk->mape_pct, pk->cv_r2,
@@ -272,12 +272,12 @@ static int cmd_fit(int argc, char **argv)
         cli_error("model fit: %s", e.msg);
         goto out;
     }
-    if (pm_save(m, out, &e) < 0) {
+    if (modelfile_save(m, out, &e) < 0) {
         cli_error("%s", e.msg);
         goto out;
     }
     if (json) {
-        json_t *j = pm_to_json(m);
+        json_t *j = modelfile_to_json(m);
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         printf("\n");
         json_decref(j);
@@ -395,7 +395,7 @@ static int cmd_predict(int argc, char **argv)
     int status = 1;
     if (!m)
         goto out;
-    if (pm_load(model, m, &e) < 0) {
+    if (modelfile_load(model, m, &e) < 0) {
         cli_error("%s", e.msg);
         goto out;
     }

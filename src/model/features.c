@@ -21,53 +21,6 @@
 #define FX_CHAN_MAX 1024
 #define FX_GPUS_MAX 256
 
-static const struct {
-    const char *name, *unit, *source;
-    bool gpu;
-} feature_info[FX_N] = {
-    [FX_CPU_UTIL] = {"cpu_util", "fraction of the node's CPU time (0..1)",
-                     "features.csv cpu_time_s; the node's from node_util.csv", false},
-    [FX_INSTRUCTIONS] = {"instructions", "1e9 instructions per second",
-                         "features.csv instructions (perf_event)", false},
-    [FX_CYCLES] = {"cycles", "1e9 cycles per second", "features.csv cycles (perf_event)", false},
-    [FX_GPU_SM] = {"gpu_sm", "SM utilization summed over the GPUs (1 = one GPU's SMs)",
-                   "utilization.csv sm_util_pct", true},
-    [FX_GPU_UTIL] = {"gpu_util", "device utilization summed over the GPUs, by SM share",
-                     "utilization.csv gpu_util_pct", true},
-    [FX_GPU_MEM] = {"gpu_mem", "memory utilization summed over the GPUs, by SM share",
-                    "utilization.csv mem_util_pct", true},
-    [FX_GPU_BUSY] = {"gpu_busy", "kernel busy fraction summed over the GPUs",
-                     "nsys_gpu.csv busy_s (carma import-nsys)", true},
-};
-
-const char *fx_feature_name(int f)
-{
-    return f >= 0 && f < FX_N ? feature_info[f].name : NULL;
-}
-
-int fx_feature_parse(const char *name)
-{
-    for (int f = 0; f < FX_N; f++)
-        if (strcmp(name, feature_info[f].name) == 0)
-            return f;
-    return -1;
-}
-
-const char *fx_feature_unit(int f)
-{
-    return f >= 0 && f < FX_N ? feature_info[f].unit : NULL;
-}
-
-const char *fx_feature_source(int f)
-{
-    return f >= 0 && f < FX_N ? feature_info[f].source : NULL;
-}
-
-bool fx_feature_is_gpu(int f)
-{
-    return f >= 0 && f < FX_N && feature_info[f].gpu;
-}
-
 double fx_node(const struct fx_run *r, size_t i, int f)
 {
     double s = 0;

@@ -9,7 +9,8 @@
  *     mean over the interval of the sum of the kind's total-domain channels (NAN when one of
  *     them had a missing reading in it);
  *   - per party (each workload, then "other": the processes outside the experiment) the
- *     features of fx_feature below; a node-level feature is the sum over the parties;
+ *     features of enum fx_feature (sources/modelfile.h); a node-level feature is the sum over
+ *     the parties;
  *   - per workload and kind, the power attribution.csv gave it (its measured attributed
  *     power), NAN without attribution.csv.
  *
@@ -25,30 +26,9 @@
 #include <stddef.h>
 
 #include "core/err.h"
-#include "sources/source.h"
+#include "sources/modelfile.h"
 
-#define FX_KINDS 6 /* enum channel_kind */
-
-/* The features a delta model may use (docs/model.md). */
-enum fx_feature {
-    FX_CPU_UTIL,     /* CPU time / the node's CPU time (0..1): features.csv, node_util.csv */
-    FX_INSTRUCTIONS, /* 1e9 instructions per second (features.csv, perf) */
-    FX_CYCLES,       /* 1e9 cycles per second (features.csv, perf) */
-    FX_GPU_SM,       /* SM utilization summed over the GPUs (0..1 per GPU; utilization.csv) */
-    FX_GPU_UTIL,     /* device utilization, given to the processes by their SM shares */
-    FX_GPU_MEM,      /* device memory utilization, given likewise */
-    FX_GPU_BUSY,     /* kernel busy fraction summed over the GPUs (nsys_gpu.csv) */
-    FX_N
-};
-
-/* The feature's name in model files and on the command line; -1 / NULL when unknown. */
-const char *fx_feature_name(int f);
-int fx_feature_parse(const char *name);
-/* Its unit and the file it comes from, for the model file and the docs. */
-const char *fx_feature_unit(int f);
-const char *fx_feature_source(int f);
-/* True for the features of GPU kinds (the others are for the CPU-side kinds). */
-bool fx_feature_is_gpu(int f);
+#define FX_KINDS CHANNEL_KINDS /* per device kind, enum channel_kind (core/channel_kind.h) */
 
 struct fx_opts {
     double window_s;       /* interval length (default 1 s) */

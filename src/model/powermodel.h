@@ -11,8 +11,9 @@
  * (delta_job = Σ_f coef_f × x_{job,f}) without fitting to carma's own attribution. The fit is a
  * weighted linear least squares (gsl_multifit_wlinear_tsvd, weights = interval seconds);
  * its quality is scored in-sample and out-of-sample (k-fold over contiguous blocks of intervals,
- * or leave-one-run-out): R² and MAPE. The model file is JSON (docs/model.md). Nothing here
- * prints; errors name the file, kind and feature.
+ * or leave-one-run-out): R² and MAPE. The model file (JSON, docs/model.md) is sources/modelfile's:
+ * what is fitted here is saved and loaded there. Nothing here prints; errors name the file, kind
+ * and feature.
  */
 #ifndef CARMA_MODEL_POWERMODEL_H
 #define CARMA_MODEL_POWERMODEL_H
@@ -23,39 +24,7 @@
 
 #include "core/err.h"
 #include "model/features.h"
-
-#define PM_RUNS_MAX 64
-#define PM_SCHEMA   1
-
-struct pm_kind {
-    int kind; /* enum channel_kind */
-    char channels[512];
-    char training_method[24]; /* its runs' power: "measured", "estimated" or both with a '+'
-                                 ("" in a model file older than the field) */
-    size_t nfeat;
-    int feat[FX_N];                   /* the delta's features, in order */
-    double baseline_w, baseline_se_w; /* the intercept and its standard error */
-    double coef[FX_N], coef_se[FX_N]; /* W per feature unit, by position in feat[] */
-    size_t nint;                      /* intervals fitted */
-    double seconds;
-    double r2, rmse_w, mape_pct;         /* in-sample */
-    char cv_method[32];                  /* "5-fold", "leave-one-run-out" */
-    double cv_r2, cv_mape_pct;           /* out-of-sample; NAN when not computed */
-    char cv_note[256];                   /* why not, when NAN */
-    double phase_s, phase_w, phase_util; /* the baseline phase: seconds, mean power, mean
-                                            cpu_util; NAN when no run had one */
-};
-
-struct power_model {
-    size_t nkinds;
-    struct pm_kind k[FX_KINDS];
-    char skipped[FX_KINDS][256]; /* per kind: why it was not fitted ("" when fitted/absent) */
-    size_t nruns;
-    char runs[PM_RUNS_MAX][512];
-    int ncpu;             /* host.cpus of the runs (0 when unknown or mixed) */
-    double window_s;      /* interval length used */
-    bool background_seen; /* every run had node_util.csv */
-};
+#include "sources/modelfile.h"
 
 struct pm_fit_opts {
     int folds;        /* k of the k-fold CV (default 5) */
@@ -102,24 +71,6 @@ void pm_scores(const double *y, const double *yhat, const double *w, size_t n, d
  */
 int pm_fit(const struct fx_run *runs, size_t nruns, const struct pm_fit_opts *o,
            struct power_model *ret, struct carma_err *e);
-
-/* The model as JSON (docs/model.md); the caller owns the result. */
-json_t *pm_to_json(const struct power_model *m);
-
-/* Writes the model to path atomically. Returns 0 or a negative errno with e set. */
-int pm_save(const struct power_model *m, const char *path, struct carma_err *e);
-
-/*
- * Reads a model file. Returns 0, or -ENOENT / -EINVAL with e naming the file and the field
- * (unknown kind or feature, a coefficient that is not a number, a schema it does not know).
- */
-int pm_load(const char *path, struct power_model *ret, struct carma_err *e);
-
-/* The model of kind, or NULL. */
-const struct pm_kind *pm_find_kind(const struct power_model *m, int kind);
-
-/* Σ coef_f × x[feat_f] (x indexed by enum fx_feature): the delta of a party or the node. */
-double pm_delta(const struct pm_kind *k, const double *x);
 
 /*
  * CARMA's predict step on one run: per interval, kind and party the predicted power (the

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/channel_kind.h"
 #include "report/svg.h"
 
 #define DEFAULT_POINTS 1500
@@ -500,14 +501,14 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
         return;
     }
     /* the kinds that have energy in some job */
-    static const char *const kinds[] = {"cpu", "dram", "soc", "gpu", "system"};
-    bool show[5] = {false};
+    enum { SHOWN_KINDS = KIND_OTHER }; /* cpu, dram, soc, gpu, system: all but other */
+    bool show[SHOWN_KINDS] = {false};
     size_t nshow = 0, i;
     const json_t *w;
     json_array_foreach(ws, i, w)
     {
-        for (size_t k = 0; k < 5; k++) {
-            double j = jnum(json_object_get(w, "energy_by_kind_j"), kinds[k]);
+        for (size_t k = 0; k < SHOWN_KINDS; k++) {
+            double j = jnum(json_object_get(w, "energy_by_kind_j"), channel_kind_name(k));
             if (!show[k] && isfinite(j) && j != 0) {
                 show[k] = true;
                 nshow++;
@@ -517,9 +518,9 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
     fputs("<div class=\"scroll\"><table id=\"jobs\"><tr><th class=\"l\">job</th><th>duration "
           "(s)</th><th class=\"l\">exit</th><th>energy (J)</th>",
           f);
-    for (size_t k = 0; k < 5; k++)
+    for (size_t k = 0; k < SHOWN_KINDS; k++)
         if (show[k])
-            fprintf(f, "<th>%s (J)</th>", kinds[k]);
+            fprintf(f, "<th>%s (J)</th>", channel_kind_name(k));
     fputs("<th>avg power (W)</th><th>operational (gCO2e)</th><th>embodied (gCO2e)</th><th "
           "class=\"l\">embodied sources</th></tr>\n",
           f);
@@ -534,9 +535,9 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
         exit_cell(f, w);
         td_num(f, jnum(w, "energy_j"));
         const json_t *bk = json_object_get(w, "energy_by_kind_j");
-        for (size_t k = 0; k < 5; k++)
+        for (size_t k = 0; k < SHOWN_KINDS; k++)
             if (show[k])
-                td_num(f, jnum(bk, kinds[k]));
+                td_num(f, jnum(bk, channel_kind_name(k)));
         td_num(f, jnum(w, "avg_power_w"));
         td_num(f, jnum(w, "operational_g_co2e"));
         td_num(f, jnum(w, "embodied_g_co2e"));

@@ -31,7 +31,7 @@ struct sampler_opts {
     const char *root;    /* "/" when NULL */
     int64_t interval_ns; /* 0: default */
     const char *sources; /* comma-separated names, NULL: all in priority order */
-    struct model_opts model;
+    struct estimate_opts model;
     /* wall meters (src/sources/meter.h): "wattsup:DEVICE", "cmd:COMMAND"; probed after the
      * sources above, whatever --sources says, one meter source each */
     const char *meters[SAMPLER_METERS_MAX];

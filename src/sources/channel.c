@@ -1,17 +1,10 @@
 /*
- * channel: the names of a channel's kind, method and domain, and the bounds of what a sensor of
- * each kind can draw. Apart from the source table (source.c) so that the readers of a run
- * directory (rundir/) and the fuzz harnesses link these without every source.
+ * channel: the names of a channel's method and domain (its kind's: core/channel_kind), and the
+ * bounds of what a sensor of each kind can draw. Apart from the source table (source.c) so that
+ * the readers of a run directory (rundir/) and the fuzz harnesses link these without every
+ * source.
  */
 #include "sources/source.h"
-
-#include <string.h>
-
-const char *channel_kind_name(enum channel_kind k)
-{
-    static const char *const names[] = {"cpu", "dram", "soc", "gpu", "system", "other"};
-    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "other";
-}
 
 const char *channel_method_name(enum channel_method m)
 {
@@ -21,14 +14,6 @@ const char *channel_method_name(enum channel_method m)
 const char *channel_domain_name(enum channel_domain d)
 {
     return d == DOMAIN_COMPONENT ? "component" : "total";
-}
-
-int channel_kind_parse(const char *name)
-{
-    for (int k = KIND_CPU; k <= KIND_OTHER; k++)
-        if (strcmp(name, channel_kind_name((enum channel_kind)k)) == 0)
-            return k;
-    return -1;
 }
 
 double channel_kind_power_max_w(enum channel_kind kind, bool meter)

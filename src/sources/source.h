@@ -1,5 +1,6 @@
 /*
- * source: the one interface every power source implements (rapl, hwmon, nvml, model).
+ * source: the one interface every power source implements (rapl, hwmon, nvml, model: the
+ * estimating source, estimate.c).
  *
  * A source is probed once: it finds its devices below the root, appends one struct channel
  * per physical quantity to the shared channel set and opens the files it will read. Each
@@ -19,10 +20,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/channel_kind.h"
 #include "core/err.h"
 #include "core/fsroot.h"
 
-enum channel_kind { KIND_CPU, KIND_DRAM, KIND_SOC, KIND_GPU, KIND_SYSTEM, KIND_OTHER };
 enum channel_form { FORM_COUNTER, FORM_GAUGE };
 enum channel_method { METHOD_MEASURED, METHOD_ESTIMATED };
 /* total: a whole domain, added into node figures; component: part of another domain (its
@@ -73,14 +74,15 @@ struct channel_set {
     size_t n;
 };
 
-/* Node CPU utilization as the model source and the attribution need it (src/sources/procfs). */
+/* Node CPU utilization as the estimating source and the attribution need it (src/sources/procfs).
+ */
 struct procstat;
 
-struct model_opts {
+struct estimate_opts {
     double tdp_w;  /* per socket; <= 0: look the CPU up in the table */
     double idle_w; /* per socket; < 0: idle_fraction × TDP */
     double idle_fraction;
-    int curve;              /* MODEL_CURVE_* (model.h) */
+    int curve;              /* ESTIMATE_CURVE_* (estimate.h) */
     const char *table_path; /* CSV overriding the embedded data/cpu_tdp.csv; NULL = embedded */
     const char *model_file; /* a fitted model (carma model fit) replacing the TDP table; NULL:
                                none */
@@ -90,7 +92,7 @@ struct probe_ctx {
     const struct fsroot *root;
     struct channel_set *set;
     const struct procstat *util; /* updated by the sampler before every read */
-    const struct model_opts *model;
+    const struct estimate_opts *model;
     bool have_measured_cpu; /* a measured CPU-side channel was found by earlier sources */
     bool forced;            /* the user named this source in --sources */
     const char *spec;       /* a source named by a spec (the meter's --meter SPEC), else NULL */
@@ -122,8 +124,7 @@ struct source {
     char note[768];      /* when usable: what the user should know (fallbacks, warnings) */
 };
 
-/* Static strings for the enums. */
-const char *channel_kind_name(enum channel_kind k);
+/* Static strings for the enums (the kind's: channel_kind_name, core/channel_kind.h). */
 const char *channel_method_name(enum channel_method m);
 const char *channel_domain_name(enum channel_domain d);
 
@@ -142,8 +143,6 @@ const char *channel_domain_name(enum channel_domain d);
 double channel_power_max_w(const struct channel *c);
 /* The same bound by kind (meter: a wall meter's channel), for readers of what was written. */
 double channel_kind_power_max_w(enum channel_kind kind, bool meter);
-/* The kind named name ("cpu", ..., "other", as channel_kind_name gives them), or -1. */
-int channel_kind_parse(const char *name);
 
 /*
  * Appends a zeroed channel to the set and returns its index, or -ENOSPC when the set is

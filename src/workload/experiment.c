@@ -23,6 +23,7 @@
 #include "core/parse.h"
 #include "core/table.h"
 #include "core/timeutil.h"
+#include "analysis/carbon.h"
 #include "analysis/split.h"
 #include "sampler/sampler.h"
 #include "sources/meter.h"

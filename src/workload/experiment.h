@@ -22,12 +22,14 @@
 #define CARMA_WORKLOAD_EXPERIMENT_H
 
 #include <jansson.h>
-
-#include "analysis/carbon.h"
-#include "analysis/split.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "analysis/split.h" /* enum split_policy (analysis/ is below workload/: README, Layout) */
+
+/* carbon.embodied's rows, read here, used by analysis/carbon (carbon_embodied_resolve) */
+struct carbon_embodied_override;
 
 /* The largest experiment file read (bytes). */
 #define EXPERIMENT_FILE_MAX (1024 * 1024)

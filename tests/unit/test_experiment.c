@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/carbon.h"
 #include "testutil.h"
 #include "workload/experiment.h"
 

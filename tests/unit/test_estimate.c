@@ -1,7 +1,7 @@
 /*
- * Unit tests for sources/model: the utilization curves, the TDP look-up and its fallback,
- * user overrides, when the model is probed at all, and the power it reports from a proc/stat
- * rewritten between ticks with known deltas.
+ * Unit tests for sources/estimate (the source named "model"): the utilization curves, the TDP
+ * look-up and its fallback, user overrides, when the model is probed at all, and the power it
+ * reports from a proc/stat rewritten between ticks with known deltas.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,25 +17,25 @@
 
 #include "core/energy.h"
 #include "sampler/sampler.h"
-#include "sources/model.h"
+#include "sources/estimate.h"
 #include "sources/procfs.h"
 #include "sources/source.h"
 #include "testutil.h"
 
-extern const struct source_ops model_source_ops;
+extern const struct source_ops estimate_source_ops;
 
-static struct model_opts default_opts(void)
+static struct estimate_opts default_opts(void)
 {
-    struct model_opts m = {
+    struct estimate_opts m = {
         .tdp_w = 0,
         .idle_w = -1,
-        .idle_fraction = MODEL_IDLE_FRACTION_DEFAULT,
-        .curve = MODEL_CURVE_FAN,
+        .idle_fraction = ESTIMATE_IDLE_FRACTION_DEFAULT,
+        .curve = ESTIMATE_CURVE_FAN,
     };
     return m;
 }
 
-static struct sampler *new_with(const char *sources, const struct model_opts *m)
+static struct sampler *new_with(const char *sources, const struct estimate_opts *m)
 {
     struct sampler_opts o = {.root = tu_dir, .sources = sources, .model = *m};
     return tu_sampler_new(&o);
@@ -56,40 +56,40 @@ static const struct source *model_src(const struct sampler *s)
 static void test_curves(void **state)
 {
     (void)state;
-    assert_true(model_curve(MODEL_CURVE_FAN, 0.0) == 0.0);
-    assert_true(model_curve(MODEL_CURVE_FAN, 1.0) == 1.0);
-    assert_true(model_curve(MODEL_CURVE_FAN, 0.5) == 1.0 - pow(0.5, 1.4));
-    assert_true(fabs(model_curve(MODEL_CURVE_FAN, 0.5) - 0.6210708583724005) < 1e-15);
-    assert_true(model_curve(MODEL_CURVE_FAN, 0.25) == 0.5 - pow(0.25, 1.4));
+    assert_true(estimate_curve(ESTIMATE_CURVE_FAN, 0.0) == 0.0);
+    assert_true(estimate_curve(ESTIMATE_CURVE_FAN, 1.0) == 1.0);
+    assert_true(estimate_curve(ESTIMATE_CURVE_FAN, 0.5) == 1.0 - pow(0.5, 1.4));
+    assert_true(fabs(estimate_curve(ESTIMATE_CURVE_FAN, 0.5) - 0.6210708583724005) < 1e-15);
+    assert_true(estimate_curve(ESTIMATE_CURVE_FAN, 0.25) == 0.5 - pow(0.25, 1.4));
     /* the fan curve lies above the line inside (0, 1) */
     for (double u = 0.05; u < 1.0; u += 0.05)
-        assert_true(model_curve(MODEL_CURVE_FAN, u) > u);
-    assert_true(model_curve(MODEL_CURVE_LINEAR, 0.0) == 0.0);
-    assert_true(model_curve(MODEL_CURVE_LINEAR, 0.25) == 0.25);
-    assert_true(model_curve(MODEL_CURVE_LINEAR, 1.0) == 1.0);
+        assert_true(estimate_curve(ESTIMATE_CURVE_FAN, u) > u);
+    assert_true(estimate_curve(ESTIMATE_CURVE_LINEAR, 0.0) == 0.0);
+    assert_true(estimate_curve(ESTIMATE_CURVE_LINEAR, 0.25) == 0.25);
+    assert_true(estimate_curve(ESTIMATE_CURVE_LINEAR, 1.0) == 1.0);
     /* u is clamped to [0, 1]; NaN counts as 0 */
-    assert_true(model_curve(MODEL_CURVE_FAN, -0.5) == 0.0);
-    assert_true(model_curve(MODEL_CURVE_FAN, 1.5) == 1.0);
-    assert_true(model_curve(MODEL_CURVE_LINEAR, 7.0) == 1.0);
-    assert_true(model_curve(MODEL_CURVE_LINEAR, -1.0) == 0.0);
-    assert_true(model_curve(MODEL_CURVE_FAN, NAN) == 0.0);
+    assert_true(estimate_curve(ESTIMATE_CURVE_FAN, -0.5) == 0.0);
+    assert_true(estimate_curve(ESTIMATE_CURVE_FAN, 1.5) == 1.0);
+    assert_true(estimate_curve(ESTIMATE_CURVE_LINEAR, 7.0) == 1.0);
+    assert_true(estimate_curve(ESTIMATE_CURVE_LINEAR, -1.0) == 0.0);
+    assert_true(estimate_curve(ESTIMATE_CURVE_FAN, NAN) == 0.0);
 }
 
 static void test_curve_names(void **state)
 {
     (void)state;
     int c = -1;
-    assert_int_equal(model_curve_parse("fan", &c), 0);
-    assert_int_equal(c, MODEL_CURVE_FAN);
-    assert_int_equal(model_curve_parse("linear", &c), 0);
-    assert_int_equal(c, MODEL_CURVE_LINEAR);
+    assert_int_equal(estimate_curve_parse("fan", &c), 0);
+    assert_int_equal(c, ESTIMATE_CURVE_FAN);
+    assert_int_equal(estimate_curve_parse("linear", &c), 0);
+    assert_int_equal(c, ESTIMATE_CURVE_LINEAR);
     c = 42;
-    assert_int_equal(model_curve_parse("Linear", &c), -EINVAL);
-    assert_int_equal(model_curve_parse("", &c), -EINVAL);
-    assert_int_equal(model_curve_parse("fan ", &c), -EINVAL);
+    assert_int_equal(estimate_curve_parse("Linear", &c), -EINVAL);
+    assert_int_equal(estimate_curve_parse("", &c), -EINVAL);
+    assert_int_equal(estimate_curve_parse("fan ", &c), -EINVAL);
     assert_int_equal(c, 42);
-    assert_string_equal(model_curve_name(MODEL_CURVE_FAN), "fan");
-    assert_string_equal(model_curve_name(MODEL_CURVE_LINEAR), "linear");
+    assert_string_equal(estimate_curve_name(ESTIMATE_CURVE_FAN), "fan");
+    assert_string_equal(estimate_curve_name(ESTIMATE_CURVE_LINEAR), "linear");
 }
 
 /* ---- probing ---- */
@@ -98,7 +98,7 @@ static void test_tdp_from_table(void **state)
 {
     (void)state;
     tu_copy_fixture("intel-2s");
-    struct model_opts m = default_opts();
+    struct estimate_opts m = default_opts();
     struct sampler *s = new_with("model", &m);
     const struct source *src = model_src(s);
     assert_int_equal(src->status, 0);
@@ -135,7 +135,7 @@ static void test_tdp_fallback(void **state)
 {
     (void)state;
     tu_copy_fixture("vm-empty");
-    struct model_opts m = default_opts();
+    struct estimate_opts m = default_opts();
     struct sampler *s = new_with(NULL, &m);
     const struct source *src = model_src(s);
     assert_int_equal(src->status, 0);
@@ -152,10 +152,10 @@ static void test_overrides(void **state)
 {
     (void)state;
     tu_copy_fixture("intel-2s");
-    struct model_opts m = default_opts();
+    struct estimate_opts m = default_opts();
     m.tdp_w = 200;
     m.idle_w = 30;
-    m.curve = MODEL_CURVE_LINEAR;
+    m.curve = ESTIMATE_CURVE_LINEAR;
     struct sampler *s = new_with("model", &m);
     const struct source *src = model_src(s);
     assert_true(s->set.ch[0].idle_w == 30.0);
@@ -196,7 +196,7 @@ static void test_table_path(void **state)
     tu_put("tdp.csv", "pattern,vendor,family,cores,tdp_w,source\n"
                       "Gold 6248,Intel,test,20,99,a test row\n"
                       "*,*,unknown,,77,test fallback\n");
-    struct model_opts m = default_opts();
+    struct estimate_opts m = default_opts();
     m.table_path = table;
     struct sampler *s = new_with("model", &m);
     const struct source *src = model_src(s);
@@ -232,7 +232,7 @@ static void test_not_needed_with_measured(void **state)
 {
     (void)state;
     tu_copy_fixture("intel-2s");
-    struct model_opts m = default_opts();
+    struct estimate_opts m = default_opts();
     struct sampler *s = new_with(NULL, &m);
     const struct source *src = model_src(s);
     assert_int_equal(src->status, -ENOENT);
@@ -257,7 +257,7 @@ static void test_no_utilization(void **state)
 {
     (void)state;
     tu_put("sys/class/powercap/.keep", "");
-    struct model_opts m = default_opts();
+    struct estimate_opts m = default_opts();
     struct sampler *s = new_with("model", &m);
     assert_false(s->have_util);
     const struct source *src = model_src(s);
@@ -281,12 +281,12 @@ static void test_invalid_before_primed(void **state)
     assert_false(util.primed);
     struct channel_set *set = calloc(1, sizeof *set);
     assert_non_null(set);
-    struct model_opts m = default_opts();
+    struct estimate_opts m = default_opts();
     struct probe_ctx ctx = {.root = &root, .set = set, .util = &util, .model = &m};
-    struct source src = {.ops = &model_source_ops};
-    assert_int_equal(model_source_ops.probe(&src, &ctx), 1);
+    struct source src = {.ops = &estimate_source_ops};
+    assert_int_equal(estimate_source_ops.probe(&src, &ctx), 1);
     struct reading rd = {.valid = READING_POWER, .power_w = 1};
-    model_source_ops.read(&src, &rd);
+    estimate_source_ops.read(&src, &rd);
     assert_int_equal(rd.valid, 0);
     assert_int_equal(rd.err, -EAGAIN);
 
@@ -296,7 +296,7 @@ static void test_invalid_before_primed(void **state)
                         "cpu1 1010 10 300 50090 20 0 5 0 0 0\n");
     assert_int_equal(procstat_sample(&util), 0);
     assert_true(util.primed);
-    model_source_ops.read(&src, &rd);
+    estimate_source_ops.read(&src, &rd);
     assert_int_equal(rd.valid, READING_POWER);
     assert_int_equal(rd.err, 0);
     double idle = 0.12 * 85;
@@ -305,13 +305,13 @@ static void test_invalid_before_primed(void **state)
     /* proc/stat unreadable this tick: the power is missing with that error */
     tu_put("proc/stat", "nonsense\n");
     assert_int_equal(procstat_sample(&util), -EINVAL);
-    model_source_ops.read(&src, &rd);
+    estimate_source_ops.read(&src, &rd);
     assert_int_equal(rd.valid, 0);
     assert_int_equal(rd.err, -EINVAL);
 
-    model_source_ops.close(&src);
+    estimate_source_ops.close(&src);
     assert_null(src.priv);
-    model_source_ops.close(&src); /* twice is fine */
+    estimate_source_ops.close(&src); /* twice is fine */
     procstat_close(&util);
     fsroot_close(&root);
     free(set);
@@ -337,7 +337,7 @@ static void test_power_from_utilization(void **state)
 {
     (void)state;
     tu_copy_fixture("intel-2s");
-    struct model_opts m = default_opts();
+    struct estimate_opts m = default_opts();
     struct sampler *s = new_with("model", &m);
     assert_int_equal(s->set.n, 2);
     const double idle = 18.0, max = 150.0;
@@ -376,7 +376,7 @@ static void test_power_from_utilization(void **state)
 
     /* the linear curve */
     tu_copy_fixture("intel-2s");
-    m.curve = MODEL_CURVE_LINEAR;
+    m.curve = ESTIMATE_CURVE_LINEAR;
     s = new_with("model", &m);
     put_stat(1050, 50050, 1025, 50075);
     sampler_tick(s);

@@ -1,5 +1,5 @@
-/* model: the estimated CPU power source (see model.h). */
-#include "sources/model.h"
+/* estimate: the estimating CPU power source, `--sources model` (see estimate.h). */
+#include "sources/estimate.h"
 
 #include <errno.h>
 #include <math.h>
@@ -9,11 +9,11 @@
 
 #include "core/file.h"
 #include "core/table.h"
-#include "model/powermodel.h"
+#include "sources/modelfile.h"
 #include "sources/procfs.h"
 #include "sources/source.h"
 
-struct model_priv {
+struct estimate_priv {
     const struct procstat *util;
     int curve;
     double idle_w, max_w; /* per socket */
@@ -30,13 +30,13 @@ struct model_priv {
  * when present, and their delta may use cpu_util only (the one feature a sampler reads).
  * Writes the note. Returns 0 or a negative errno with s->reason set.
  */
-static int model_load_fitted(struct source *s, struct model_priv *p, const char *path)
+static int estimate_load_fitted(struct source *s, struct estimate_priv *p, const char *path)
 {
     struct power_model *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
     struct carma_err e = {0};
-    int r = pm_load(path, m, &e);
+    int r = modelfile_load(path, m, &e);
     if (r < 0) {
         snprintf(s->reason, sizeof s->reason, "--model-file: %s", e.msg);
         goto out;
@@ -44,7 +44,7 @@ static int model_load_fitted(struct source *s, struct model_priv *p, const char 
     char text[400] = "";
     for (int q = 0; q < 2; q++) {
         int kind = q == 0 ? KIND_CPU : KIND_DRAM;
-        const struct pm_kind *k = pm_find_kind(m, kind);
+        const struct pm_kind *k = modelfile_find_kind(m, kind);
         if (!k) {
             if (kind == KIND_CPU) {
                 r = -EINVAL;
@@ -64,7 +64,7 @@ static int model_load_fitted(struct source *s, struct model_priv *p, const char 
                          "cannot read while sampling (only cpu_util): fit it with --features "
                          "cpu_util",
                          path, channel_kind_name((enum channel_kind)kind),
-                         fx_feature_name(k->feat[j]));
+                         modelfile_feature_name(k->feat[j]));
                 goto out;
             }
         p->base_w[q] = k->baseline_w;
@@ -88,33 +88,33 @@ out:
     return r;
 }
 
-double model_curve(int curve, double u)
+double estimate_curve(int curve, double u)
 {
     if (!(u > 0.0))
         return 0.0;
     if (u > 1.0)
         u = 1.0;
-    return curve == MODEL_CURVE_LINEAR ? u : 2.0 * u - pow(u, 1.4);
+    return curve == ESTIMATE_CURVE_LINEAR ? u : 2.0 * u - pow(u, 1.4);
 }
 
-int model_curve_parse(const char *s, int *ret)
+int estimate_curve_parse(const char *s, int *ret)
 {
     if (strcmp(s, "fan") == 0)
-        *ret = MODEL_CURVE_FAN;
+        *ret = ESTIMATE_CURVE_FAN;
     else if (strcmp(s, "linear") == 0)
-        *ret = MODEL_CURVE_LINEAR;
+        *ret = ESTIMATE_CURVE_LINEAR;
     else
         return -EINVAL;
     return 0;
 }
 
-const char *model_curve_name(int curve)
+const char *estimate_curve_name(int curve)
 {
-    return curve == MODEL_CURVE_LINEAR ? "linear" : "fan";
+    return curve == ESTIMATE_CURVE_LINEAR ? "linear" : "fan";
 }
 
 /* One channel per socket (model/cpuN), and per socket model/dramN with a fitted dram model. */
-static int model_add_channels(struct source *s, struct probe_ctx *ctx, struct model_priv *p)
+static int estimate_add_channels(struct source *s, struct probe_ctx *ctx, struct estimate_priv *p)
 {
     s->first = ctx->set->n;
     for (int q = 0; q < (p->has_dram ? 2 : 1); q++) {
@@ -131,7 +131,7 @@ static int model_add_channels(struct source *s, struct probe_ctx *ctx, struct mo
                 snprintf(c->label, sizeof c->label, "socket %d, fitted model", k);
             else
                 snprintf(c->label, sizeof c->label, "socket %d, %s curve", k,
-                         model_curve_name(p->curve));
+                         estimate_curve_name(p->curve));
             c->socket = k;
             c->domain = DOMAIN_TOTAL;
             c->form = FORM_GAUGE;
@@ -144,7 +144,7 @@ static int model_add_channels(struct source *s, struct probe_ctx *ctx, struct mo
     return (int)s->count;
 }
 
-static int model_probe(struct source *s, struct probe_ctx *ctx)
+static int estimate_probe(struct source *s, struct probe_ctx *ctx)
 {
     if (ctx->have_measured_cpu && !ctx->forced) {
         snprintf(s->reason, sizeof s->reason,
@@ -157,19 +157,19 @@ static int model_probe(struct source *s, struct probe_ctx *ctx)
                  "no CPU utilization (proc/stat unreadable below the root): cannot estimate");
         return -ENOENT;
     }
-    const struct model_opts *o = ctx->model;
-    struct model_priv *p = calloc(1, sizeof *p);
+    const struct estimate_opts *o = ctx->model;
+    struct estimate_priv *p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
     s->priv = p;
     p->util = ctx->util;
-    p->curve = o ? o->curve : MODEL_CURVE_FAN;
+    p->curve = o ? o->curve : ESTIMATE_CURVE_FAN;
     p->sockets = ctx->util->nsockets > 0 ? ctx->util->nsockets : 1;
     double idle_fraction =
-        o && o->idle_fraction > 0 ? o->idle_fraction : MODEL_IDLE_FRACTION_DEFAULT;
+        o && o->idle_fraction > 0 ? o->idle_fraction : ESTIMATE_IDLE_FRACTION_DEFAULT;
     char basis[600];
     if (o && o->model_file) {
-        int r = model_load_fitted(s, p, o->model_file);
+        int r = estimate_load_fitted(s, p, o->model_file);
         if (r < 0)
             return r;
         int ncpu = ctx->util->ncpu > 0 ? ctx->util->ncpu : 1;
@@ -178,7 +178,7 @@ static int model_probe(struct source *s, struct probe_ctx *ctx)
             if (k >= 0 && k < p->sockets && k < PROCSTAT_SOCKETS_MAX)
                 p->cpu_weight[k] += 1.0 / ncpu;
         }
-        return model_add_channels(s, ctx, p);
+        return estimate_add_channels(s, ctx, p);
     }
     if (o && o->tdp_w > 0) {
         p->max_w = o->tdp_w;
@@ -227,13 +227,14 @@ static int model_probe(struct source *s, struct probe_ctx *ctx)
              "estimated, not measured: P = %.4g + (%.4g - %.4g) x f(u) W per socket, f(u) = %s; "
              "%s",
              p->idle_w, p->max_w, p->idle_w,
-             p->curve == MODEL_CURVE_LINEAR ? "u (linear)" : "2u - u^1.4 (Fan et al. 2007)", basis);
-    return model_add_channels(s, ctx, p);
+             p->curve == ESTIMATE_CURVE_LINEAR ? "u (linear)" : "2u - u^1.4 (Fan et al. 2007)",
+             basis);
+    return estimate_add_channels(s, ctx, p);
 }
 
 /* With a fitted model: the node's baseline in equal parts, its delta by each socket's busy
  * CPUs, so that the sockets add up to baseline + slope × the node's utilization. */
-static void model_read_fitted(const struct model_priv *p, struct reading *out)
+static void estimate_read_fitted(const struct estimate_priv *p, struct reading *out)
 {
     const struct procstat *u = p->util;
     double busy = 0;
@@ -256,11 +257,11 @@ static void model_read_fitted(const struct model_priv *p, struct reading *out)
     }
 }
 
-static void model_read(struct source *s, struct reading *out)
+static void estimate_read(struct source *s, struct reading *out)
 {
-    struct model_priv *p = s->priv;
+    struct estimate_priv *p = s->priv;
     if (p->fitted) {
-        model_read_fitted(p, out);
+        estimate_read_fitted(p, out);
         return;
     }
     for (int k = 0; k < p->sockets; k++) {
@@ -272,19 +273,19 @@ static void model_read(struct source *s, struct reading *out)
         double u = p->util->socket_util[k];
         out[k].valid = READING_POWER;
         out[k].err = 0;
-        out[k].power_w = p->idle_w + (p->max_w - p->idle_w) * model_curve(p->curve, u);
+        out[k].power_w = p->idle_w + (p->max_w - p->idle_w) * estimate_curve(p->curve, u);
     }
 }
 
-static void model_close(struct source *s)
+static void estimate_close(struct source *s)
 {
     free(s->priv);
     s->priv = NULL;
 }
 
-const struct source_ops model_source_ops = {
+const struct source_ops estimate_source_ops = {
     .name = "model",
-    .probe = model_probe,
-    .read = model_read,
-    .close = model_close,
+    .probe = estimate_probe,
+    .read = estimate_read,
+    .close = estimate_close,
 };
