@@ -29,6 +29,7 @@
 
 #include "core/csv.h"
 #include "core/file.h"
+#include "core/iso8601.h"
 #include "core/parse.h"
 #include "core/array.h"
 #include "report/series.h"
@@ -972,189 +973,6 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
     return ret->note ? 0 : oom(e);
 }
 
-/* ---- ISO 8601 stamps (datetime.fromisoformat(...).astimezone().timestamp()) ---- */
-
-static bool digits_n(const char *s, int n, int *ret)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (!is_digit((unsigned char)s[i]))
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *ret = v;
-    return true;
-}
-
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
-static long long days_from_civil(long long y, int m, int d)
-{
-    y -= m <= 2;
-    long long era = (y >= 0 ? y : y - 399) / 400;
-    long long yoe = y - era * 400;
-    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int days_in_month(int y, int m)
-{
-    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
-        return 29;
-    return dm[m - 1];
-}
-
-/* HH[:MM[:SS[(.|,)f+]]] at *pp; the fraction's first 6 digits are microseconds. */
-static bool parse_hms(const char **pp, int *h, int *mi, int *sec, int *us)
-{
-    const char *p = *pp;
-    *mi = *sec = *us = 0;
-    if (!digits_n(p, 2, h))
-        return false;
-    p += 2;
-    if (*p == ':') {
-        if (!digits_n(p + 1, 2, mi))
-            return false;
-        p += 3;
-        if (*p == ':') {
-            if (!digits_n(p + 1, 2, sec))
-                return false;
-            p += 3;
-            if (*p == '.' || *p == ',') {
-                p++;
-                if (!is_digit((unsigned char)*p))
-                    return false;
-                int nd = 0, v = 0;
-                while (is_digit((unsigned char)*p)) {
-                    if (nd < 6) {
-                        v = v * 10 + (*p - '0');
-                        nd++;
-                    }
-                    p++;
-                }
-                for (; nd < 6; nd++)
-                    v *= 10;
-                *us = v;
-            }
-        }
-    }
-    if (*h > 23 || *mi > 59 || *sec > 59)
-        return false;
-    *pp = p;
-    return true;
-}
-
-/* Local wall-clock seconds (as if UTC) of unix time u. */
-static int local_s(long long u, long long *ret, long *ret_gmtoff)
-{
-    time_t tt = (time_t)u;
-    struct tm tm;
-    if (!localtime_r(&tt, &tm))
-        return -EINVAL;
-    *ret = days_from_civil(tm.tm_year + 1900LL, tm.tm_mon + 1, tm.tm_mday) * 86400LL +
-           tm.tm_hour * 3600LL + tm.tm_min * 60LL + tm.tm_sec;
-    if (ret_gmtoff)
-        *ret_gmtoff = tm.tm_gmtoff;
-    return 0;
-}
-
-/*
- * The UTC offset Python gives the naive local time t (seconds, as if UTC) in astimezone():
- * CPython's datetime._mktime for fold=0 (of two instants showing t, the earlier one; for a t
- * in a gap, the later candidate), then the offset in force at that instant.
- */
-static int local_offset(long long t, long long *ret)
-{
-    long long lt, t1, t2, u;
-    if (local_s(t, &lt, NULL) < 0)
-        return -EINVAL;
-    long long a = lt - t, b;
-    long long u1 = t - a;
-    if (local_s(u1, &t1, NULL) < 0)
-        return -EINVAL;
-    if (t1 == t) {
-        long long u2 = u1 - 24 * 3600, l2;
-        if (local_s(u2, &l2, NULL) < 0)
-            return -EINVAL;
-        b = l2 - u2;
-        if (a == b) {
-            u = u1;
-            goto found;
-        }
-    } else {
-        b = t1 - u1;
-    }
-    long long u2 = t - b;
-    if (local_s(u2, &t2, NULL) < 0)
-        return -EINVAL;
-    if (t2 == t)
-        u = u2;
-    else if (t1 == t)
-        u = u1;
-    else
-        u = u1 > u2 ? u1 : u2; /* t is in a gap */
-found:;
-    long off;
-    if (local_s(u, &lt, &off) < 0)
-        return -EINVAL;
-    *ret = off;
-    return 0;
-}
-
-int srtlog_iso_to_unix(const char *s, double *ret)
-{
-    int y, mo, d, h = 0, mi = 0, sec = 0, us = 0;
-    const char *p = s;
-    if (!digits_n(p, 4, &y) || p[4] != '-' || !digits_n(p + 5, 2, &mo) || p[7] != '-' ||
-        !digits_n(p + 8, 2, &d))
-        return -EINVAL;
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
-        return -EINVAL;
-    p += 10;
-    bool aware = false;
-    long long off_us = 0;
-    if (*p) {
-        p++; /* any one separator */
-        if (!parse_hms(&p, &h, &mi, &sec, &us))
-            return -EINVAL;
-        if (*p == 'Z') {
-            aware = true;
-            p++;
-        } else if (*p == '+' || *p == '-') {
-            int sign = *p == '-' ? -1 : 1, oh, om = 0, os = 0, ous = 0;
-            p++;
-            if (p[0] && p[1] && p[2] == ':') { /* +HH:MM[:SS[.ffffff]] */
-                if (!parse_hms(&p, &oh, &om, &os, &ous))
-                    return -EINVAL;
-            } else { /* +HH or +HHMM */
-                if (!digits_n(p, 2, &oh) || oh > 23)
-                    return -EINVAL;
-                p += 2;
-                if (digits_n(p, 2, &om)) {
-                    p += 2;
-                    if (om > 59)
-                        return -EINVAL;
-                }
-            }
-            aware = true;
-            off_us = sign * ((((long long)oh * 60 + om) * 60 + os) * 1000000LL + ous);
-        }
-        if (*p)
-            return -EINVAL;
-    }
-    long long secs = days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + sec;
-    if (!aware) {
-        long long off;
-        if (local_offset(secs, &off) < 0)
-            return -EINVAL;
-        off_us = off * 1000000LL;
-    }
-    long long total_us = secs * 1000000LL + us - off_us;
-    *ret = (double)total_us / 1e6;
-    return 0;
-}
-
 /* ---- windows and tokens (§6.3) ---- */
 
 /* Parses the JSON file at path (any value at the top). NULL with *ret_r and e set (the open
@@ -1321,8 +1139,10 @@ static int aiperf_reported(struct srtlog_reported *rep, const json_t *agg, const
     bool has_dur = dur && !json_is_null(dur);
     const json_t *st = json_object_get(agg, "start_time"), *en = json_object_get(agg, "end_time");
     double start = 0, end = 0;
-    bool has_start = json_is_string(st) && srtlog_iso_to_unix(json_string_value(st), &start) == 0;
-    bool has_end = json_is_string(en) && srtlog_iso_to_unix(json_string_value(en), &end) == 0;
+    bool has_start =
+        json_is_string(st) && iso8601_parse_fromisoformat(json_string_value(st), &start) == 0;
+    bool has_end =
+        json_is_string(en) && iso8601_parse_fromisoformat(json_string_value(en), &end) == 0;
     memset(rep, 0, sizeof *rep);
     rep->source = "unavailable";
     if (!has_dur && !has_start && !has_end)

@@ -303,11 +303,6 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
  */
 int srtlog_sensor_rank(const char *sensor);
 
-/* Parses an ISO 8601 date-time as Python's datetime.fromisoformat(s).astimezone().timestamp()
- * does (naive: local time of this host, an ambiguous or missing time resolved as CPython does
- * for fold=0). Returns 0 and *ret, or -EINVAL. */
-int srtlog_iso_to_unix(const char *s, double *ret);
-
 /*
  * A CSV cell as a number, exactly as core/parse's parse_double reads it (the same strings
  * accepted, the same double, bit for bit), but faster for the common cells: plain decimals of

@@ -649,33 +649,6 @@ static void test_window_aiperf_reported(void **state)
     assert_false(w->reported.has_end);
     assert_true(w->reported.duration_s == 12.0);
     reset();
-
-    double t;
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01T00:00:01Z", &t), 0);
-    assert_true(t == 1.0);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01 01:00-0130", &t), 0);
-    assert_true(t == 9000.0);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-02", &t), 0);
-    assert_true(t == 86400.0);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01T00:00:00.1234567", &t), 0);
-    assert_true(t == 0.123456);
-    /* naive stamps in a zone with DST, resolved as CPython does (fold=0): the earlier of the
-     * two 01:30 of the fall-back night, a time in the spring gap moved by the offset before it */
-    if (access("/usr/share/zoneinfo/America/Los_Angeles", R_OK) == 0) {
-        setenv("TZ", "America/Los_Angeles", 1);
-        tzset();
-        assert_int_equal(srtlog_iso_to_unix("2026-11-01T01:30:00", &t), 0);
-        assert_true(t == 1793521800.0);
-        assert_int_equal(srtlog_iso_to_unix("2026-03-08T02:30:00", &t), 0);
-        assert_true(t == 1772962200.0);
-        assert_int_equal(srtlog_iso_to_unix("2026-07-01T12:00:00", &t), 0);
-        assert_true(t == 1782932400.0);
-        setenv("TZ", "UTC", 1);
-        tzset();
-    }
-    assert_int_equal(srtlog_iso_to_unix("1970-02-30T00:00:00", &t), -EINVAL);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01T24:00:00", &t), -EINVAL);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01T00:00:00 junk", &t), -EINVAL);
 }
 
 static void test_phase_log(void **state)
