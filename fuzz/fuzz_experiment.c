@@ -20,7 +20,7 @@
  * fuzz-sources: src/sources/meter.c src/sources/model.c src/sources/nvml.c src/sources/rapl.c
  * fuzz-sources: src/sources/source.c src/sources/channel.c src/rundir/rundir.c
  * fuzz-sources: build-fuzz/embedded_data.c
- * fuzz-sources: src/core/iso8601.c
+ * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
  * fuzz-libs: -ljansson -lgsl -ldl
  */
 #include <errno.h>

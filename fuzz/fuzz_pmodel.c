@@ -11,6 +11,7 @@
  * fuzz-sources: src/model/powermodel.c src/model/features.c src/core/array.c src/core/csv.c
  * fuzz-sources: src/core/err.c src/core/file.c src/core/fmt.c src/core/parse.c
  * fuzz-sources: src/rundir/rundir.c src/sources/channel.c
+ * fuzz-sources: src/core/jsonutil.c
  * fuzz-libs: -ljansson -lgsl -lgslcblas
  */
 #include <errno.h>

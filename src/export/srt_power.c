@@ -15,6 +15,7 @@
  */
 #include "export/srt_power.h"
 #include "core/file.h"
+#include "core/jsonutil.h"
 #include "export/srt_json.h"
 
 #include <errno.h>
@@ -237,18 +238,6 @@ static int cmp_obs(const void *a, const void *b)
 
 /* ---- manifest ---- */
 
-/* A JSON string, or null for NULL. */
-static json_t *jstr(const char *s)
-{
-    return s ? json_string(s) : json_null();
-}
-
-/* A JSON real, or null when v is not finite. */
-static json_t *jreal(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 /* Adds key = v to obj (v may be NULL after a failed allocation: *ok turns false). */
 static void put(json_t *obj, const char *key, json_t *v, bool *ok)
 {
@@ -308,7 +297,7 @@ static json_t *expected_devices(const struct srt_power *p, bool *ok)
             }
             put(o, "worker_role", json_string(s->worker_role), ok);
             put(o, "worker_index", json_integer(s->worker_index), ok);
-            put(o, "worker_process", jstr(s->worker_process), ok);
+            put(o, "worker_process", jsonutil_str(s->worker_process), ok);
             put(o, "het_group", json_null(), ok);
         }
     }
@@ -379,17 +368,17 @@ static json_t *manifest_json(const struct srt_power *p, const char *status, bool
 
     put(m, "schema_version", json_integer(MANIFEST_SCHEMA_VERSION), &ok);
     put(m, "producer", json_string("carma"), &ok);
-    put(m, "producer_version", jstr(p->producer_version), &ok);
+    put(m, "producer_version", jsonutil_str(p->producer_version), &ok);
     put(m, "producer_git_commit", json_null(), &ok);
-    put(m, "source_metric", jstr(p->source_metric), &ok);
+    put(m, "source_metric", jsonutil_str(p->source_metric), &ok);
     put(m, "unit", json_string("W"), &ok);
-    put(m, "power_scope", jstr(p->power_scope), &ok);
+    put(m, "power_scope", jsonutil_str(p->power_scope), &ok);
     put(m, "samples_schema_version", json_integer(SAMPLES_SCHEMA_VERSION), &ok);
     put(m, "utilization_metrics", utilization_metrics(&ok), &ok);
     put(m, "timestamp_source", json_string("local_unix_clock"), &ok);
-    put(m, "job_id", jstr(p->job_id), &ok);
-    put(m, "run_name", jstr(p->run_name), &ok);
-    put(m, "sample_interval_seconds", jreal(p->interval_s), &ok);
+    put(m, "job_id", jsonutil_str(p->job_id), &ok);
+    put(m, "run_name", jsonutil_str(p->run_name), &ok);
+    put(m, "sample_interval_seconds", jsonutil_real(p->interval_s), &ok);
     put(m, "request_timeout_seconds", json_null(), &ok);
     put(m, "max_scrape_duration_seconds", json_null(), &ok);
     put(m, "required", json_false(), &ok);
@@ -403,7 +392,7 @@ static json_t *manifest_json(const struct srt_power *p, const char *status, bool
     put(m, "expected_windows", json_array(), &ok);
     put(m, "scrape_count", json_integer((json_int_t)p->scrape_seq), &ok);
     put(m, "sample_row_count", json_integer((json_int_t)p->rows_written), &ok);
-    put(m, "samples_sha256", jstr(sha256), &ok);
+    put(m, "samples_sha256", jsonutil_str(sha256), &ok);
     put(m, "window_validations", json_array(), &ok);
 
     json_t *errs = json_array();
