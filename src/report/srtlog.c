@@ -29,8 +29,10 @@
 
 #include "core/csv.h"
 #include "core/file.h"
+#include "core/idmap.h"
 #include "core/iso8601.h"
 #include "core/parse.h"
+#include "core/strtab.h"
 #include "core/array.h"
 #include "report/series.h"
 
@@ -1845,135 +1847,6 @@ static int vec_sort(struct vec *v)
     return 0;
 }
 
-/* Open addressing: slot = (hash, id + 1), 0 empty; capacity a power of two. */
-struct idmap {
-    uint64_t *h;
-    size_t *id1;
-    size_t cap, n;
-};
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return mix64(h);
-}
-
-/* Calls eq(ctx, id, key) for each id with hash h until it says yes: that id, or SIZE_MAX. */
-static size_t idmap_find(const struct idmap *m, uint64_t h,
-                         bool (*eq)(const void *ctx, size_t id, const void *key), const void *ctx,
-                         const void *key)
-{
-    if (m->cap == 0)
-        return SIZE_MAX;
-    for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (m->id1[i] == 0)
-            return SIZE_MAX;
-        if (m->h[i] == h && eq(ctx, m->id1[i] - 1, key))
-            return m->id1[i] - 1;
-    }
-}
-
-static int idmap_put(struct idmap *m, uint64_t h, size_t id)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 64;
-        uint64_t *nh = calloc(nc, sizeof *nh);
-        size_t *nid = calloc(nc, sizeof *nid);
-        if (!nh || !nid) {
-            free(nh);
-            free(nid);
-            return -ENOMEM;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (m->id1[i] == 0)
-                continue;
-            size_t j = m->h[i] & (nc - 1);
-            while (nid[j])
-                j = (j + 1) & (nc - 1);
-            nh[j] = m->h[i];
-            nid[j] = m->id1[i];
-        }
-        free(m->h);
-        free(m->id1);
-        m->h = nh;
-        m->id1 = nid;
-        m->cap = nc;
-    }
-    size_t j = h & (m->cap - 1);
-    while (m->id1[j])
-        j = (j + 1) & (m->cap - 1);
-    m->h[j] = h;
-    m->id1[j] = id + 1;
-    m->n++;
-    return 0;
-}
-
-static void idmap_free(struct idmap *m)
-{
-    free(m->h);
-    free(m->id1);
-    memset(m, 0, sizeof *m);
-}
-
-/* A string table: name -> id in order of first appearance. */
-struct strtab {
-    char **names;
-    size_t n, cap;
-    struct idmap map;
-};
-
-static bool strtab_eq(const void *ctx, size_t id, const void *key)
-{
-    const struct strtab *t = ctx;
-    return strcmp(t->names[id], key) == 0;
-}
-
-/* The id of s, added when new (*ret_new says so). 0 or -ENOMEM. */
-static int strtab_id(struct strtab *t, const char *s, size_t *ret, bool *ret_new)
-{
-    uint64_t h = hash_str(s);
-    size_t id = idmap_find(&t->map, h, strtab_eq, t, s);
-    if (ret_new)
-        *ret_new = id == SIZE_MAX;
-    if (id != SIZE_MAX) {
-        *ret = id;
-        return 0;
-    }
-    if (array_grow(&t->names, &t->cap, t->n + 1, sizeof *t->names) < 0)
-        return -ENOMEM;
-    char *copy = strdup(s);
-    if (!copy)
-        return -ENOMEM;
-    if (idmap_put(&t->map, h, t->n) < 0) {
-        free(copy);
-        return -ENOMEM;
-    }
-    t->names[t->n] = copy;
-    *ret = t->n++;
-    return 0;
-}
-
-static void strtab_free(struct strtab *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->names[i]);
-    free(t->names);
-    idmap_free(&t->map);
-    memset(t, 0, sizeof *t);
-}
-
 /*
  * A series keyed by timestamp, as srt-slurm's dict[float, float]: one sample per distinct
  * timestamp (== on doubles, so 0.0 and -0.0 are one key), kept in first-seen order. While the
@@ -1992,7 +1865,7 @@ static uint64_t hash_ts(double t)
         t = 0.0;
     uint64_t bits;
     memcpy(&bits, &t, sizeof bits);
-    return mix64(bits);
+    return idmap_mix64(bits);
 }
 
 static bool tsser_eq(const void *ctx, size_t id, const void *key)
@@ -2345,7 +2218,7 @@ static bool sock_eq(const void *ctx, size_t id, const void *key)
 
 static uint64_t hash_pair(size_t a, long long b)
 {
-    return mix64((uint64_t)a * 0x9e3779b97f4a7c15ULL ^ mix64((uint64_t)b));
+    return idmap_mix64((uint64_t)a * 0x9e3779b97f4a7c15ULL ^ idmap_mix64((uint64_t)b));
 }
 
 static const char *const cpu_hdr_v1[] = {"schema_version", "timestamp_unix", "hostname",
@@ -3589,7 +3462,7 @@ static int gpu_second_pass(struct gload *G, struct carma_err *e)
             continue;
         }
         const char *hs = row->fields[G->col_host];
-        size_t host = idmap_find(&G->hosts.map, hash_str(hs), strtab_eq, &G->hosts, hs);
+        size_t host = strtab_find(&G->hosts, hs);
         int64_t index;
         if (host == SIZE_MAX || fast_i64(row->fields[G->col_index], &index) < 0)
             continue;
