@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/csv.h"
+#include "core/fastnum.h"
 #include "core/file.h"
 #include "core/idmap.h"
 #include "core/iso8601.h"
@@ -86,111 +87,6 @@ static bool is_space(unsigned char c)
 static int lower(int c)
 {
     return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-/* ---- numbers: a correctly rounded fast path, core/parse for the rest ---- */
-
-/* 10^0 .. 10^22: every one exact in a double. */
-static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/*
- * Clinger's exact fast path over the number at p, which ends at the first byte that cannot
- * continue it (*ret_end): true and *ret when the text up to there is a plain decimal of at most
- * 15 significant digits and an exponent within 10^±22 (then *ret is strtod's double, bit for
- * bit), false when it needs strtod (or is no number). The caller decides whether *ret_end is
- * where the cell ends.
- */
-static inline bool parse_fast(const char *p, const char **ret_end, double *ret)
-{
-    bool neg = *p == '-';
-    if (*p == '-' || *p == '+')
-        p++;
-    uint64_t m = 0;
-    int nd = 0, exp10 = 0; /* significant digits (leading zeros not counted), exponent */
-    bool any = false;
-    while (*p == '0') {
-        p++;
-        any = true;
-    }
-    for (; is_digit((unsigned char)*p); p++, nd++, any = true)
-        m = m * 10 + (uint64_t)(*p - '0'); /* wraps past 19 digits: nd > 15 then anyway */
-    if (*p == '.') {
-        const char *f0 = ++p;
-        if (nd == 0)
-            for (; *p == '0'; p++)
-                exp10--;
-        for (; is_digit((unsigned char)*p); p++, nd++, exp10--)
-            m = m * 10 + (uint64_t)(*p - '0');
-        if (p == f0)
-            return false; /* "1." */
-        any = true;
-    }
-    if (!any)
-        return false;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        bool eneg = *p == '-';
-        if (*p == '-' || *p == '+')
-            p++;
-        int x = 0, xd = 0;
-        for (; is_digit((unsigned char)*p) && xd < 4; p++, xd++)
-            x = x * 10 + (*p - '0');
-        if (xd == 0)
-            return false;
-        exp10 += eneg ? -x : x;
-    }
-    if (nd > 15)
-        return false;
-    /* Clinger: m < 2^53 and 10^|exp10| are exact, so one multiplication or division rounds
-     * once, correctly (as strtod's result). */
-    double v = (double)m;
-    if (m != 0 && exp10 != 0) {
-        if (exp10 < -22 || exp10 > 22)
-            return false;
-        v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
-    }
-    *ret = neg ? -v : v;
-    *ret_end = p;
-    return true;
-}
-
-int srtlog_parse_double(const char *s, double *ret)
-{
-    const char *end;
-    double v;
-    if (parse_fast(s, &end, &v) && *end == '\0') {
-        *ret = v;
-        return 0;
-    }
-    return parse_double(s, ret);
-}
-
-/* parse_u64 with a fast path for 1 to 19 plain digits. */
-static int fast_u64(const char *s, uint64_t *ret)
-{
-    uint64_t v = 0;
-    const char *p = s;
-    for (; is_digit((unsigned char)*p) && p - s < 19; p++)
-        v = v * 10 + (uint64_t)(*p - '0');
-    if (*p != '\0' || p == s)
-        return parse_u64(s, ret);
-    *ret = v;
-    return 0;
-}
-
-/* parse_i64 with a fast path for 1 to 18 plain digits. */
-static int fast_i64(const char *s, int64_t *ret)
-{
-    int64_t v = 0;
-    const char *p = s;
-    for (; is_digit((unsigned char)*p) && p - s < 18; p++)
-        v = v * 10 + (*p - '0');
-    if (*p != '\0' || p == s)
-        return parse_i64(s, ret);
-    *ret = v;
-    return 0;
 }
 
 /* A cell for an error message: at most CELL_QUOTE bytes of it. */
@@ -1568,7 +1464,7 @@ static int cell_double(const struct csvctx *c, const struct csv_row *row, int co
     if (r < 0)
         return r;
     const char *s = row->fields[col];
-    if (srtlog_parse_double(s, ret) < 0) {
+    if (fastnum_double(s, ret) < 0) {
         char q[CELL_QUOTE + 4];
         return carma_err_set(e, -EINVAL, "%s:%zu: %s '%s' is not a finite number", c->path,
                              row->line, name, quote_cell(s, q));
@@ -1584,7 +1480,7 @@ static int cell_int(const struct csvctx *c, const struct csv_row *row, int col, 
         return r;
     const char *s = row->fields[col];
     int64_t v;
-    if (fast_i64(s, &v) < 0) {
+    if (fastnum_i64(s, &v) < 0) {
         char q[CELL_QUOTE + 4];
         return carma_err_set(e, -EINVAL, "%s:%zu: %s '%s' is not an integer", c->path, row->line,
                              name, quote_cell(s, q));
@@ -3026,7 +2922,7 @@ static int gpu_strict_row(struct gload *G, const struct csv_row *row, struct car
     if (row->fields[G->col_uuid][0] == '\0')
         return carma_err_set(e, -EINVAL, "%s:%zu: gpu_uuid_missing", path, row->line);
     double w;
-    if (srtlog_parse_double(row->fields[G->col_power], &w) < 0 || w < 0)
+    if (fastnum_double(row->fields[G->col_power], &w) < 0 || w < 0)
         return carma_err_set(e, -EINVAL, "%s:%zu: invalid_power_value: power_w '%s'", path,
                              row->line, row->fields[G->col_power]);
     return 0;
@@ -3213,7 +3109,7 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
         const char *sv = row->fields[G->col_schema];
         uint64_t v;
         if (!(sv[0] == '0' + G->gen && sv[1] == '\0') &&
-            (fast_u64(sv, &v) < 0 || v != (uint64_t)G->gen)) {
+            (fastnum_u64(sv, &v) < 0 || v != (uint64_t)G->gen)) {
             char *msg = str_printf("%s:%zu: schema_version '%s' in a v%d file (srt-slurm's "
                                    "strict reader refuses it; the report reads it)",
                                    G->c.path, row->line, sv, G->gen);
@@ -3223,7 +3119,7 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
     }
     if (G->checks) {
         uint64_t seq;
-        if (fast_u64(row->fields[G->col_seq], &seq) < 0) {
+        if (fastnum_u64(row->fields[G->col_seq], &seq) < 0) {
             G->checks = false;
             char *msg = str_printf("%s:%zu: scrape_seq '%s' is not a number; duplicate and "
                                    "monotonic checks skipped",
@@ -3258,10 +3154,10 @@ static inline bool cell_end(char c)
 /*
  * csv_each's line_fn for the GPU CSV: the row at s (see csvr_line) read in one pass, with the
  * same numbers and effects as gpu_row gives its split row, when every cell is one that gpu_row
- * reads without a message and by the fast routes (srtlog_parse_double's exact fast path,
- * fast_i64's and fast_u64's plain digits, schema_version the header's generation as one digit)
- * and the line ends in \n or \r\n after the header's number of fields. Anything else (another
- * field count, a lone CR, a blank or unusual number, a new schema_version, ...) is left to
+ * reads without a message and by the fast routes (fastnum_double's exact fast path,
+ * fastnum_i64's and fastnum_u64's plain digits, schema_version the header's generation as one
+ * digit) and the line ends in \n or \r\n after the header's number of fields. Anything else
+ * (another field count, a lone CR, a blank or unusual number, a new schema_version, ...) is left to
  * gpu_row: 0, nothing done. A NUL byte in any cell ends the cell there, and the line is left
  * to csv_split, which refuses it with its line. Returns the bytes taken (line end included), or
  * -ENOMEM. Not used when strict (G->lines false): gpu_row then reads every row.
@@ -3289,7 +3185,7 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
                 q = p + k;
                 break;
             }
-            if (!parse_fast(p, &q, &ts))
+            if (!fastnum_prefix(p, &q, &ts))
                 return 0;
             if ((size_t)(q - p) < sizeof G->last_ts) {
                 memcpy(G->last_ts, p, (size_t)(q - p));
@@ -3299,7 +3195,7 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
             break;
         }
         case GC_POWER:
-            if (!parse_fast(p, &q, &w) || !(fabs(w) <= SRT_POWER_MAX_W))
+            if (!fastnum_prefix(p, &q, &w) || !(fabs(w) <= SRT_POWER_MAX_W))
                 return 0; /* an implausible power: gpu_row says so */
             break;
         case GC_INDEX:
@@ -3330,7 +3226,7 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
                 q = p;
                 break;
             }
-            if (!parse_fast(p, &q, &util[op[i] - GC_UTIL]))
+            if (!fastnum_prefix(p, &q, &util[op[i] - GC_UTIL]))
                 return 0;
             has[op[i] - GC_UTIL] = true;
             break;
@@ -3464,12 +3360,12 @@ static int gpu_second_pass(struct gload *G, struct carma_err *e)
         const char *hs = row->fields[G->col_host];
         size_t host = strtab_find(&G->hosts, hs);
         int64_t index;
-        if (host == SIZE_MAX || fast_i64(row->fields[G->col_index], &index) < 0)
+        if (host == SIZE_MAX || fastnum_i64(row->fields[G->col_index], &index) < 0)
             continue;
         size_t id = gpu_device_find(G, host, index);
         uint64_t seq;
         if (id == SIZE_MAX || !G->devs[id].chk.broken ||
-            fast_u64(row->fields[G->col_seq], &seq) < 0)
+            fastnum_u64(row->fields[G->col_seq], &seq) < 0)
             continue;
         struct gdev *d = &G->devs[id];
         if (d->nseq == d->p.n) {
