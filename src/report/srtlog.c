@@ -32,6 +32,7 @@
 #include "core/file.h"
 #include "core/idmap.h"
 #include "core/iso8601.h"
+#include "core/linereader.h"
 #include "core/parse.h"
 #include "core/strtab.h"
 #include "core/array.h"
@@ -533,120 +534,7 @@ static int walk_dir(struct walk *w, const char *dir)
     return r;
 }
 
-/* ---- benchmark.out: lines as Python's text mode splits them ---- */
-
-struct lines {
-    int fd;
-    char *buf;
-    size_t len, cap, pos;
-    bool eof;
-    bool skipping; /* the rest of an over-long line is being dropped */
-    bool cut_long; /* over-long lines: cut (true) or an error (false) */
-    size_t lineno;
-};
-
-static int lines_open(struct lines *l, const char *path, bool cut_long)
-{
-    memset(l, 0, sizeof *l);
-    l->cut_long = cut_long;
-    l->fd = file_open_input(AT_FDCWD, path, NULL);
-    return l->fd < 0 ? l->fd : 0;
-}
-
-static void lines_close(struct lines *l)
-{
-    if (l->fd >= 0)
-        close(l->fd);
-    free(l->buf);
-    memset(l, 0, sizeof *l);
-    l->fd = -1;
-}
-
-/* Reads more after compacting. 0, or a negative errno. */
-static int lines_fill(struct lines *l)
-{
-    if (l->pos > 0) {
-        memmove(l->buf, l->buf + l->pos, l->len - l->pos);
-        l->len -= l->pos;
-        l->pos = 0;
-    }
-    if (array_grow(&l->buf, &l->cap, l->len + CHUNK + 1, 1) < 0)
-        return -ENOMEM;
-    for (;;) {
-        ssize_t n = read(l->fd, l->buf + l->len, CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            l->eof = true;
-        l->len += (size_t)n;
-        return 0;
-    }
-}
-
-/*
- * The next line (without its \n, \r\n or \r) into *ret / *ret_len, NUL-terminated in place.
- * Returns 1, 0 at the end, -EFBIG for a line over SRTLOG_LINE_MAX when cut_long is off (a
- * longer line is otherwise returned cut at that length, the rest dropped), or a read errno.
- */
-static int lines_next(struct lines *l, char **ret, size_t *ret_len)
-{
-    size_t scan = l->pos;
-    for (;;) {
-        size_t i = scan;
-        while (i < l->len && l->buf[i] != '\n' && l->buf[i] != '\r')
-            i++;
-        if (i < l->len && (l->buf[i] == '\n' || i + 1 < l->len || l->eof)) {
-            size_t end = i + 1;
-            if (l->buf[i] == '\r' && end < l->len && l->buf[end] == '\n')
-                end++;
-            l->buf[i] = '\0';
-            char *s = l->buf + l->pos;
-            size_t n = i - l->pos;
-            l->pos = end;
-            if (l->skipping) {
-                l->skipping = false;
-                scan = l->pos;
-                continue;
-            }
-            l->lineno++;
-            *ret = s;
-            *ret_len = n;
-            return 1;
-        }
-        if (l->eof) {
-            if (l->pos == l->len || l->skipping)
-                return 0;
-            l->buf[l->len] = '\0';
-            *ret = l->buf + l->pos;
-            *ret_len = l->len - l->pos;
-            l->pos = l->len;
-            l->lineno++;
-            return 1;
-        }
-        if (l->len - l->pos >= SRTLOG_LINE_MAX && !(i < l->len)) {
-            if (!l->cut_long)
-                return -EFBIG;
-            if (l->skipping) {
-                l->pos = l->len;
-            } else {
-                l->skipping = true;
-                l->buf[l->pos + SRTLOG_LINE_MAX] = '\0';
-                *ret = l->buf + l->pos;
-                *ret_len = SRTLOG_LINE_MAX;
-                l->pos = l->len;
-                l->lineno++;
-                return 1;
-            }
-        }
-        size_t done = i - l->pos;
-        int r = lines_fill(l);
-        if (r < 0)
-            return r;
-        scan = l->pos + done;
-    }
-}
+/* ---- benchmark.out ---- */
 
 /* `Phase \w+ \(profiling\) (started|complete)` anywhere in s (re.search). */
 static bool has_phase_marker(const char *s, size_t n)
@@ -760,21 +648,21 @@ const char *srtlog_bench_name(enum srtlog_bench b)
 
 int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struct carma_err *e)
 {
-    struct lines l;
-    int r = lines_open(&l, benchmark_out, true);
+    struct linereader l;
+    int r = linereader_open(&l, benchmark_out, SRTLOG_LINE_MAX, true);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     bool aiperf = false, sabench = false;
     char *s;
     size_t n;
-    while ((r = lines_next(&l, &s, &n)) > 0) {
+    while ((r = linereader_next(&l, &s, &n)) > 0) {
         if (has_phase_marker(s, n))
             aiperf = true;
         else if (memmem(s, n, "Serving Benchmark Result", 24) ||
                  memmem(s, n, "Successful requests:", 20))
             sabench = true;
     }
-    lines_close(&l);
+    linereader_close(&l);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     if (aiperf && sabench)
@@ -816,8 +704,8 @@ static const char *base_name(const char *path)
 int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *ret,
                             struct carma_err *e)
 {
-    struct lines l;
-    int r = lines_open(&l, benchmark_out, true);
+    struct linereader l;
+    int r = linereader_open(&l, benchmark_out, SRTLOG_LINE_MAX, true);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     size_t nstart = 0, ncomplete = 0;
@@ -826,7 +714,7 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
     bool has_elapsed = false;
     char *s;
     size_t n;
-    while ((r = lines_next(&l, &s, &n)) > 0) {
+    while ((r = linereader_next(&l, &s, &n)) > 0) {
         const char *stamp, *rest;
         bool started;
         if (!match_phase_line(s, n, &stamp, &started, &rest))
@@ -839,7 +727,7 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
             has_elapsed = match_elapsed(rest, &elapsed);
         }
     }
-    lines_close(&l);
+    linereader_close(&l);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     memset(ret, 0, sizeof *ret);
@@ -1109,14 +997,14 @@ static double nsrange_value(const struct nsrange *r, bool is_start)
 static int aiperf_window(struct srtlog_window *w, const char *path, const char *benchmark_out,
                          struct carma_err *e)
 {
-    struct lines l;
+    struct linereader l;
     struct nsrange starts = {0}, ends = {0};
-    int r = lines_open(&l, path, false);
+    int r = linereader_open(&l, path, SRTLOG_LINE_MAX, false);
     if (r < 0)
         return file_input_err(e, path, r);
     char *s;
     size_t n;
-    while ((r = lines_next(&l, &s, &n)) > 0) {
+    while ((r = linereader_next(&l, &s, &n)) > 0) {
         while (n > 0 && is_space((unsigned char)*s)) {
             s++;
             n--;
@@ -1160,7 +1048,7 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
             break;
     }
     size_t lineno = l.lineno;
-    lines_close(&l);
+    linereader_close(&l);
     if (r == -EFBIG)
         return carma_err_set(e, r, "%s:%zu: a line longer than %u bytes", path, lineno + 1,
                              SRTLOG_LINE_MAX);
