@@ -20,6 +20,7 @@
  * fuzz-sources: src/sources/meter.c src/sources/nvml.c src/sources/rapl.c
  * fuzz-sources: src/sources/source.c src/sources/channel.c src/core/channel_kind.c
  * fuzz-sources: build-fuzz/embedded_data.c
+ * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
  * fuzz-libs: -ljansson -ldl
  */
 #include <errno.h>

@@ -13,6 +13,7 @@
  *
  * fuzz-sources: src/analysis/carbon.c src/core/csv.c src/core/err.c src/core/file.c
  * fuzz-sources: src/core/parse.c src/core/table.c build-fuzz/embedded_data.c
+ * fuzz-sources: src/core/iso8601.c
  * fuzz-libs: -ljansson
  */
 #include <errno.h>

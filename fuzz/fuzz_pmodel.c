@@ -9,6 +9,7 @@
  * (modelfile_to_json, but for created_unix) and the same delta for a feature vector, bit for bit.
  *
  * fuzz-sources: src/sources/modelfile.c src/core/channel_kind.c src/core/err.c src/core/file.c
+ * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
  * fuzz-libs: -ljansson
  */
 #include <errno.h>

@@ -1,10 +1,10 @@
 /*
  * libFuzzer harness for the number readers and writers that srt-slurm's outputs depend on:
- * core/pyjson (pyjson_repr, pyjson_format, pyjson_dumps) and srtlog_parse_double against
+ * core/pyjson (pyjson_repr, pyjson_format, pyjson_dumps) and fastnum_double against
  * core/parse's parse_double.
  *
  *   - every line of the input (the first 64, up to 400 bytes each) is read by parse_double and
- *     by srtlog_parse_double: the same result, and the same double bit for bit;
+ *     by fastnum_double: the same result, and the same double bit for bit;
  *   - every 9 bytes of the input are a double x and a byte of options (and so is each number
  *     those lines gave, the line length its options):
  *     repr(x) read back with strtod is x bit for bit ("nan", "inf" for those), has the fewest
@@ -18,7 +18,7 @@
  *     exactly).
  *
  * fuzz-sources: src/core/pyjson.c src/core/csv.c src/core/err.c src/core/parse.c
- * fuzz-sources: src/report/srtlog.c src/report/series.c src/core/array.c src/core/file.c
+ * fuzz-sources: src/core/array.c src/core/file.c
  * fuzz-libs: -ljansson -lpthread
  */
 #include <errno.h>
@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fastnum.h"
 #include "core/parse.h"
 #include "core/pyjson.h"
-#include "report/srtlog.h"
 
 static bool same_bits(double a, double b)
 {
@@ -198,10 +198,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(s, p, n);
             s[n] = '\0';
             double a = 0, b = 0;
-            int ra = parse_double(s, &a), rb = srtlog_parse_double(s, &b);
+            int ra = parse_double(s, &a), rb = fastnum_double(s, &b);
             if (ra != rb || (ra == 0 && !same_bits(a, b))) {
-                fprintf(stderr, "'%s': parse_double %d %a, srtlog_parse_double %d %a\n", s, ra, a,
-                        rb, b);
+                fprintf(stderr, "'%s': parse_double %d %a, fastnum_double %d %a\n", s, ra, a, rb,
+                        b);
                 abort();
             }
             if (ra == 0)

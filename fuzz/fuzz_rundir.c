@@ -25,6 +25,7 @@
  * fuzz-sources: src/core/file.c src/core/fmt.c src/core/parse.c src/core/pidlive.c
  * fuzz-sources: src/core/pyjson.c src/core/table.c build-fuzz/embedded_data.c
  * fuzz-sources: src/rundir/rundir.c src/sources/channel.c src/core/channel_kind.c
+ * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
  * fuzz-libs: -ljansson -lm
  */
 #include <errno.h>

@@ -18,6 +18,7 @@
  *
  * fuzz-sources: src/report/srtlog.c src/report/series.c src/core/array.c src/core/csv.c
  * fuzz-sources: src/core/err.c src/core/file.c src/core/parse.c
+ * fuzz-sources: src/core/iso8601.c src/core/idmap.c src/core/strtab.c src/core/linereader.c
  * fuzz-libs: -ljansson -lpthread
  */
 #include <errno.h>

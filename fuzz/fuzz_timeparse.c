@@ -1,32 +1,36 @@
 /*
- * libFuzzer harness for the time and duration parsers: srtlog_iso_to_unix (aiperf's stamps,
- * Python's fromisoformat), the intensity file's ISO 8601 parser (analysis/carbon.c's
- * parse_iso8601, reached by compiling carbon.c into this file), and core/parse's
+ * libFuzzer harness for the time and duration parsers: core/iso8601's two entry points,
+ * iso8601_parse_fromisoformat (srt-slurm's stamps, Python's fromisoformat) and
+ * iso8601_parse_aware (the intensity file's stamps, an offset always), and core/parse's
  * parse_duration_ns, parse_duration_range_ns, parse_i64 and parse_u64.
  *
  * Every line of the input (the first 64, up to 200 bytes each) is read by each of them:
- *   - ISO: where both parsers accept a stamp with a UTC offset they agree (to the microsecond
- *     srtlog keeps); a stamp either accepts, formatted again with time_format_local_iso (UTC)
- *     or carbon's format_utc, reads back as the same time (to the microsecond; to the second);
- *     a naive stamp read in US Eastern time (a POSIX TZ rule, no tzdata needed) is the UTC
- *     reading plus 4 or 5 hours;
+ *   - ISO: where both entry points accept a stamp with a UTC offset they agree (to the
+ *     microsecond fromisoformat keeps); a stamp either accepts, formatted again with
+ *     time_format_local_iso (UTC) or iso8601_format_utc, reads back as the same time (to the
+ *     microsecond; to the second); a naive stamp read in US Eastern time (a POSIX TZ rule, no
+ *     tzdata needed) is the UTC reading plus 4 or 5 hours;
  *   - durations: parse_duration_ns and parse_duration_range_ns(0, 1 day) agree on what both
  *     take, the value is within a day, and time_format_duration's text of it reads back as the
  *     same number of nanoseconds;
  *   - integers: parse_i64 / parse_u64 give what strtoll / strtoull give, and their decimal
  *     text reads back.
  *
- * fuzz-sources: src/report/srtlog.c src/report/series.c src/core/array.c src/core/csv.c
- * fuzz-sources: src/core/err.c src/core/file.c src/core/parse.c src/core/timeutil.c
- * fuzz-sources: src/core/table.c build-fuzz/embedded_data.c
- * fuzz-libs: -ljansson -lpthread
+ * fuzz-sources: src/core/iso8601.c src/core/parse.c src/core/timeutil.c
  */
-#include "analysis/carbon.c"
-
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "core/iso8601.h"
+#include "core/parse.h"
 #include "core/timeutil.h"
-#include "report/srtlog.h"
 
 static void set_tz(const char *tz)
 {
@@ -54,14 +58,14 @@ static void iso(const char *s)
     double a = 0, b = 0;
     const char *why;
     set_tz("UTC0");
-    bool sa = srtlog_iso_to_unix(s, &a) == 0;
-    bool ca = parse_iso8601(s, &b, &why) == 0;
+    bool sa = iso8601_parse_fromisoformat(s, &a) == 0;
+    bool ca = iso8601_parse_aware(s, &b, &why) == 0;
     if (sa && !isfinite(a))
         abort();
     if (ca && !isfinite(b))
         abort();
     if (sa && ca && !near(a, b, 1e-6)) {
-        fprintf(stderr, "'%s': srtlog %.17g, carbon %.17g\n", s, a, b);
+        fprintf(stderr, "'%s': fromisoformat %.17g, aware %.17g\n", s, a, b);
         abort();
     }
     /* formatted again and read back */
@@ -71,17 +75,17 @@ static void iso(const char *s)
         if (fabs(t) < 9e9 && /* the int64 ns of time_format_local_iso */
             time_format_local_iso((int64_t)llround(t * 1e6) * 1000, buf, sizeof buf) > 0) {
             double back;
-            if (srtlog_iso_to_unix(buf, &back) == 0 && !near(back, t, 1.5e-6)) {
+            if (iso8601_parse_fromisoformat(buf, &back) == 0 && !near(back, t, 1.5e-6)) {
                 fprintf(stderr, "'%s' = %.17g, formatted '%s', read back %.17g\n", s, t, buf, back);
                 abort();
             }
         }
         if (t >= 0 && t < 253402300800.0) { /* years 1970 to 9999 */
-            format_utc(t, buf, sizeof buf);
+            iso8601_format_utc(t, buf, sizeof buf);
             double back;
-            if (parse_iso8601(buf, &back, &why) != 0 || back != floor(t)) {
-                fprintf(stderr, "'%s' = %.17g, format_utc '%s' reads back %.17g\n", s, t, buf,
-                        back);
+            if (iso8601_parse_aware(buf, &back, &why) != 0 || back != floor(t)) {
+                fprintf(stderr, "'%s' = %.17g, iso8601_format_utc '%s' reads back %.17g\n", s, t,
+                        buf, back);
                 abort();
             }
         }
@@ -90,7 +94,7 @@ static void iso(const char *s)
     if (sa && !has_offset(s)) {
         set_tz("EST5EDT,M3.2.0,M11.1.0");
         double e = 0;
-        if (srtlog_iso_to_unix(s, &e) == 0) {
+        if (iso8601_parse_fromisoformat(s, &e) == 0) {
             double d = e - a;
             if (!near(d, 14400, 1e-6) && !near(d, 18000, 1e-6)) {
                 fprintf(stderr, "'%s': UTC %.17g, US Eastern %.17g\n", s, a, e);

@@ -24,6 +24,7 @@
  * fuzz-sources: src/core/array.c src/core/csv.c src/core/err.c src/core/file.c src/core/fmt.c
  * fuzz-sources: src/core/fsroot.c src/core/parse.c src/core/table.c src/core/timeutil.c
  * fuzz-sources: build-fuzz/embedded_data.c src/sources/channel.c src/core/channel_kind.c
+ * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
  * fuzz-libs: -ljansson -lpthread -ldl
  */
 #include <errno.h>

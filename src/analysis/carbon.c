@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/file.h"
 #include "core/csv.h"
+#include "core/iso8601.h"
 #include "core/parse.h"
 
 #define SECONDS_PER_YEAR (365.25 * 86400.0)
@@ -47,110 +47,6 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-/* Reads exactly n digits at *p into *ret and advances *p; false when they are not there. */
-static bool take_digits(const char **p, int n, int *ret)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (!is_digit((*p)[i]))
-            return false;
-        v = v * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    *ret = v;
-    return true;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int days_in_month(int y, int m)
-{
-    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    return m == 2 && leap ? 29 : dm[m - 1];
-}
-
-/*
- * ISO 8601 date and time with a UTC offset: YYYY-MM-DDTHH:MM[:SS[.frac]](Z|±HH:MM|±HHMM|±HH),
- * 'T' or a space between date and time. Returns 0 and the Unix time, or -EINVAL with *why.
- */
-static int parse_iso8601(const char *s, double *ret, const char **why)
-{
-    const char *p = s;
-    int y, mo, d, h, mi, sec = 0;
-    double frac = 0;
-    *why = "is not an ISO 8601 time (YYYY-MM-DDTHH:MM:SS+HH:MM)";
-    if (!take_digits(&p, 4, &y) || *p++ != '-' || !take_digits(&p, 2, &mo) || *p++ != '-' ||
-        !take_digits(&p, 2, &d))
-        return -EINVAL;
-    if (*p != 'T' && *p != 't' && *p != ' ')
-        return -EINVAL;
-    p++;
-    if (!take_digits(&p, 2, &h) || *p++ != ':' || !take_digits(&p, 2, &mi))
-        return -EINVAL;
-    if (*p == ':') {
-        p++;
-        if (!take_digits(&p, 2, &sec))
-            return -EINVAL;
-        if (*p == '.' || *p == ',') {
-            p++;
-            if (!is_digit(*p))
-                return -EINVAL;
-            /* up to nanoseconds; further digits are read and dropped */
-            int64_t num = 0, den = 1;
-            for (; is_digit(*p); p++)
-                if (den < 1000000000) {
-                    num = num * 10 + (*p - '0');
-                    den *= 10;
-                }
-            frac = (double)num / (double)den;
-        }
-    }
-    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59) {
-        *why = "is not a valid date and time";
-        return -EINVAL;
-    }
-    int off_s = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = *p++ == '-' ? -1 : 1, oh, om = 0;
-        if (!take_digits(&p, 2, &oh))
-            return -EINVAL;
-        if (*p == ':') {
-            p++;
-            if (!take_digits(&p, 2, &om))
-                return -EINVAL;
-        } else if (is_digit(*p) && !take_digits(&p, 2, &om)) {
-            return -EINVAL;
-        }
-        if (oh > 23 || om > 59) {
-            *why = "has an invalid UTC offset";
-            return -EINVAL;
-        }
-        off_s = sign * (oh * 3600 + om * 60);
-    } else if (*p == '\0') {
-        *why = "has no UTC offset (add Z or +HH:MM)";
-        return -EINVAL;
-    } else {
-        return -EINVAL;
-    }
-    if (*p != '\0')
-        return -EINVAL;
-    int64_t t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off_s;
-    *ret = (double)t + frac;
-    return 0;
-}
-
 /* A time field: Unix seconds or ISO 8601 (four digits and a '-' start one). */
 static int parse_time(const char *field, double *ret, const char **why)
 {
@@ -168,7 +64,7 @@ static int parse_time(const char *field, double *ret, const char **why)
         }
         memcpy(buf, p, n);
         buf[n] = '\0';
-        return parse_iso8601(buf, ret, why);
+        return iso8601_parse_aware(buf, ret, why);
     }
     if (parse_double(field, ret) < 0) {
         *why = "is not a time (Unix seconds or ISO 8601 with a UTC offset)";
@@ -391,15 +287,6 @@ double carbon_series_mean_g_per_kwh(const struct carbon_series *s)
 
 /* ---- intensity: where it comes from ---- */
 
-/* Formats a Unix time as UTC ISO 8601 to the second ("2026-11-30T08:00:00Z"). */
-static void format_utc(double t, char *buf, size_t cap)
-{
-    time_t tt = (time_t)floor(t);
-    struct tm tm;
-    if (!gmtime_r(&tt, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, cap, "%.17g", t);
-}
-
 int carbon_intensity_resolve_series(const char *series_path, const char *region, double g_per_kwh,
                                     struct carbon_intensity *ret, struct carma_err *e)
 {
@@ -409,8 +296,8 @@ int carbon_intensity_resolve_series(const char *series_path, const char *region,
         if (r < 0)
             return r;
         char a[32], b[32];
-        format_utc(s.v[0].start_s, a, sizeof a);
-        format_utc(s.v[s.n - 1].end_s, b, sizeof b);
+        iso8601_format_utc(s.v[0].start_s, a, sizeof a);
+        iso8601_format_utc(s.v[s.n - 1].end_s, b, sizeof b);
         memset(ret, 0, sizeof *ret);
         ret->kind = CARBON_CI_SERIES;
         ret->g_per_kwh = carbon_series_mean_g_per_kwh(&s);

@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/pidlive.h"
 #include "sources/estimate.h"
@@ -135,11 +136,6 @@ const char *reading_error_text(int err)
     default:
         return strerror(-err);
     }
-}
-
-void json_set_num(json_t *obj, const char *key, double v)
-{
-    json_object_set_new(obj, key, isfinite(v) ? json_real(v) : json_null());
 }
 
 void cli_print_json(FILE *f, const json_t *j)
@@ -304,8 +300,8 @@ json_t *meters_json(const struct sampler *s)
             json_object_set_new(o, "reconnects", json_integer((json_int_t)st.reconnects));
         }
         json_object_set_new(o, "connected", json_boolean(st.connected));
-        json_set_num(o, "last_watts", st.last_watts);
-        json_set_num(o, "last_age_s", st.last_age_s);
+        jsonutil_set_num(o, "last_watts", st.last_watts);
+        jsonutil_set_num(o, "last_age_s", st.last_age_s);
         json_object_set_new(o, "last_error",
                             st.last_error[0] ? json_string(st.last_error) : json_null());
         json_array_append_new(arr, o);
@@ -359,9 +355,9 @@ json_t *rest_of_system_json(const struct sampler *s)
         known = known && sampler_window_covered_s(s, i) > 0;
         parts_j += sampler_window_energy_j(s, i);
     }
-    json_set_num(j, "energy_j", known ? meter_j - parts_j : NAN);
-    json_set_num(j, "meter_energy_j", mj);
-    json_set_num(j, "metered_energy_j", known ? parts_j : NAN);
+    jsonutil_set_num(j, "energy_j", known ? meter_j - parts_j : NAN);
+    jsonutil_set_num(j, "meter_energy_j", mj);
+    jsonutil_set_num(j, "metered_energy_j", known ? parts_j : NAN);
     json_object_set_new(j, "meters", meters);
     json_object_set_new(j, "channels", chans);
     json_object_set_new(j, "method", json_string("measured"));

@@ -80,9 +80,6 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A short human text for a reading's negative errno. */
 const char *reading_error_text(int err);
 
-/* Adds a real to a JSON object, or null when v is not finite. */
-void json_set_num(json_t *obj, const char *key, double v);
-
 /* Prints j to f as carma writes its JSON files (2-space indent, keys in order), and a newline. */
 void cli_print_json(FILE *f, const json_t *j);
 

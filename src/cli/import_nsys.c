@@ -18,6 +18,7 @@
 #include "cli/common.h"
 #include "core/file.h"
 #include "core/fmt.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "import/nsys.h"
 #include "import/nsys_run.h"
@@ -129,7 +130,7 @@ static int summary(const char *file, const struct nsys_profile *p, const struct 
         json_t *o = json_object(), *procs = json_array();
         json_object_set_new(o, "path", json_string(file));
         json_object_set_new(o, "kernels", json_integer((json_int_t)p->n));
-        json_set_num(o, "session_start_unix", (double)p->session_start_unix_ns / 1e9);
+        jsonutil_set_num(o, "session_start_unix", (double)p->session_start_unix_ns / 1e9);
         json_object_set_new(o, "skipped_rows", json_integer((json_int_t)p->skipped));
         json_object_set_new(o, "unmapped_kernels", json_integer((json_int_t)p->unmapped));
         if (with_run)
@@ -142,7 +143,7 @@ static int summary(const char *file, const struct nsys_profile *p, const struct 
             json_object_set_new(q, "workload",
                                 v[j].workload ? json_string(v[j].workload) : json_null());
             json_object_set_new(q, "kernels", json_integer((json_int_t)v[j].kernels));
-            json_set_num(q, "busy_s", v[j].busy_s);
+            jsonutil_set_num(q, "busy_s", v[j].busy_s);
             json_array_append_new(procs, q);
         }
         json_object_set_new(o, "processes", procs);
@@ -240,13 +241,13 @@ static json_t *reattr_json(const struct nsys_reattr *ra)
         json_t *o = json_object(), *basis = json_object();
         json_object_set_new(o, "channel", json_string(v->channel));
         json_object_set_new(o, "index", json_integer(v->index));
-        json_set_num(o, "energy_j", v->energy_j);
-        json_set_num(o, "workloads_j", v->jobs_j);
-        json_set_num(o, "idle_j", v->idle_j);
-        json_set_num(o, "other_j", v->other_j);
-        json_set_num(o, "unattributed_j", v->unattributed_j);
+        jsonutil_set_num(o, "energy_j", v->energy_j);
+        jsonutil_set_num(o, "workloads_j", v->jobs_j);
+        jsonutil_set_num(o, "idle_j", v->idle_j);
+        jsonutil_set_num(o, "other_j", v->other_j);
+        jsonutil_set_num(o, "unattributed_j", v->unattributed_j);
         for (int k = 0; k < NSYS_BASIS_N; k++)
-            json_set_num(basis, nsys_basis_name(k), v->basis_s[k]);
+            jsonutil_set_num(basis, nsys_basis_name(k), v->basis_s[k]);
         json_object_set_new(o, "basis", basis);
         json_array_append_new(arr, o);
     }
@@ -328,7 +329,7 @@ static int import_run(const char *run_dir, char *const *files, const char *const
                 "out\n",
                 set.outside_s);
     if (doc)
-        json_set_num(doc, "outside_run_s", set.outside_s);
+        jsonutil_set_num(doc, "outside_run_s", set.outside_s);
     nsys_busy_sort(&set);
     if (nsys_busy_csv(&set, &buf) < 0) {
         cli_error("out of memory");

@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/fmt.h"
 #include "core/timeutil.h"
@@ -294,18 +295,12 @@ out:
     return status;
 }
 
-static double jnum(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* The run's own figure a prediction is compared with: measured_j, or estimated_j when the
  * run's power was estimated (a model's output is never called measured). */
 static double ref_j(json_t *o)
 {
-    double v = jnum(o, "measured_j");
-    return json_object_get(o, "estimated_j") ? jnum(o, "estimated_j") : v;
+    double v = jsonutil_get_num(o, "measured_j");
+    return json_object_get(o, "estimated_j") ? jsonutil_get_num(o, "estimated_j") : v;
 }
 
 /* a figure printed with 3 decimals: never "-0.000" */
@@ -313,9 +308,10 @@ static double ref_j(json_t *o)
 
 static void print_row(const char *name, json_t *o)
 {
-    printf("%-20s %12.3f %12.3f %12.3f %12.3f %8.2f\n", name, Z3(jnum(o, "predicted_dynamic_j")),
-           Z3(jnum(o, "predicted_static_j")), Z3(jnum(o, "predicted_j")), Z3(ref_j(o)),
-           fmt_round_zero(jnum(o, "error_pct"), 2));
+    printf("%-20s %12.3f %12.3f %12.3f %12.3f %8.2f\n", name,
+           Z3(jsonutil_get_num(o, "predicted_dynamic_j")),
+           Z3(jsonutil_get_num(o, "predicted_static_j")), Z3(jsonutil_get_num(o, "predicted_j")),
+           Z3(ref_j(o)), fmt_round_zero(jsonutil_get_num(o, "error_pct"), 2));
 }
 
 static void print_prediction(json_t *p)
@@ -343,9 +339,10 @@ static void print_prediction(json_t *p)
     json_t *v;
     json_object_foreach(json_object_get(p, "node"), key, v)
     {
-        printf("%-20s %12.3f %12.3f %8.2f %8.3f %8.4f\n", key, Z3(jnum(v, "predicted_j")),
-               Z3(ref_j(v)), fmt_round_zero(jnum(v, "error_pct"), 2), jnum(v, "mape_pct"),
-               jnum(v, "r2"));
+        printf("%-20s %12.3f %12.3f %8.2f %8.3f %8.4f\n", key,
+               Z3(jsonutil_get_num(v, "predicted_j")), Z3(ref_j(v)),
+               fmt_round_zero(jsonutil_get_num(v, "error_pct"), 2), jsonutil_get_num(v, "mape_pct"),
+               jsonutil_get_num(v, "r2"));
     }
     printf("\n%s: %s; MAPE and R2 over the intervals of the node's power\n",
            strcmp(ref, "measured J") == 0 ? "measured" : "estimated (not measured)",

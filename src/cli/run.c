@@ -35,6 +35,7 @@
 #include "core/csv.h"
 #include "core/fmt.h"
 #include "core/journal.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "export/carma_files.h"
@@ -737,7 +738,7 @@ static void event_summary(struct run *r, double period_s)
         json_t *w = json_object();
         json_object_set_new(w, "name", json_string(j->spec->name));
         j->last_w = period_s > 0 ? j->event_j / period_s : NAN;
-        json_set_num(w, "power_w", j->last_w);
+        jsonutil_set_num(w, "power_w", j->last_w);
         json_object_set_new(w, "energy_j", json_real(j->energy_j));
         json_object_set_new(w, "g_co2e", json_real(j->g_op));
         json_object_set_new(w, "method", json_string(run_method(r)));
@@ -1040,12 +1041,12 @@ static json_t *report_json(struct run *r)
     double sw = 0;
     for (size_t k = 0; k < r->nnode; k++)
         sw += isfinite(r->static_w[r->node_idx[k]]) ? r->static_w[r->node_idx[k]] : 0;
-    json_set_num(a, "static_power_w", r->static_source ? sw : NAN);
+    jsonutil_set_num(a, "static_power_w", r->static_source ? sw : NAN);
     json_object_set_new(a, "cpu_time_source", json_string(r->have_base ? "cgroup" : "proc"));
     if (r->baseline_s > 0) {
         json_t *b = json_object();
         json_object_set_new(b, "duration_s", json_real(r->baseline_s));
-        json_set_num(b, "busy_cpus", r->baseline_busy_cpus);
+        jsonutil_set_num(b, "busy_cpus", r->baseline_busy_cpus);
         json_object_set_new(b, "cpus",
                             r->s->have_util ? json_integer(r->s->util.ncpu) : json_null());
         json_object_set_new(b, "other_j", json_real(r->bg_other_j));
@@ -1073,7 +1074,7 @@ static json_t *report_json(struct run *r)
                                 unknown ? json_null() : json_real(j->by_kind_j[kk]));
         }
         json_object_set_new(w, "energy_by_kind_j", bk);
-        json_set_num(w, "avg_power_w", dur > 0 ? j->energy_j / dur : NAN);
+        jsonutil_set_num(w, "avg_power_w", dur > 0 ? j->energy_j / dur : NAN);
         json_object_set_new(w, "cpu_time_s", json_real((double)j->cpu_ns / 1e9));
         json_object_set_new(w, "operational_g_co2e", json_real(j->g_op));
         json_t *detail = json_array();
@@ -1202,7 +1203,7 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
             if (!show[q])
                 continue;
             json_t *v = json_object_get(bk, kind_key((enum channel_kind)kinds[q]));
-            text_num(f, 9, 3, json_is_number(v) ? json_number_value(v) : NAN);
+            text_num(f, 9, 3, jsonutil_num(v));
         }
         text_num(f, 12, 6, json_real_value(json_object_get(w, "operational_g_co2e")));
         text_num(f, 12, 6, json_real_value(json_object_get(w, "embodied_g_co2e")));
@@ -1571,8 +1572,8 @@ int cmd_run(int argc, char **argv)
         json_object_set_new(w, "pids", pl);
         json_object_set_new(w, "pgid", j->pid > 0 ? json_integer(j->pid) : json_null());
         json_object_set_new(w, "cgroup", j->have_cg ? json_string(j->cg.path) : json_null());
-        json_set_num(w, "start_unix", j->start_real ? (double)j->start_real / 1e9 : NAN);
-        json_set_num(w, "end_unix", j->end_real ? (double)j->end_real / 1e9 : NAN);
+        jsonutil_set_num(w, "start_unix", j->start_real ? (double)j->start_real / 1e9 : NAN);
+        jsonutil_set_num(w, "end_unix", j->end_real ? (double)j->end_real / 1e9 : NAN);
         json_object_set_new(w, "exit_status", json_integer(j->exit_status));
         json_object_set_new(w, "signal",
                             WIFSIGNALED(j->wstatus) && j->pid > 0

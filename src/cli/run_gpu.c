@@ -20,6 +20,7 @@
 #include "cli/import_nsys.h"
 #include "cli/run.h"
 #include "core/fmt.h"
+#include "core/jsonutil.h"
 #include "core/timeutil.h"
 #include "export/srt_power.h"
 
@@ -469,10 +470,10 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
         json_object_set_new(o, "energy_j", json_real(v->total_j));
         json_object_set_new(o, "covered_s", json_real(sampler_window_covered_s(r->s, v->ch)));
         json_object_set_new(o, "invalid_samples", json_integer((json_int_t)v->invalid));
-        json_set_num(o, "drift_pct", sampler_window_drift_pct(r->s, v->ch));
+        jsonutil_set_num(o, "drift_pct", sampler_window_drift_pct(r->s, v->ch));
         /* every power gauge of the GPU against its counter: average powers over the run */
         json_t *gs = json_object();
-        json_set_num(gs, "power_usage", sampler_window_drift_pct(r->s, v->ch));
+        jsonutil_set_num(gs, "power_usage", sampler_window_drift_pct(r->s, v->ch));
         double ce = sampler_window_energy_j(r->s, v->ch),
                cs = sampler_window_covered_s(r->s, v->ch);
         for (size_t i = 0; i < r->s->set.n; i++) {
@@ -480,11 +481,12 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
             if (k->parent != (int)v->ch || k->domain != DOMAIN_COMPONENT || c->form != FORM_COUNTER)
                 continue;
             double ke = sampler_window_energy_j(r->s, i), ks = sampler_window_covered_s(r->s, i);
-            json_set_num(gs, k->zone,
-                         ce > 0 && cs > 0 && ks > 0 ? ((ke / ks) / (ce / cs) - 1.0) * 100.0 : NAN);
+            jsonutil_set_num(gs, k->zone,
+                             ce > 0 && cs > 0 && ks > 0 ? ((ke / ks) / (ce / cs) - 1.0) * 100.0
+                                                        : NAN);
         }
         json_object_set_new(o, "gauge_drift_pct", gs);
-        json_set_num(o, "static_power_w", r->static_w[v->ch]);
+        jsonutil_set_num(o, "static_power_w", r->static_w[v->ch]);
         json_object_set_new(o, "jobs_j", json_real(v->jobs_j));
         json_object_set_new(o, "idle_j", json_real(v->idle_j));
         json_object_set_new(o, "other_j", json_real(v->other_j));
@@ -504,8 +506,8 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
     if (g) {
         json_t *q = json_object();
         json_object_set_new(q, "reads", json_integer((json_int_t)g->queries));
-        json_set_num(q, "mean_ms",
-                     g->queries ? (double)g->query_ns / 1e6 / (double)g->queries : NAN);
+        jsonutil_set_num(q, "mean_ms",
+                         g->queries ? (double)g->query_ns / 1e6 / (double)g->queries : NAN);
         json_object_set_new(q, "last_period_ms", json_real((double)g->period_ns / 1e6));
         json_object_set_new(rep, "gpu_process_lists", q);
     }

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
 
@@ -105,7 +106,7 @@ static json_t *sensors_json(const struct sampler *s)
     for (size_t i = 0; i < s->set.n; i++) {
         json_t *o = json_array_get(chans, i);
         const struct chan_state *st = &s->st[i];
-        json_set_num(o, "watts", st->watts);
+        jsonutil_set_num(o, "watts", st->watts);
         if (!st->tick_valid)
             json_object_set_new(o, "error", json_string(reading_error_text(st->last_err)));
     }
@@ -119,11 +120,11 @@ static json_t *sensors_json(const struct sampler *s)
         json_object_set_new(u, "sockets", json_integer(s->util.nsockets));
         json_object_set_new(u, "cpu_model", json_string(s->util.model_name));
         if (s->util.primed) {
-            json_set_num(u, "total", s->util.util_total);
-            json_set_num(u, "user", s->util.util_user);
-            json_set_num(u, "nice", s->util.util_nice);
-            json_set_num(u, "sys", s->util.util_sys);
-            json_set_num(u, "irq", s->util.util_irq);
+            jsonutil_set_num(u, "total", s->util.util_total);
+            jsonutil_set_num(u, "user", s->util.util_user);
+            jsonutil_set_num(u, "nice", s->util.util_nice);
+            jsonutil_set_num(u, "sys", s->util.util_sys);
+            jsonutil_set_num(u, "irq", s->util.util_irq);
         }
         json_object_set_new(root, "utilization", u);
     }

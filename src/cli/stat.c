@@ -30,6 +30,7 @@
 #include "cli/caveats.h"
 #include "core/fmt.h"
 #include "core/file.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "sampler/samples_csv.h"
@@ -408,12 +409,12 @@ static json_t *summary_json(struct stat_run *r)
     json_object_set_new(j, "status", json_string(r->stop.sig ? "interrupted" : "complete"));
     json_object_set_new(j, "interruption", interruption_json(&r->stop));
     double dur = (double)(r->cmd_end_mono - r->cmd_start_mono) / (double)NS_PER_S;
-    json_set_num(j, "duration_s", dur);
-    json_set_num(j, "start_unix", (double)s->real_win / 1e9);
-    json_set_num(j, "end_unix", (double)s->real_now / 1e9);
-    json_set_num(j, "command_start_unix", (double)r->cmd_start_real / 1e9);
-    json_set_num(j, "command_end_unix", (double)r->cmd_end_real / 1e9);
-    json_set_num(j, "interval_s", (double)s->interval_ns / 1e9);
+    jsonutil_set_num(j, "duration_s", dur);
+    jsonutil_set_num(j, "start_unix", (double)s->real_win / 1e9);
+    jsonutil_set_num(j, "end_unix", (double)s->real_now / 1e9);
+    jsonutil_set_num(j, "command_start_unix", (double)r->cmd_start_real / 1e9);
+    jsonutil_set_num(j, "command_end_unix", (double)r->cmd_end_real / 1e9);
+    jsonutil_set_num(j, "interval_s", (double)s->interval_ns / 1e9);
     json_object_set_new(j, "ticks", json_integer((json_int_t)s->ticks));
     /* shorter than two ticks: the figures below are kept, but are not a measurement */
     char too_short[512];
@@ -439,13 +440,13 @@ static json_t *summary_json(struct stat_run *r)
         double covered = sampler_window_covered_s(s, i);
         bool known = covered > 0;
         double ej = sampler_window_energy_j(s, i);
-        json_set_num(o, "energy_j", known ? ej : NAN);
-        json_set_num(o, "avg_power_w", known ? ej / covered : NAN);
-        json_set_num(o, "covered_s", covered);
+        jsonutil_set_num(o, "energy_j", known ? ej : NAN);
+        jsonutil_set_num(o, "avg_power_w", known ? ej / covered : NAN);
+        jsonutil_set_num(o, "covered_s", covered);
         if (c->form == FORM_COUNTER)
-            json_set_num(o, "gauge_drift_pct", sampler_window_drift_pct(s, i));
-        json_set_num(o, "min_power_w", isfinite(st->min_w) ? st->min_w : NAN);
-        json_set_num(o, "max_power_w", isfinite(st->max_w) ? st->max_w : NAN);
+            jsonutil_set_num(o, "gauge_drift_pct", sampler_window_drift_pct(s, i));
+        jsonutil_set_num(o, "min_power_w", isfinite(st->min_w) ? st->min_w : NAN);
+        jsonutil_set_num(o, "max_power_w", isfinite(st->max_w) ? st->max_w : NAN);
         json_object_set_new(o, "samples",
                             json_integer((json_int_t)(st->samples - st->win_samples)));
         json_object_set_new(o, "invalid",
@@ -479,7 +480,7 @@ static json_t *summary_json(struct stat_run *r)
     /* a partial sum would understate the node: it is unknown when a channel is missing */
     if (!node_known || node_known < nn)
         node_j = NAN;
-    json_set_num(node, "energy_j", node_j);
+    jsonutil_set_num(node, "energy_j", node_j);
     json_object_set_new(node, "method", node_method(s, node_idx, nn));
     json_t *rest = rest_of_system_json(s);
     if (rest)
@@ -500,25 +501,26 @@ static json_t *summary_json(struct stat_run *r)
     for (size_t k = 0; k < r->ncpu_idx; k++)
         cpu_known = cpu_known || sampler_window_covered_s(s, (size_t)r->cpu_idx[k]) > 0;
     bool attr = r->have_tree && cpu_known;
-    json_set_num(cmd, "cpu_energy_j", attr ? r->attrib.energy_j : NAN);
-    json_set_num(cmd, "cpu_share", attr ? cpu_attrib_share(&r->attrib) : NAN);
-    json_set_num(cmd, "cpu_time_s", r->have_tree ? (double)r->attrib.tree_ns / 1e9 : NAN);
-    json_set_num(cmd, "node_busy_time_s",
-                 r->have_tree && s->have_util ? (double)r->attrib.busy_ns / 1e9 : NAN);
-    json_set_num(cmd, "node_cpu_energy_j", attr ? r->attrib.node_j : NAN);
-    json_set_num(cmd, "dynamic_cpu_energy_j",
-                 attr && r->attrib.have_static ? r->attrib.dynamic_j : NAN);
-    json_set_num(cmd, "static_power_w", r->static_w);
-    json_set_num(cmd, "static_busy_cpus", r->static_source ? r->static_busy : NAN);
+    jsonutil_set_num(cmd, "cpu_energy_j", attr ? r->attrib.energy_j : NAN);
+    jsonutil_set_num(cmd, "cpu_share", attr ? cpu_attrib_share(&r->attrib) : NAN);
+    jsonutil_set_num(cmd, "cpu_time_s", r->have_tree ? (double)r->attrib.tree_ns / 1e9 : NAN);
+    jsonutil_set_num(cmd, "node_busy_time_s",
+                     r->have_tree && s->have_util ? (double)r->attrib.busy_ns / 1e9 : NAN);
+    jsonutil_set_num(cmd, "node_cpu_energy_j", attr ? r->attrib.node_j : NAN);
+    jsonutil_set_num(cmd, "dynamic_cpu_energy_j",
+                     attr && r->attrib.have_static ? r->attrib.dynamic_j : NAN);
+    jsonutil_set_num(cmd, "static_power_w", r->static_w);
+    jsonutil_set_num(cmd, "static_busy_cpus", r->static_source ? r->static_busy : NAN);
     json_object_set_new(cmd, "static_source",
                         r->static_source ? json_string(r->static_source) : json_null());
     json_object_set_new(j, "command", cmd);
     json_t *carbon = json_object();
-    json_set_num(carbon, "g_co2e", carbon_operational_g(node_j, r->o->pue, r->ci.g_per_kwh));
-    json_set_num(carbon, "command_cpu_g_co2e",
-                 attr ? carbon_operational_g(r->attrib.energy_j, r->o->pue, r->ci.g_per_kwh) : NAN);
-    json_set_num(carbon, "g_per_kwh", r->ci.g_per_kwh);
-    json_set_num(carbon, "pue", r->o->pue);
+    jsonutil_set_num(carbon, "g_co2e", carbon_operational_g(node_j, r->o->pue, r->ci.g_per_kwh));
+    jsonutil_set_num(carbon, "command_cpu_g_co2e",
+                     attr ? carbon_operational_g(r->attrib.energy_j, r->o->pue, r->ci.g_per_kwh)
+                          : NAN);
+    jsonutil_set_num(carbon, "g_per_kwh", r->ci.g_per_kwh);
+    jsonutil_set_num(carbon, "pue", r->o->pue);
     json_object_set_new(carbon, "region",
                         r->ci.region[0] ? json_string(r->ci.region) : json_null());
     json_object_set_new(carbon, "intensity_source", json_string(r->ci.source));

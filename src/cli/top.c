@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/common.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "report/live.h"
 
@@ -51,17 +52,17 @@ static json_t *view_json(const struct live_view *v)
 {
     json_t *o = json_object();
     json_object_set_new(o, "run_dir", json_string(v->title));
-    json_set_num(o, "elapsed_s", v->elapsed_s);
-    json_set_num(o, "updated_unix", v->updated_unix);
+    jsonutil_set_num(o, "elapsed_s", v->elapsed_s);
+    jsonutil_set_num(o, "updated_unix", v->updated_unix);
     json_object_set_new(o, "finished", json_boolean(v->finished));
     json_object_set_new(o, "carma_gone", json_boolean(v->writer_gone_pid != 0));
-    json_set_num(o, "node_power_w", v->node_w);
+    jsonutil_set_num(o, "node_power_w", v->node_w);
     json_t *doms = json_array();
     for (size_t k = 0; k < v->ndomains; k++) {
         const struct live_domain *d = &v->domain[k];
         json_t *x = json_object();
         json_object_set_new(x, "kind", json_string(d->kind));
-        json_set_num(x, "power_w", d->power_w);
+        jsonutil_set_num(x, "power_w", d->power_w);
         json_object_set_new(x, "channels", json_integer(d->channels));
         json_object_set_new(x, "method", json_string(d->estimated ? "estimated" : "measured"));
         json_array_append_new(doms, x);
@@ -72,17 +73,17 @@ static json_t *view_json(const struct live_view *v)
         const struct live_job *j = &v->job[k];
         json_t *x = json_object();
         json_object_set_new(x, "name", json_string(j->name));
-        json_set_num(x, "power_w", j->power_w);
-        json_set_num(x, "energy_j", j->energy_j);
-        json_set_num(x, "g_co2e", j->g_co2e);
+        jsonutil_set_num(x, "power_w", j->power_w);
+        jsonutil_set_num(x, "energy_j", j->energy_j);
+        jsonutil_set_num(x, "g_co2e", j->g_co2e);
         json_object_set_new(x, "ended", json_boolean(j->ended));
         json_object_set_new(x, "method", json_string(j->estimated ? "estimated" : "measured"));
         json_array_append_new(jobs, x);
     }
     json_object_set_new(o, "jobs", jobs);
-    json_set_num(o, "idle_j", v->have_jobs ? v->idle_j : NAN);
-    json_set_num(o, "other_j", v->have_jobs ? v->other_j : NAN);
-    json_set_num(o, "unattributed_j", v->have_jobs ? v->unattributed_j : NAN);
+    jsonutil_set_num(o, "idle_j", v->have_jobs ? v->idle_j : NAN);
+    jsonutil_set_num(o, "other_j", v->have_jobs ? v->other_j : NAN);
+    jsonutil_set_num(o, "unattributed_j", v->have_jobs ? v->unattributed_j : NAN);
     return o;
 }
 

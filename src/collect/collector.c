@@ -32,6 +32,7 @@
 #include "core/csv.h"
 #include "core/file.h"
 #include "core/fmt.h"
+#include "core/journal.h"
 
 extern char **environ;
 
@@ -581,12 +582,10 @@ static const char *const util_modes[] = {"total", "user", "nice", "sys", "irq"};
 #define UTIL_MODES 5
 
 struct out_file {
-    int fd;
+    struct journal *csv;
     char path[PATH_CAP];
-    struct csv_buf buf;
-    off_t good;
+    struct csv_buf buf; /* rows of the current cycle */
     uint64_t rows_pending, rows;
-    bool damaged;
 };
 
 struct collect_out {
@@ -605,20 +604,14 @@ struct collect_out {
 static int file_open(struct out_file *f, const char *dir, const char *name, const char *header,
                      struct carma_err *e)
 {
-    f->fd = -1;
+    f->csv = NULL;
     if ((size_t)snprintf(f->path, sizeof f->path, "%s/%s", dir, name) >= sizeof f->path)
         return carma_err_set(e, -ENAMETOOLONG, "cannot create %s/%s: %s", dir, name,
                              strerror(ENAMETOOLONG));
-    f->fd = file_create(f->path, O_TRUNC);
-    if (f->fd < 0) {
-        int r = f->fd;
-        f->fd = -1;
-        return carma_err_set(e, r, "cannot create %s: %s", f->path, strerror(-r));
-    }
-    int r = file_write_all(f->fd, header, strlen(header));
-    if (r < 0)
-        return carma_err_set(e, r, "cannot write %s: %s", f->path, strerror(-r));
-    f->good = (off_t)strlen(header);
+    struct carma_err je = {0};
+    f->csv = journal_open(f->path, header, "rows", &je);
+    if (!f->csv)
+        return carma_err_set(e, je.code, "%s", je.msg);
     if (csv_buf_reserve(&f->buf, 1 << 14) < 0)
         return carma_err_set(e, -ENOMEM, "out of memory");
     return 0;
@@ -628,16 +621,13 @@ static int file_flush(struct out_file *f, struct carma_err *e)
 {
     if (f->buf.len == 0)
         return 0;
-    if (f->damaged)
+    if (journal_damaged(f->csv))
         return carma_err_set(e, -EIO, "cannot write %s: it ends in part of a cycle", f->path);
-    int r = file_write_all(f->fd, f->buf.data, f->buf.len);
-    if (r < 0) {
-        if (ftruncate(f->fd, f->good) < 0 || lseek(f->fd, f->good, SEEK_SET) != f->good)
-            f->damaged = true;
+    /* a failed cycle is cut off the file: its rows written before are kept */
+    int r = journal_append(f->csv, f->buf.data, f->buf.len, f->rows_pending, -1, NULL);
+    if (r < 0)
         return carma_err_set(e, r, "cannot write %s: %s (the rows written before are kept)",
                              f->path, strerror(-r));
-    }
-    f->good += (off_t)f->buf.len;
     f->rows += f->rows_pending;
     return 0;
 }
@@ -645,17 +635,15 @@ static int file_flush(struct out_file *f, struct carma_err *e)
 static int file_close(struct out_file *f, struct carma_err *e)
 {
     int ret = 0;
-    if (f->fd >= 0) {
-        if (fsync(f->fd) < 0 && errno != EINVAL) {
-            int r = -errno;
+    if (f->csv) {
+        int r = journal_sync(f->csv);
+        if (r < 0)
             ret = carma_err_set(e, r, "cannot write %s: %s", f->path, strerror(-r));
-        }
-        if (close(f->fd) < 0 && !ret) {
-            int r = -errno;
+        r = journal_close(f->csv);
+        if (r < 0 && !ret)
             ret = carma_err_set(e, r, "cannot write %s: %s", f->path, strerror(-r));
-        }
     }
-    f->fd = -1;
+    f->csv = NULL;
     csv_buf_free(&f->buf);
     return ret;
 }
@@ -667,7 +655,6 @@ struct collect_out *collect_out_open(const char *dir, struct carma_err *e)
         carma_err_set(e, -ENOMEM, "out of memory");
         return NULL;
     }
-    o->samples.fd = o->nodes.fd = -1;
     if (file_open(&o->samples, dir, "samples.csv", SAMPLES_HEADER, e) < 0 ||
         file_open(&o->nodes, dir, "nodes.csv", NODES_HEADER, e) < 0) {
         collect_out_close(o, NULL);

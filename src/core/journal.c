@@ -129,6 +129,18 @@ off_t journal_size(const struct journal *j)
     return j ? j->good : 0;
 }
 
+bool journal_damaged(const struct journal *j)
+{
+    return j && j->damaged;
+}
+
+int journal_sync(struct journal *j)
+{
+    if (j && j->fd >= 0 && fsync(j->fd) < 0 && errno != EINVAL)
+        return -errno;
+    return 0;
+}
+
 const char *journal_path(const struct journal *j)
 {
     return j ? j->path : "";

@@ -54,6 +54,14 @@ uint64_t journal_lost(const struct journal *j, int *ret_err);
 /* Bytes of whole rows in the file (the header included). */
 off_t journal_size(const struct journal *j);
 
+/* Whether a failed batch could not be cut off: the file ends in part of a row and
+ * journal_append writes nothing more (-EIO). NULL-safe (false). */
+bool journal_damaged(const struct journal *j);
+
+/* Flushes the file to its disk (fsync). Returns 0 (also where the file cannot be synced: a
+ * pipe, a special file), or -errno (a delayed write error). NULL-safe (0). */
+int journal_sync(struct journal *j);
+
 /* The path the journal writes. */
 const char *journal_path(const struct journal *j);
 

@@ -22,6 +22,7 @@
 #include "core/csv.h"
 #include "core/file.h"
 #include "core/journal.h"
+#include "core/jsonutil.h"
 
 /* The largest run file read (samples.csv of a long run at a fast interval). */
 #define CARMA_FILES_INPUT_MAX ((size_t)1 << 30)
@@ -331,13 +332,6 @@ int carma_perf_write(char *text, size_t len, const char *name, double t0_unix,
     return r;
 }
 
-/* A number of a JSON object, NAN when absent or not a number. */
-static double jnum(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* A number for a CSV cell: %.6f, or empty when unknown. */
 static void cell(FILE *out, double v, bool last)
 {
@@ -363,7 +357,7 @@ static int job_conv(const char *text, size_t len, const char *name, const char *
         if (!n)
             continue;
         const json_t *ws = json_object_get(ev, "workloads");
-        double t = jnum(ev, "timestamp_unix");
+        double t = jsonutil_get_num(ev, "timestamp_unix");
         if (!ev || !json_is_array(ws) || !isfinite(t)) {
             json_decref(ev);
             if (!nl && pos >= len)
@@ -387,10 +381,10 @@ static int job_conv(const char *text, size_t len, const char *name, const char *
                 emb = embodied_g * (f < 0 ? 0 : f > 1 ? 1 : f);
             }
             cell(out, t, false);
-            cell(out, jnum(ev, "elapsed_s"), false);
-            cell(out, jnum(w, "power_w"), false);
-            cell(out, jnum(w, "energy_j"), false);
-            cell(out, jnum(w, "g_co2e"), false);
+            cell(out, jsonutil_get_num(ev, "elapsed_s"), false);
+            cell(out, jsonutil_get_num(w, "power_w"), false);
+            cell(out, jsonutil_get_num(w, "energy_j"), false);
+            cell(out, jsonutil_get_num(w, "g_co2e"), false);
             cell(out, emb, false);
             const char *m = json_string_value(json_object_get(w, "method"));
             fprintf(out, "%s\n", m ? m : "");
@@ -480,7 +474,7 @@ int carma_files_write(const char *dir, struct carma_err *e)
     for (size_t i = 0; i < nw; i++) {
         const char *wn = json_string_value(json_object_get(json_array_get(wls, i), "name"));
         names[i] = wn ? wn : "";
-        starts[i] = jnum(json_array_get(wls, i), "start_unix");
+        starts[i] = jsonutil_get_num(json_array_get(wls, i), "start_unix");
     }
 
     /* samples.csv: the meter's rows, and the run's first sample (perf.log's time 0) */
@@ -527,13 +521,13 @@ int carma_files_write(const char *dir, struct carma_err *e)
             {
                 const char *rn = json_string_value(json_object_get(rw, "name"));
                 if (rn && strcmp(rn, wn) == 0)
-                    emb = jnum(rw, "embodied_g_co2e");
+                    emb = jsonutil_get_num(rw, "embodied_g_co2e");
             }
             char rel[512];
             snprintf(rel, sizeof rel, "%s_power_carbon.csv", wn);
-            CONVERT(rel,
-                    carma_job_write(text, len, "event_summaries.jsonl", wn, jnum(w, "start_unix"),
-                                    jnum(w, "end_unix"), emb, out, &er));
+            CONVERT(rel, carma_job_write(text, len, "event_summaries.jsonl", wn,
+                                         jsonutil_get_num(w, "start_unix"),
+                                         jsonutil_get_num(w, "end_unix"), emb, out, &er));
         }
         free(text);
     } else if (wl && r != -ENOENT && !first.code) {

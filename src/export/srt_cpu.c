@@ -8,7 +8,8 @@
  *
  * The writer keeps one row buffer for the cycle: each srt_cpu_node appends the node's rows
  * (the fixed part "1,<timestamp>,<host>,<source>," formatted once per node), and
- * srt_cpu_cycle_end hands the buffer to write(2) once, looping on short writes. Per node it
+ * srt_cpu_cycle_end hands the buffer to the CSV's journal (core/journal.h: one write(2),
+ * looping on short writes). Per node it
  * counts polls and errors and remembers the mode of its last scrape that gave rows, for
  * cpu_manifest.json.
  */
@@ -29,6 +30,7 @@
 
 #include "core/csv.h"
 #include "core/fmt.h"
+#include "core/journal.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "sources/hwmon.h"
@@ -167,7 +169,7 @@ struct node {
 };
 
 struct srt_cpu {
-    int fd;
+    struct journal *csv;
     char dir[PATH_CAP];
     char csv_path[PATH_CAP];
     char manifest_path[PATH_CAP];
@@ -179,9 +181,7 @@ struct srt_cpu {
     struct csv_buf buf; /* rows of the current cycle */
     bool in_cycle;
     bool cycle_oom;
-    off_t good; /* bytes of whole cycles on disk */
     uint64_t rows_pending, rows_written;
-    bool damaged; /* part of a cycle could not be cut off: write no more */
 };
 
 /* Appends a watts cell: v with up to 6 decimals and at least one ("150.0"). Room reserved. */
@@ -263,8 +263,7 @@ static void free_all(struct srt_cpu *w)
 {
     if (!w)
         return;
-    if (w->fd >= 0)
-        close(w->fd);
+    journal_close(w->csv);
     for (size_t i = 0; w->nodes && i < w->nnodes; i++) {
         free(w->nodes[i].host);
         csv_buf_free(&w->nodes[i].field);
@@ -286,7 +285,6 @@ struct srt_cpu *srt_cpu_open(const char *dir, const char *const *nodes, size_t n
         carma_err_set(e, -ENOMEM, "out of memory");
         return NULL;
     }
-    w->fd = -1;
     if (strlen(dir) + sizeof "/cpu_manifest.json" > sizeof w->dir) {
         carma_err_set(e, -ENAMETOOLONG, "cannot create %s: %s", dir, strerror(ENAMETOOLONG));
         goto fail;
@@ -328,11 +326,9 @@ struct srt_cpu *srt_cpu_open(const char *dir, const char *const *nodes, size_t n
         goto fail;
     }
 
-    w->fd = srt_csv_create(w->dir, w->csv_path, SAMPLES_HEADER EOL,
-                           strlen(SAMPLES_HEADER) + EOL_LEN, e);
-    if (w->fd < 0)
+    w->csv = srt_csv_create(w->dir, w->csv_path, SAMPLES_HEADER EOL, e);
+    if (!w->csv)
         goto fail;
-    w->good = (off_t)(strlen(SAMPLES_HEADER) + EOL_LEN);
     if (manifest_write(w, false, 0, e) < 0)
         goto fail;
     return w;
@@ -429,16 +425,13 @@ int srt_cpu_cycle_end(struct srt_cpu *w, struct carma_err *e)
                              w->csv_path);
     if (w->buf.len == 0)
         return 0;
-    if (w->damaged)
+    if (journal_damaged(w->csv))
         return carma_err_set(e, -EIO, "cannot write %s: it ends in part of a cycle", w->csv_path);
-    int r = file_write_all(w->fd, w->buf.data, w->buf.len);
-    if (r < 0) {
-        if (ftruncate(w->fd, w->good) < 0 || lseek(w->fd, w->good, SEEK_SET) != w->good)
-            w->damaged = true;
+    /* a failed cycle is cut off the file: its rows written before are kept */
+    int r = journal_append(w->csv, w->buf.data, w->buf.len, w->rows_pending, -1, NULL);
+    if (r < 0)
         return carma_err_set(e, r, "cannot write %s: %s (the rows written before are kept)",
                              w->csv_path, strerror(-r));
-    }
-    w->good += (off_t)w->buf.len;
     w->rows_written += w->rows_pending;
     w->rows_pending = 0;
     return 0;
@@ -454,17 +447,15 @@ int srt_cpu_finish(struct srt_cpu *w, struct carma_err *e)
     if (!w)
         return 0;
     int ret = 0;
-    if (fsync(w->fd) < 0 && errno != EINVAL) {
-        int r = -errno;
+    int r = journal_sync(w->csv);
+    if (r < 0)
         ret = carma_err_set(e, r, "cannot write %s: %s", w->csv_path, strerror(-r));
-    }
-    if (close(w->fd) < 0 && !ret) {
-        int r = -errno;
+    r = journal_close(w->csv);
+    w->csv = NULL;
+    if (r < 0 && !ret)
         ret = carma_err_set(e, r, "cannot write %s: %s", w->csv_path, strerror(-r));
-    }
-    w->fd = -1;
     struct carma_err me = {0};
-    int r = manifest_write(w, true, time_real_ns(), &me);
+    r = manifest_write(w, true, time_real_ns(), &me);
     if (r < 0 && !ret)
         ret = carma_err_set(e, r, "%s", me.msg);
     free_all(w);

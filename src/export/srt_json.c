@@ -27,21 +27,13 @@ int srt_json_replace(json_t *m, const char *path, struct carma_err *e)
     return 0;
 }
 
-int srt_csv_create(const char *dir, const char *csv_path, const char *header, size_t n,
-                   struct carma_err *e)
+struct journal *srt_csv_create(const char *dir, const char *csv_path, const char *header,
+                               struct carma_err *e)
 {
     int r = file_mkdirs(dir);
-    if (r < 0)
-        return carma_err_set(e, r, "cannot create %s: %s", dir, strerror(-r));
-    int fd = file_create(csv_path, O_TRUNC);
-    if (fd < 0) {
-        r = fd;
-        return carma_err_set(e, r, "cannot create %s: %s", csv_path, strerror(-r));
-    }
-    r = file_write_all(fd, header, n);
     if (r < 0) {
-        close(fd);
-        return carma_err_set(e, r, "cannot write %s: %s", csv_path, strerror(-r));
+        carma_err_set(e, r, "cannot create %s: %s", dir, strerror(-r));
+        return NULL;
     }
-    return fd;
+    return journal_open(csv_path, header, "rows", e);
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "core/err.h"
+#include "core/journal.h"
 
 /* Writes m (consumed: its reference is released) as path with file_replace() (core/file.h): a
  * temporary file of a new random name created with O_EXCL (a file or link planted there is
@@ -19,10 +20,10 @@ int srt_json_replace(json_t *m, const char *path, struct carma_err *e);
 
 /*
  * Makes dir (with its parents) and creates (or truncates) the CSV file csv_path in it, holding
- * the n bytes of header. Returns the open file descriptor (O_WRONLY, close-on-exec), or a
- * negative errno with e set (naming the directory or the file).
+ * header, as a journal of whole rows (core/journal.h). Returns the journal, or NULL with e set
+ * (naming the directory or the file).
  */
-int srt_csv_create(const char *dir, const char *csv_path, const char *header, size_t n,
-                   struct carma_err *e);
+struct journal *srt_csv_create(const char *dir, const char *csv_path, const char *header,
+                               struct carma_err *e);
 
 #endif

@@ -5,9 +5,10 @@
  * writes its header and a "running" manifest, and sizes one row buffer for a scrape of
  * SRT_POWER_DEVICES_MAX rows. A scrape formats its fixed prefix ("2,<ts>,<seq>,<host>,") once
  * in srt_power_scrape_begin; each srt_power_row appends one row to the buffer; and
- * srt_power_scrape_end hands the buffer to write(2) in one call (looping on short writes), so
- * the steady state allocates nothing. A failed write cuts the file back to its last whole
- * scrape, is reported once per failure, and is remembered for the manifest's reason codes.
+ * srt_power_scrape_end hands the buffer to the CSV's journal (core/journal.h: one write(2),
+ * looping on short writes), so the steady state allocates nothing. A failed write cuts the file
+ * back to its last whole scrape, is reported once per failure, and is remembered for the manifest's
+ * reason codes.
  *
  * Observed devices (first/last sample time, UUIDs) are updated only for rows that reached the
  * file, so the manifest describes samples.csv as it is. srt_power_finish syncs samples.csv,
@@ -35,6 +36,8 @@
 
 #include "core/csv.h"
 #include "core/fmt.h"
+#include "core/journal.h"
+#include "core/jsonutil.h"
 #include "core/timeutil.h"
 
 #define SAMPLES_HEADER                                                                             \
@@ -84,7 +87,7 @@ struct pending_row {
 };
 
 struct srt_power {
-    int fd;
+    struct journal *csv;
     char dir[PATH_CAP];
     char csv_path[PATH_CAP];
     char manifest_path[PATH_CAP];
@@ -106,7 +109,6 @@ struct srt_power {
     /* samples.csv */
     struct csv_buf host_field; /* the hostname as a CSV field (quoted when needed) */
     struct csv_buf buf;        /* rows of the current scrape */
-    off_t good;                /* bytes of whole scrapes on disk */
     char prefix[64];           /* "2,<timestamp_unix>,<scrape_seq>," of the current scrape */
     size_t prefix_len;
     bool in_scrape;
@@ -125,7 +127,6 @@ struct srt_power {
     bool have_last;
     bool non_monotonic;
     int write_error; /* the first failed write's negative errno, 0 when none */
-    bool damaged;    /* part of a scrape could not be cut off: write no more */
 };
 
 /* ---- small helpers ---- */
@@ -237,18 +238,6 @@ static int cmp_obs(const void *a, const void *b)
 
 /* ---- manifest ---- */
 
-/* A JSON string, or null for NULL. */
-static json_t *jstr(const char *s)
-{
-    return s ? json_string(s) : json_null();
-}
-
-/* A JSON real, or null when v is not finite. */
-static json_t *jreal(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 /* Adds key = v to obj (v may be NULL after a failed allocation: *ok turns false). */
 static void put(json_t *obj, const char *key, json_t *v, bool *ok)
 {
@@ -308,7 +297,7 @@ static json_t *expected_devices(const struct srt_power *p, bool *ok)
             }
             put(o, "worker_role", json_string(s->worker_role), ok);
             put(o, "worker_index", json_integer(s->worker_index), ok);
-            put(o, "worker_process", jstr(s->worker_process), ok);
+            put(o, "worker_process", jsonutil_str(s->worker_process), ok);
             put(o, "het_group", json_null(), ok);
         }
     }
@@ -379,17 +368,17 @@ static json_t *manifest_json(const struct srt_power *p, const char *status, bool
 
     put(m, "schema_version", json_integer(MANIFEST_SCHEMA_VERSION), &ok);
     put(m, "producer", json_string("carma"), &ok);
-    put(m, "producer_version", jstr(p->producer_version), &ok);
+    put(m, "producer_version", jsonutil_str(p->producer_version), &ok);
     put(m, "producer_git_commit", json_null(), &ok);
-    put(m, "source_metric", jstr(p->source_metric), &ok);
+    put(m, "source_metric", jsonutil_str(p->source_metric), &ok);
     put(m, "unit", json_string("W"), &ok);
-    put(m, "power_scope", jstr(p->power_scope), &ok);
+    put(m, "power_scope", jsonutil_str(p->power_scope), &ok);
     put(m, "samples_schema_version", json_integer(SAMPLES_SCHEMA_VERSION), &ok);
     put(m, "utilization_metrics", utilization_metrics(&ok), &ok);
     put(m, "timestamp_source", json_string("local_unix_clock"), &ok);
-    put(m, "job_id", jstr(p->job_id), &ok);
-    put(m, "run_name", jstr(p->run_name), &ok);
-    put(m, "sample_interval_seconds", jreal(p->interval_s), &ok);
+    put(m, "job_id", jsonutil_str(p->job_id), &ok);
+    put(m, "run_name", jsonutil_str(p->run_name), &ok);
+    put(m, "sample_interval_seconds", jsonutil_real(p->interval_s), &ok);
     put(m, "request_timeout_seconds", json_null(), &ok);
     put(m, "max_scrape_duration_seconds", json_null(), &ok);
     put(m, "required", json_false(), &ok);
@@ -403,7 +392,7 @@ static json_t *manifest_json(const struct srt_power *p, const char *status, bool
     put(m, "expected_windows", json_array(), &ok);
     put(m, "scrape_count", json_integer((json_int_t)p->scrape_seq), &ok);
     put(m, "sample_row_count", json_integer((json_int_t)p->rows_written), &ok);
-    put(m, "samples_sha256", jstr(sha256), &ok);
+    put(m, "samples_sha256", jsonutil_str(sha256), &ok);
     put(m, "window_validations", json_array(), &ok);
 
     json_t *errs = json_array();
@@ -497,8 +486,7 @@ static void free_all(struct srt_power *p)
 {
     if (!p)
         return;
-    if (p->fd >= 0)
-        close(p->fd);
+    journal_close(p->csv);
     free(p->hostname);
     free(p->run_name);
     free(p->job_id);
@@ -609,7 +597,6 @@ struct srt_power *srt_power_open(const struct srt_power_opts *o, struct carma_er
         carma_err_set(e, -ENOMEM, "out of memory");
         return NULL;
     }
-    p->fd = -1;
     if (strlen(o->dir) + sizeof "/manifest.json" > sizeof p->dir) {
         carma_err_set(e, -ENAMETOOLONG, "cannot create %s: %s", o->dir, strerror(ENAMETOOLONG));
         goto fail;
@@ -640,11 +627,9 @@ struct srt_power *srt_power_open(const struct srt_power_opts *o, struct carma_er
         goto fail;
     }
 
-    p->fd = srt_csv_create(p->dir, p->csv_path, SAMPLES_HEADER EOL,
-                           strlen(SAMPLES_HEADER) + EOL_LEN, e);
-    if (p->fd < 0)
+    p->csv = srt_csv_create(p->dir, p->csv_path, SAMPLES_HEADER EOL, e);
+    if (!p->csv)
         goto fail;
-    p->good = (off_t)(strlen(SAMPLES_HEADER) + EOL_LEN);
     if (manifest_write(p, "running", false, 0, NULL, e) < 0)
         goto fail;
     return p;
@@ -743,19 +728,16 @@ int srt_power_scrape_end(struct srt_power *p, struct carma_err *e)
                              p->csv_path);
     if (p->npending == 0)
         return 0;
-    if (p->damaged)
+    if (journal_damaged(p->csv))
         return carma_err_set(e, -EIO, "cannot write %s: it ends in part of a scrape", p->csv_path);
-    int r = file_write_all(p->fd, p->buf.data, p->buf.len);
+    /* never leave part of a scrape: a failed one is cut off the file */
+    int r = journal_append(p->csv, p->buf.data, p->buf.len, p->npending, -1, NULL);
     if (r < 0) {
-        /* never leave part of a scrape: cut the file back to its last whole scrape */
-        if (ftruncate(p->fd, p->good) < 0 || lseek(p->fd, p->good, SEEK_SET) != p->good)
-            p->damaged = true;
         if (!p->write_error)
             p->write_error = r;
         return carma_err_set(e, r, "cannot write %s: %s (the rows written before are kept)",
                              p->csv_path, strerror(-r));
     }
-    p->good += (off_t)p->buf.len;
     if (p->have_last && p->scrape_us < p->last_scrape_us)
         p->non_monotonic = true;
     p->last_scrape_us = p->scrape_us;
@@ -791,20 +773,20 @@ int srt_power_finish(struct srt_power *p, const char *status, struct carma_err *
         status = "failed";
     }
 
-    if (fsync(p->fd) < 0 && errno != EINVAL) {
-        int r = -errno;
+    int sr = journal_sync(p->csv);
+    if (sr < 0) {
         if (!p->write_error)
-            p->write_error = r;
+            p->write_error = sr;
         if (!ret)
-            ret = carma_err_set(e, r, "cannot write %s: %s", p->csv_path, strerror(-r));
+            ret = carma_err_set(e, sr, "cannot write %s: %s", p->csv_path, strerror(-sr));
     }
-    if (close(p->fd) < 0 && !ret) {
-        int r = -errno;
+    sr = journal_close(p->csv);
+    p->csv = NULL;
+    if (sr < 0 && !ret) {
         if (!p->write_error)
-            p->write_error = r;
-        ret = carma_err_set(e, r, "cannot write %s: %s", p->csv_path, strerror(-r));
+            p->write_error = sr;
+        ret = carma_err_set(e, sr, "cannot write %s: %s", p->csv_path, strerror(-sr));
     }
-    p->fd = -1;
 
     char sha[65];
     int r = file_sha256(p->csv_path, sha);

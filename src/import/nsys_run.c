@@ -15,6 +15,7 @@
 #include "core/csv.h"
 #include "core/file.h"
 #include "core/fmt.h"
+#include "core/jsonutil.h"
 #include "rundir/rundir.h"
 
 /* The largest run file read whole (attribution.csv, nsys_gpu.csv). */
@@ -71,11 +72,6 @@ static json_t *load_json(const char *dir, const char *name, struct carma_err *e)
                       code == -ENOENT ? "no such file (not a complete run directory?)" : je.text);
     }
     return j;
-}
-
-static double num(json_t *j)
-{
-    return json_is_number(j) ? json_number_value(j) : NAN;
 }
 
 static int add_owner(struct nsys_run_info *ri, size_t *cap, uint32_t pid, int job)
@@ -448,7 +444,7 @@ static bool is_node_channel(json_t *rep, const char *ch)
 
 static void add_num(json_t *o, const char *key, double d)
 {
-    double v = num(json_object_get(o, key));
+    double v = jsonutil_get_num(o, key);
     json_object_set_new(o, key, json_real((isfinite(v) ? v : 0.0) + d));
 }
 
@@ -458,7 +454,7 @@ static void split_gpu(const struct nsys_run_info *ri, json_t *gj, const struct b
                       enum split_policy policy, struct nsys_reattr_gpu *g, double *busy_total)
 {
     size_t nj = ri->njobs < SPLIT_JOBS_MAX ? ri->njobs : SPLIT_JOBS_MAX;
-    double sw = num(json_object_get(gj, "static_power_w"));
+    double sw = jsonutil_get_num(gj, "static_power_w");
     if (!isfinite(sw) || sw < 0)
         sw = 0;
     bool owns[SPLIT_JOBS_MAX] = {0}, had[SPLIT_JOBS_MAX] = {0};
@@ -595,7 +591,7 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
         r = carma_err_set(e, -EINVAL, "%s/report.json: unknown idle policy \"%s\"", run_dir, pol);
         goto out;
     }
-    double duration = num(json_object_get(rep, "duration_s"));
+    double duration = jsonutil_get_num(rep, "duration_s");
     json_t *rws = json_object_get(rep, "workloads");
     if (json_array_size(rws) != ri.njobs) {
         r = carma_err_set(e, -EINVAL, "%s: report.json and workloads.json differ in workloads",
@@ -630,8 +626,8 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
     }
     json_t *wsj = json_object_get(wl, "workloads");
     for (size_t k = 0; k < ri.njobs; k++) {
-        start[k] = num(json_object_get(json_array_get(wsj, k), "start_unix"));
-        end[k] = num(json_object_get(json_array_get(wsj, k), "end_unix"));
+        start[k] = jsonutil_num(json_object_get(json_array_get(wsj, k), "start_unix"));
+        end[k] = jsonutil_num(json_object_get(json_array_get(wsj, k), "end_unix"));
     }
 
     /* the periods: each GPU's rows grouped by their split's timestamp */
@@ -741,8 +737,9 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
     }
 
     /* report.json: per workload and per GPU, from the new totals */
-    double tot = num(json_object_get(rep, "total_energy_j"));
-    double opg = num(json_object_get(json_object_get(rep, "carbon"), "operational_g_co2e"));
+    double tot = jsonutil_get_num(rep, "total_energy_j");
+    double opg =
+        jsonutil_num(json_object_get(json_object_get(rep, "carbon"), "operational_g_co2e"));
     double g_per_j = isfinite(tot) && tot > 0 && isfinite(opg) ? opg / tot : 0.0;
     for (size_t g = 0; g < ng; g++) {
         json_t *gj = json_array_get(gpus, g);
@@ -758,7 +755,7 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
                 gm = json_object();
                 json_object_set_new(w, "gpu_j", gm);
             }
-            double old = num(json_object_get(gm, rg->channel));
+            double old = jsonutil_get_num(gm, rg->channel);
             double d = nj - (isfinite(old) ? old : 0.0);
             json_object_set_new(gm, rg->channel, json_real(nj));
             if (node && d != 0.0) {
@@ -767,8 +764,8 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
                 if (json_is_object(bk))
                     add_num(bk, "gpu", d);
                 add_num(w, "operational_g_co2e", d * g_per_j);
-                double dur = num(json_object_get(w, "duration_s"));
-                double en = num(json_object_get(w, "energy_j"));
+                double dur = jsonutil_get_num(w, "duration_s");
+                double en = jsonutil_get_num(w, "energy_j");
                 if (isfinite(dur) && dur > 0)
                     json_object_set_new(w, "avg_power_w", json_real(en / dur));
             }
@@ -778,7 +775,7 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
         for (int t = 0; t < 3; t++) {
             char key[32];
             snprintf(key, sizeof key, "%s_j", keys[t]);
-            double old = num(json_object_get(gj, key));
+            double old = jsonutil_get_num(gj, key);
             if (node) {
                 json_t *top = json_object_get(rep, keys[t]);
                 if (json_is_object(top))

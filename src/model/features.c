@@ -12,6 +12,7 @@
 #include "core/array.h"
 #include "core/csv.h"
 #include "core/file.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "rundir/rundir.h"
 
@@ -293,8 +294,8 @@ static int load_workloads(struct loader *L)
             goto out;
         }
         json_t *s = json_object_get(w, "start_unix"), *en = json_object_get(w, "end_unix");
-        r->job_start[k] = json_is_number(s) ? json_number_value(s) : NAN;
-        r->job_end[k] = json_is_number(en) ? json_number_value(en) : NAN;
+        r->job_start[k] = jsonutil_num(s);
+        r->job_end[k] = jsonutil_num(en);
         if (isfinite(r->job_start[k]) && !(r->job_start[k] >= r->first_start))
             r->first_start = r->job_start[k];
     }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "core/channel_kind.h"
+#include "core/jsonutil.h"
 #include "report/svg.h"
 
 #define DEFAULT_POINTS 1500
@@ -92,17 +93,6 @@ static void num_auto(FILE *f, double x)
         : a >= 1                  ? 3
         : a >= 0.01               ? 4
                                   : 6);
-}
-
-static double jnum(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static const char *jstr(const json_t *o, const char *key)
-{
-    return json_string_value(json_object_get(o, key));
 }
 
 static void td_num(FILE *f, double x)
@@ -220,7 +210,7 @@ static void warnings(FILE *f, const json_t *report, const char *key)
             if (seen)
                 continue;
             fputs(shown++ ? "<li>" : "<ul class=\"warn\"><li>", f);
-            const char *wname = jstr(w, "name");
+            const char *wname = jsonutil_get_str(w, "name");
             if (wname) {
                 esc(f, wname);
                 fputs(": ", f);
@@ -247,19 +237,19 @@ static void brow_table(FILE *f, const char *id, const json_t *rows, bool kinds)
     json_array_foreach(rows, i, r)
     {
         fputs("<tr><td class=\"l\">", f);
-        esc(f, jstr(r, "label"));
+        esc(f, jsonutil_get_str(r, "label"));
         if (kinds)
-            tag(f, jstr(r, "method"));
+            tag(f, jsonutil_get_str(r, "method"));
         fputs("</td>", f);
         if (kinds)
-            td_str(f, jstr(r, "kind") ? jstr(r, "kind") : "");
-        td_num(f, jnum(r, "joules"));
-        td_num(f, jnum(r, "avg_power_w"));
+            td_str(f, jsonutil_get_str(r, "kind") ? jsonutil_get_str(r, "kind") : "");
+        td_num(f, jsonutil_get_num(r, "joules"));
+        td_num(f, jsonutil_get_num(r, "avg_power_w"));
         static const char *const k[] = {"min_w", "p5_w", "p50_w", "p95_w", "p99_w", "max_w"};
         for (size_t q = 0; q < 6; q++)
-            td_num(f, jnum(r, k[q]));
+            td_num(f, jsonutil_get_num(r, k[q]));
         fputs("<td>", f);
-        num(f, jnum(r, "samples"), 0);
+        num(f, jsonutil_get_num(r, "samples"), 0);
         fputs("</td></tr>\n", f);
     }
     fputs("</table></div>\n", f);
@@ -469,9 +459,9 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
     if (!json_array_size(ws)) {
         const json_t *win = json_array_get(tl->report, 0);
         fputs("<p>Node energy over the run: <b>", f);
-        num_auto(f, jnum(win, "node_total_joules"));
+        num_auto(f, jsonutil_get_num(win, "node_total_joules"));
         fputs(" J</b>; operational ", f);
-        num_auto(f, jnum(json_object_get(win, "carbon"), "operational_g_co2e"));
+        num_auto(f, jsonutil_get_num(json_object_get(win, "carbon"), "operational_g_co2e"));
         fputs(" gCO2e.</p>\n", f);
         /* carma stat: the command's share of the node's CPU-side energy (summary.json) */
         const json_t *cmd = json_object_get(rep, "command");
@@ -488,13 +478,13 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
                     fputc(' ', f);
                 esc(f, json_string_value(a));
             }
-            tag(f, jstr(cmd, "method"));
+            tag(f, jsonutil_get_str(cmd, "method"));
             fputs("</td>", f);
-            td_num(f, jnum(cmd, "cpu_energy_j"));
-            td_num(f, jnum(cmd, "cpu_share"));
-            td_num(f, jnum(cmd, "cpu_time_s"));
-            td_num(f, jnum(cmd, "node_busy_time_s"));
-            td_num(f, jnum(cmd, "dynamic_cpu_energy_j"));
+            td_num(f, jsonutil_get_num(cmd, "cpu_energy_j"));
+            td_num(f, jsonutil_get_num(cmd, "cpu_share"));
+            td_num(f, jsonutil_get_num(cmd, "cpu_time_s"));
+            td_num(f, jsonutil_get_num(cmd, "node_busy_time_s"));
+            td_num(f, jsonutil_get_num(cmd, "dynamic_cpu_energy_j"));
             fputs("</tr>\n</table>\n", f);
         }
         fputs("</section>\n", f);
@@ -508,7 +498,8 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
     json_array_foreach(ws, i, w)
     {
         for (size_t k = 0; k < SHOWN_KINDS; k++) {
-            double j = jnum(json_object_get(w, "energy_by_kind_j"), channel_kind_name(k));
+            double j =
+                jsonutil_get_num(json_object_get(w, "energy_by_kind_j"), channel_kind_name(k));
             if (!show[k] && isfinite(j) && j != 0) {
                 show[k] = true;
                 nshow++;
@@ -527,20 +518,20 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
     json_array_foreach(ws, i, w)
     {
         fputs("<tr><td class=\"l\">", f);
-        esc(f, jstr(w, "name"));
-        kind_tag(f, jstr(w, "type"));
-        tag(f, jstr(w, "method"));
+        esc(f, jsonutil_get_str(w, "name"));
+        kind_tag(f, jsonutil_get_str(w, "type"));
+        tag(f, jsonutil_get_str(w, "method"));
         fputs("</td>", f);
-        td_num(f, jnum(w, "duration_s"));
+        td_num(f, jsonutil_get_num(w, "duration_s"));
         exit_cell(f, w);
-        td_num(f, jnum(w, "energy_j"));
+        td_num(f, jsonutil_get_num(w, "energy_j"));
         const json_t *bk = json_object_get(w, "energy_by_kind_j");
         for (size_t k = 0; k < SHOWN_KINDS; k++)
             if (show[k])
-                td_num(f, jnum(bk, channel_kind_name(k)));
-        td_num(f, jnum(w, "avg_power_w"));
-        td_num(f, jnum(w, "operational_g_co2e"));
-        td_num(f, jnum(w, "embodied_g_co2e"));
+                td_num(f, jsonutil_get_num(bk, channel_kind_name(k)));
+        td_num(f, jsonutil_get_num(w, "avg_power_w"));
+        td_num(f, jsonutil_get_num(w, "operational_g_co2e"));
+        td_num(f, jsonutil_get_num(w, "embodied_g_co2e"));
         fputs("<td class=\"l\">", f);
         size_t q;
         const json_t *em;
@@ -548,9 +539,9 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
         {
             if (q)
                 fputs("; ", f);
-            esc(f, jstr(em, "device"));
+            esc(f, jsonutil_get_str(em, "device"));
             fputs(": ", f);
-            esc(f, jstr(em, "source"));
+            esc(f, jsonutil_get_str(em, "source"));
             if (json_is_true(json_object_get(em, "declared")))
                 fputs(" (declared: no such device measured)", f);
         }
@@ -558,7 +549,7 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
     }
     static const char *const extra[] = {"idle", "other", "unattributed"};
     for (size_t k = 0; k < 3; k++) {
-        double j = jnum(json_object_get(rep, extra[k]), "energy_j");
+        double j = jsonutil_get_num(json_object_get(rep, extra[k]), "energy_j");
         if (!isfinite(j))
             continue;
         fprintf(f, "<tr><td class=\"l\">%s</td><td></td><td></td>", extra[k]);
@@ -569,13 +560,13 @@ static void run_summary(FILE *f, const struct runreport_timeline *tl)
     }
     const json_t *carbon = json_object_get(rep, "carbon");
     fputs("<tr class=\"total\"><td class=\"l\">run</td>", f);
-    td_num(f, jnum(rep, "duration_s"));
+    td_num(f, jsonutil_get_num(rep, "duration_s"));
     fputs("<td></td>", f);
-    td_num(f, jnum(rep, "total_energy_j"));
+    td_num(f, jsonutil_get_num(rep, "total_energy_j"));
     for (size_t q = 0; q < nshow + 1; q++)
         fputs("<td></td>", f);
-    td_num(f, jnum(carbon, "operational_g_co2e"));
-    td_num(f, jnum(carbon, "embodied_g_co2e"));
+    td_num(f, jsonutil_get_num(carbon, "operational_g_co2e"));
+    td_num(f, jsonutil_get_num(carbon, "embodied_g_co2e"));
     fputs("<td></td></tr>\n</table></div>\n", f);
     fputs("<p class=\"sub\">Operational and embodied carbon are reported side by side, never "
           "summed. Energies count the node's channels after the baseline; jobs + idle + other + "
@@ -638,14 +629,16 @@ static void run_settings(FILE *f, const struct runreport_timeline *tl)
     json_array_foreach(json_object_get(tl->manifest, "channels"), i, c)
     {
         char key[160];
-        snprintf(key, sizeof key, "channel %s", jstr(c, "name") ? jstr(c, "name") : "?");
+        snprintf(key, sizeof key, "channel %s",
+                 jsonutil_get_str(c, "name") ? jsonutil_get_str(c, "name") : "?");
         char val[512];
         snprintf(val, sizeof val, "source %s: %s, %s, %s, %s (%s)",
-                 jstr(c, "source") ? jstr(c, "source") : "?",
-                 jstr(c, "kind") ? jstr(c, "kind") : "?",
-                 jstr(c, "domain") ? jstr(c, "domain") : "?",
-                 jstr(c, "method") ? jstr(c, "method") : "?",
-                 jstr(c, "form") ? jstr(c, "form") : "?", jstr(c, "path") ? jstr(c, "path") : "");
+                 jsonutil_get_str(c, "source") ? jsonutil_get_str(c, "source") : "?",
+                 jsonutil_get_str(c, "kind") ? jsonutil_get_str(c, "kind") : "?",
+                 jsonutil_get_str(c, "domain") ? jsonutil_get_str(c, "domain") : "?",
+                 jsonutil_get_str(c, "method") ? jsonutil_get_str(c, "method") : "?",
+                 jsonutil_get_str(c, "form") ? jsonutil_get_str(c, "form") : "?",
+                 jsonutil_get_str(c, "path") ? jsonutil_get_str(c, "path") : "");
         json_t *s = json_string(val);
         kv_row(f, key, s);
         json_decref(s);
@@ -674,15 +667,15 @@ static void run_drift(FILE *f, const struct runreport_timeline *tl)
     json_array_foreach(gpus, i, g)
     {
         fputs("<tr>", f);
-        td_str(f, jstr(g, "channel"));
-        td_num(f, jnum(g, "energy_j"));
-        td_num(f, jnum(g, "drift_pct"));
+        td_str(f, jsonutil_get_str(g, "channel"));
+        td_num(f, jsonutil_get_num(g, "energy_j"));
+        td_num(f, jsonutil_get_num(g, "drift_pct"));
         const json_t *gd = json_object_get(g, "gauge_drift_pct");
-        td_num(f, jnum(gd, "power_usage"));
-        td_num(f, jnum(gd, "power_instant"));
-        td_num(f, jnum(gd, "power_average"));
+        td_num(f, jsonutil_get_num(gd, "power_usage"));
+        td_num(f, jsonutil_get_num(gd, "power_instant"));
+        td_num(f, jsonutil_get_num(gd, "power_average"));
         fputs("<td>", f);
-        num(f, jnum(g, "invalid_samples"), 0);
+        num(f, jsonutil_get_num(g, "invalid_samples"), 0);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n</section>\n", f);
@@ -695,20 +688,20 @@ static void run_windows(FILE *f, const struct runreport_timeline *tl)
     const json_t *w;
     json_array_foreach(tl->report, i, w)
     {
-        const char *name = jstr(w, "name");
+        const char *name = jsonutil_get_str(w, "name");
         fputs("<details", f);
         fputs(i == 0 ? " open><summary>" : "><summary>", f);
         if (name) {
             fputs("workload ", f);
             esc(f, name);
-            kind_tag(f, jstr(w, "type"));
+            kind_tag(f, jsonutil_get_str(w, "type"));
         } else {
             fputs("the whole run", f);
         }
         fputs(": ", f);
-        num(f, jnum(w, "duration_seconds"), 3);
+        num(f, jsonutil_get_num(w, "duration_seconds"), 3);
         fputs(" s from ", f);
-        utc(f, jnum(w, "start_unix"));
+        utc(f, jsonutil_get_num(w, "start_unix"));
         fputs("</summary>\n", f);
         char id[64];
         snprintf(id, sizeof id, "window-%zu", i);
@@ -754,7 +747,7 @@ int html_run(const char *dir, const struct runreport_opts *ro, const struct html
         runreport_timeline_free(&tl);
         return carma_err_set(e, -ENOMEM, "out of memory");
     }
-    const char *exp = jstr(tl.run_json, "experiment");
+    const char *exp = jsonutil_get_str(tl.run_json, "experiment");
     char title[300];
     snprintf(title, sizeof title, "carma report: %s",
              o && o->title ? o->title
@@ -842,18 +835,18 @@ static void srt_table(FILE *f, const json_t *reports)
         const json_t *pw = json_object_get(w, "perf_per_watt");
         const json_t *tm = json_object_get(json_object_get(w, "timing"), "computed");
         fputs("<tr><td>", f);
-        num(f, jnum(w, "concurrency"), 0);
+        num(f, jsonutil_get_num(w, "concurrency"), 0);
         fputs("</td>", f);
-        td_str(f, jstr(w, "benchmark_type"));
-        td_num(f, jnum(tm, "duration_seconds"));
-        td_num(f, jnum(w, "gpu_total_joules"));
-        td_num(f, jnum(w, "cpu_total_joules"));
-        td_num(f, jnum(w, "combined_total_joules"));
-        td_num(f, jnum(pw, "output_tokens_per_second"));
-        td_num(f, jnum(pw, "output_tokens_per_second_per_gpu_watt"));
-        td_num(f, jnum(pw, "output_tokens_per_second_per_combined_watt"));
-        td_num(f, jnum(w, "joules_per_output_token"));
-        td_num(f, jnum(w, "joules_per_total_token"));
+        td_str(f, jsonutil_get_str(w, "benchmark_type"));
+        td_num(f, jsonutil_get_num(tm, "duration_seconds"));
+        td_num(f, jsonutil_get_num(w, "gpu_total_joules"));
+        td_num(f, jsonutil_get_num(w, "cpu_total_joules"));
+        td_num(f, jsonutil_get_num(w, "combined_total_joules"));
+        td_num(f, jsonutil_get_num(pw, "output_tokens_per_second"));
+        td_num(f, jsonutil_get_num(pw, "output_tokens_per_second_per_gpu_watt"));
+        td_num(f, jsonutil_get_num(pw, "output_tokens_per_second_per_combined_watt"));
+        td_num(f, jsonutil_get_num(w, "joules_per_output_token"));
+        td_num(f, jsonutil_get_num(w, "joules_per_total_token"));
         fputs("</tr>\n", f);
     }
     fputs("</table></div>\n</section>\n", f);
@@ -870,7 +863,7 @@ static void srt_details(FILE *f, const json_t *reports)
         char id[64];
         snprintf(id, sizeof id, "window-%zu", i);
         fputs("<details><summary>concurrency ", f);
-        num(f, jnum(w, "concurrency"), 0);
+        num(f, jsonutil_get_num(w, "concurrency"), 0);
         fputs("</summary>\n", f);
         json_t *rows = json_array();
         static const char *const keys[] = {"gpu_per_node", "gpu_per_role", "gpu_per_device",
@@ -905,8 +898,9 @@ static int srt_perf_charts(FILE *f, const json_t *reports, size_t maxp)
     for (size_t i = 0; i < n; i++)
         ord[i] = i;
     for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && jnum(json_array_get(reports, ord[j - 1]), "concurrency") >
-                                        jnum(json_array_get(reports, ord[j]), "concurrency");
+        for (size_t j = i;
+             j > 0 && jsonutil_get_num(json_array_get(reports, ord[j - 1]), "concurrency") >
+                          jsonutil_get_num(json_array_get(reports, ord[j]), "concurrency");
              j--) {
             size_t tmp = ord[j];
             ord[j] = ord[j - 1];
@@ -915,11 +909,11 @@ static int srt_perf_charts(FILE *f, const json_t *reports, size_t maxp)
     for (size_t i = 0; i < n; i++) {
         const json_t *w = json_array_get(reports, ord[i]);
         const json_t *pw = json_object_get(w, "perf_per_watt");
-        x[i] = jnum(w, "concurrency");
-        y[i] = jnum(pw, "output_tokens_per_second_per_gpu_watt");
-        y[n + i] = jnum(pw, "output_tokens_per_second_per_combined_watt");
-        y[2 * n + i] = jnum(w, "joules_per_output_token");
-        y[3 * n + i] = jnum(w, "joules_per_total_token");
+        x[i] = jsonutil_get_num(w, "concurrency");
+        y[i] = jsonutil_get_num(pw, "output_tokens_per_second_per_gpu_watt");
+        y[n + i] = jsonutil_get_num(pw, "output_tokens_per_second_per_combined_watt");
+        y[2 * n + i] = jsonutil_get_num(w, "joules_per_output_token");
+        y[3 * n + i] = jsonutil_get_num(w, "joules_per_total_token");
     }
     struct svg_series s[2] = {
         {.label = "output tok/s per GPU W", .x = x, .y = y, .n = n, .color = 0},

@@ -18,6 +18,7 @@
 
 #include "core/file.h"
 #include "core/fmt.h"
+#include "core/jsonutil.h"
 #include "core/pidlive.h"
 
 #define TAIL_BYTES (256 * 1024)
@@ -187,12 +188,6 @@ static int read_new(const char *path, off_t *off, char **ret, size_t *len)
     return 0;
 }
 
-static double jnum(const json_t *o, const char *k)
-{
-    const json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* One event_summaries.jsonl line into v. */
 static void take_summary(struct live_view *v, const char *s, size_t n)
 {
@@ -202,11 +197,11 @@ static void take_summary(struct live_view *v, const char *s, size_t n)
         return; /* a line cut short: the next poll has it whole */
     }
     v->have_jobs = true;
-    v->elapsed_s = jnum(o, "elapsed_s");
-    v->updated_unix = jnum(o, "timestamp_unix");
-    v->idle_j = jnum(o, "idle_j");
-    v->other_j = jnum(o, "other_j");
-    v->unattributed_j = jnum(o, "unattributed_j");
+    v->elapsed_s = jsonutil_get_num(o, "elapsed_s");
+    v->updated_unix = jsonutil_get_num(o, "timestamp_unix");
+    v->idle_j = jsonutil_get_num(o, "idle_j");
+    v->other_j = jsonutil_get_num(o, "other_j");
+    v->unattributed_j = jsonutil_get_num(o, "unattributed_j");
     size_t i;
     const json_t *w;
     v->njobs = 0;
@@ -218,9 +213,9 @@ static void take_summary(struct live_view *v, const char *s, size_t n)
         memset(j, 0, sizeof *j);
         const char *name = json_string_value(json_object_get(w, "name"));
         snprintf(j->name, sizeof j->name, "%s", name ? name : "?");
-        j->power_w = jnum(w, "power_w");
-        j->energy_j = jnum(w, "energy_j");
-        j->g_co2e = jnum(w, "g_co2e");
+        j->power_w = jsonutil_get_num(w, "power_w");
+        j->energy_j = jsonutil_get_num(w, "energy_j");
+        j->g_co2e = jsonutil_get_num(w, "g_co2e");
         const char *m = json_string_value(json_object_get(w, "method"));
         j->estimated = m && strcmp(m, "estimated") == 0;
     }

@@ -26,6 +26,7 @@
 #include "analysis/carbon.h"
 #include "core/file.h"
 #include "core/fmt.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/pyjson.h"
 #include "report/series.h"
@@ -120,18 +121,6 @@ static int rr_sum(struct rr *rr, double sum, const char *file, const char *what,
 }
 
 /* ---- small helpers ---- */
-
-static json_t *jnum(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
-/* The number at key of o, NAN when absent, null or not a number. */
-static double jget_num(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
 
 static void warn(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -592,7 +581,8 @@ static void find_run_window(struct rr *rr)
     if (!rr->is_run) {
         /* summary.json: start_unix (the tick opening the window) .. end_unix (the last
          * tick), printed from the same clock readings with µs rounding */
-        double s = jget_num(rr->summary, "start_unix"), t = jget_num(rr->summary, "end_unix");
+        double s = jsonutil_get_num(rr->summary, "start_unix"),
+               t = jsonutil_get_num(rr->summary, "end_unix");
         if (isfinite(s) && isfinite(t) && t > s) {
             rr->run_start = onto_tick(rr, s, 1e-5);
             rr->run_end = onto_tick(rr, t, 1e-5);
@@ -605,7 +595,7 @@ static void find_run_window(struct rr *rr)
     /* carma run: the last tick ends the run; report.json's duration_s (monotonic clock)
      * reaches back to the tick that ended the baseline. A samples.csv cut short (a full disk)
      * ends before the run did: report.json's end_unix (its last tick's time) says when. */
-    double end = jget_num(rr->report, "end_unix");
+    double end = jsonutil_get_num(rr->report, "end_unix");
     if (isfinite(end) && end > last + rr->interval_s / 2) {
         warn(rr->run_warn,
              "samples.csv ends at %.6f, %.3f s before the run did (report.json's end_unix): "
@@ -613,7 +603,7 @@ static void find_run_window(struct rr *rr)
              last, end - last);
         last = rr->run_end = end;
     }
-    double d = jget_num(rr->report, "duration_s");
+    double d = jsonutil_get_num(rr->report, "duration_s");
     if (isfinite(d) && d >= 0) {
         double want = last - d;
         double k = onto_tick(rr, want, rr->interval_s / 2);
@@ -651,22 +641,22 @@ static json_t *brow(const char *label, const struct series_window *w, const char
 {
     json_t *o = json_object();
     json_object_set_new(o, "label", json_string(label));
-    json_object_set_new(o, "joules", jnum(w ? w->joules : NAN));
-    json_object_set_new(o, "avg_power_w", jnum(w ? w->avg_power_w : NAN));
-    json_object_set_new(o, "sample_start_unix", jnum(w ? w->sample_start_unix : NAN));
-    json_object_set_new(o, "sample_end_unix", jnum(w ? w->sample_end_unix : NAN));
+    json_object_set_new(o, "joules", jsonutil_real(w ? w->joules : NAN));
+    json_object_set_new(o, "avg_power_w", jsonutil_real(w ? w->avg_power_w : NAN));
+    json_object_set_new(o, "sample_start_unix", jsonutil_real(w ? w->sample_start_unix : NAN));
+    json_object_set_new(o, "sample_end_unix", jsonutil_real(w ? w->sample_end_unix : NAN));
     json_object_set_new(o, "samples", w ? json_integer((json_int_t)w->samples) : json_null());
     bool st = w && w->stat_n > 0;
-    json_object_set_new(o, "mean_w", jnum(st ? w->mean_w : NAN));
-    json_object_set_new(o, "min_w", jnum(st ? w->min_w : NAN));
-    json_object_set_new(o, "p5_w", jnum(st ? w->p5_w : NAN));
-    json_object_set_new(o, "p50_w", jnum(st ? w->p50_w : NAN));
-    json_object_set_new(o, "p95_w", jnum(st ? w->p95_w : NAN));
-    json_object_set_new(o, "p99_w", jnum(st ? w->p99_w : NAN));
-    json_object_set_new(o, "max_w", jnum(st ? w->max_w : NAN));
-    json_object_set_new(o, "kind", kind ? json_string(kind) : json_null());
-    json_object_set_new(o, "domain", domain ? json_string(domain) : json_null());
-    json_object_set_new(o, "method", method ? json_string(method) : json_null());
+    json_object_set_new(o, "mean_w", jsonutil_real(st ? w->mean_w : NAN));
+    json_object_set_new(o, "min_w", jsonutil_real(st ? w->min_w : NAN));
+    json_object_set_new(o, "p5_w", jsonutil_real(st ? w->p5_w : NAN));
+    json_object_set_new(o, "p50_w", jsonutil_real(st ? w->p50_w : NAN));
+    json_object_set_new(o, "p95_w", jsonutil_real(st ? w->p95_w : NAN));
+    json_object_set_new(o, "p99_w", jsonutil_real(st ? w->p99_w : NAN));
+    json_object_set_new(o, "max_w", jsonutil_real(st ? w->max_w : NAN));
+    json_object_set_new(o, "kind", jsonutil_str(kind));
+    json_object_set_new(o, "domain", jsonutil_str(domain));
+    json_object_set_new(o, "method", jsonutil_str(method));
     return o;
 }
 
@@ -762,7 +752,7 @@ static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t
     json_object_set_new(win, "per_node", pn);
     if (!*err)
         *err = rr_sum(rr, node_j, "samples.csv", "the node's energy", NULL);
-    json_object_set_new(win, "node_total_joules", jnum(node_j));
+    json_object_set_new(win, "node_total_joules", jsonutil_real(node_j));
     return node_j;
 }
 
@@ -885,12 +875,12 @@ static int carbon_part(struct rr *rr, json_t *win, double node_j, double embodie
     if (r < 0)
         return r;
     json_t *c = json_object();
-    json_object_set_new(c, "g_per_kwh", jnum(rr->g_per_kwh));
-    json_object_set_new(c, "pue", jnum(rr->pue));
+    json_object_set_new(c, "g_per_kwh", jsonutil_real(rr->g_per_kwh));
+    json_object_set_new(c, "pue", jsonutil_real(rr->pue));
     json_object_set_new(c, "intensity_source",
                         rr->ci_source ? json_string(rr->ci_source) : json_null());
-    json_object_set_new(c, "operational_g_co2e", jnum(op));
-    json_object_set_new(c, "embodied_g_co2e", jnum(embodied_g));
+    json_object_set_new(c, "operational_g_co2e", jsonutil_real(op));
+    json_object_set_new(c, "embodied_g_co2e", jsonutil_real(embodied_g));
     json_object_set_new(win, "carbon", c);
     return 0;
 }
@@ -962,9 +952,9 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
     json_object_set_new(win, "name", job ? json_string(job->name) : json_null());
     if (job && job->type[0])
         json_object_set_new(win, "type", json_string(job->type));
-    json_object_set_new(win, "start_unix", jnum(a));
-    json_object_set_new(win, "end_unix", jnum(b));
-    json_object_set_new(win, "duration_seconds", jnum(b - a));
+    json_object_set_new(win, "start_unix", jsonutil_real(a));
+    json_object_set_new(win, "end_unix", jsonutil_real(b));
+    json_object_set_new(win, "duration_seconds", jsonutil_real(b - a));
     json_object_set_new(win, "edges",
                         json_string(rr->edges == REPORT_EDGES_SNAP ? "snap" : "interpolate"));
     double node_j = NAN;
@@ -986,7 +976,7 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
     if (job) {
         emb = job->embodied_g;
     } else if (rr->report) {
-        emb = jget_num(json_object_get(rr->report, "carbon"), "embodied_g_co2e");
+        emb = jsonutil_get_num(json_object_get(rr->report, "carbon"), "embodied_g_co2e");
     }
     if (r == 0)
         r = carbon_part(rr, win, node_j, emb);
@@ -1104,7 +1094,7 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
     }
     rr->is_run = strcmp(prod, "carma run") == 0;
     status_warning(rr);
-    rr->interval_s = jget_num(json_object_get(rr->manifest, "options"), "interval_s");
+    rr->interval_s = jsonutil_get_num(json_object_get(rr->manifest, "options"), "interval_s");
     if (!(rr->interval_s > 0))
         rr->interval_s = 0.1;
     /* the gap limit: srt-slurm's 3 s, or 2.5 sampling intervals when they are longer */
@@ -1134,8 +1124,8 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
     json_array_foreach(json_object_get(rr->is_run ? rr->report : rr->summary, "warnings"), wk,
                        wv) if (json_is_string(wv)) json_array_append(rr->run_warn, wv);
     rr->nnode_listed = json_array_size(rr->node_names);
-    rr->g_per_kwh = jget_num(carbon, "g_per_kwh");
-    rr->pue = jget_num(carbon, "pue");
+    rr->g_per_kwh = jsonutil_get_num(carbon, "g_per_kwh");
+    rr->pue = jsonutil_get_num(carbon, "pue");
     rr->ci_source = json_string_value(json_object_get(carbon, "intensity_source"));
     if ((r = load_samples(rr, e)) < 0)
         return r;
@@ -1167,7 +1157,7 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
             const char *name = json_string_value(json_object_get(w, "name"));
             long f = name ? find_job(rr, name) : -1;
             if (f >= 0)
-                rr->jobs[f].embodied_g = jget_num(w, "embodied_g_co2e");
+                rr->jobs[f].embodied_g = jsonutil_get_num(w, "embodied_g_co2e");
         }
     }
     return 0;
@@ -1381,7 +1371,7 @@ static const char *fnum(char *buf, double x, int dec, bool commas)
 /* A member's number (NAN for null or absent). */
 static double tnum(const json_t *o, const char *key)
 {
-    return jget_num(o, key);
+    return jsonutil_get_num(o, key);
 }
 
 #define F2(b, x) fnum(b, x, 2, true)

@@ -28,8 +28,13 @@
 #include <unistd.h>
 
 #include "core/csv.h"
+#include "core/fastnum.h"
 #include "core/file.h"
+#include "core/idmap.h"
+#include "core/iso8601.h"
+#include "core/linereader.h"
 #include "core/parse.h"
+#include "core/strtab.h"
 #include "core/array.h"
 #include "report/series.h"
 
@@ -83,111 +88,6 @@ static bool is_space(unsigned char c)
 static int lower(int c)
 {
     return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-/* ---- numbers: a correctly rounded fast path, core/parse for the rest ---- */
-
-/* 10^0 .. 10^22: every one exact in a double. */
-static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/*
- * Clinger's exact fast path over the number at p, which ends at the first byte that cannot
- * continue it (*ret_end): true and *ret when the text up to there is a plain decimal of at most
- * 15 significant digits and an exponent within 10^±22 (then *ret is strtod's double, bit for
- * bit), false when it needs strtod (or is no number). The caller decides whether *ret_end is
- * where the cell ends.
- */
-static inline bool parse_fast(const char *p, const char **ret_end, double *ret)
-{
-    bool neg = *p == '-';
-    if (*p == '-' || *p == '+')
-        p++;
-    uint64_t m = 0;
-    int nd = 0, exp10 = 0; /* significant digits (leading zeros not counted), exponent */
-    bool any = false;
-    while (*p == '0') {
-        p++;
-        any = true;
-    }
-    for (; is_digit((unsigned char)*p); p++, nd++, any = true)
-        m = m * 10 + (uint64_t)(*p - '0'); /* wraps past 19 digits: nd > 15 then anyway */
-    if (*p == '.') {
-        const char *f0 = ++p;
-        if (nd == 0)
-            for (; *p == '0'; p++)
-                exp10--;
-        for (; is_digit((unsigned char)*p); p++, nd++, exp10--)
-            m = m * 10 + (uint64_t)(*p - '0');
-        if (p == f0)
-            return false; /* "1." */
-        any = true;
-    }
-    if (!any)
-        return false;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        bool eneg = *p == '-';
-        if (*p == '-' || *p == '+')
-            p++;
-        int x = 0, xd = 0;
-        for (; is_digit((unsigned char)*p) && xd < 4; p++, xd++)
-            x = x * 10 + (*p - '0');
-        if (xd == 0)
-            return false;
-        exp10 += eneg ? -x : x;
-    }
-    if (nd > 15)
-        return false;
-    /* Clinger: m < 2^53 and 10^|exp10| are exact, so one multiplication or division rounds
-     * once, correctly (as strtod's result). */
-    double v = (double)m;
-    if (m != 0 && exp10 != 0) {
-        if (exp10 < -22 || exp10 > 22)
-            return false;
-        v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
-    }
-    *ret = neg ? -v : v;
-    *ret_end = p;
-    return true;
-}
-
-int srtlog_parse_double(const char *s, double *ret)
-{
-    const char *end;
-    double v;
-    if (parse_fast(s, &end, &v) && *end == '\0') {
-        *ret = v;
-        return 0;
-    }
-    return parse_double(s, ret);
-}
-
-/* parse_u64 with a fast path for 1 to 19 plain digits. */
-static int fast_u64(const char *s, uint64_t *ret)
-{
-    uint64_t v = 0;
-    const char *p = s;
-    for (; is_digit((unsigned char)*p) && p - s < 19; p++)
-        v = v * 10 + (uint64_t)(*p - '0');
-    if (*p != '\0' || p == s)
-        return parse_u64(s, ret);
-    *ret = v;
-    return 0;
-}
-
-/* parse_i64 with a fast path for 1 to 18 plain digits. */
-static int fast_i64(const char *s, int64_t *ret)
-{
-    int64_t v = 0;
-    const char *p = s;
-    for (; is_digit((unsigned char)*p) && p - s < 18; p++)
-        v = v * 10 + (*p - '0');
-    if (*p != '\0' || p == s)
-        return parse_i64(s, ret);
-    *ret = v;
-    return 0;
 }
 
 /* A cell for an error message: at most CELL_QUOTE bytes of it. */
@@ -634,120 +534,7 @@ static int walk_dir(struct walk *w, const char *dir)
     return r;
 }
 
-/* ---- benchmark.out: lines as Python's text mode splits them ---- */
-
-struct lines {
-    int fd;
-    char *buf;
-    size_t len, cap, pos;
-    bool eof;
-    bool skipping; /* the rest of an over-long line is being dropped */
-    bool cut_long; /* over-long lines: cut (true) or an error (false) */
-    size_t lineno;
-};
-
-static int lines_open(struct lines *l, const char *path, bool cut_long)
-{
-    memset(l, 0, sizeof *l);
-    l->cut_long = cut_long;
-    l->fd = file_open_input(AT_FDCWD, path, NULL);
-    return l->fd < 0 ? l->fd : 0;
-}
-
-static void lines_close(struct lines *l)
-{
-    if (l->fd >= 0)
-        close(l->fd);
-    free(l->buf);
-    memset(l, 0, sizeof *l);
-    l->fd = -1;
-}
-
-/* Reads more after compacting. 0, or a negative errno. */
-static int lines_fill(struct lines *l)
-{
-    if (l->pos > 0) {
-        memmove(l->buf, l->buf + l->pos, l->len - l->pos);
-        l->len -= l->pos;
-        l->pos = 0;
-    }
-    if (array_grow(&l->buf, &l->cap, l->len + CHUNK + 1, 1) < 0)
-        return -ENOMEM;
-    for (;;) {
-        ssize_t n = read(l->fd, l->buf + l->len, CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            l->eof = true;
-        l->len += (size_t)n;
-        return 0;
-    }
-}
-
-/*
- * The next line (without its \n, \r\n or \r) into *ret / *ret_len, NUL-terminated in place.
- * Returns 1, 0 at the end, -EFBIG for a line over SRTLOG_LINE_MAX when cut_long is off (a
- * longer line is otherwise returned cut at that length, the rest dropped), or a read errno.
- */
-static int lines_next(struct lines *l, char **ret, size_t *ret_len)
-{
-    size_t scan = l->pos;
-    for (;;) {
-        size_t i = scan;
-        while (i < l->len && l->buf[i] != '\n' && l->buf[i] != '\r')
-            i++;
-        if (i < l->len && (l->buf[i] == '\n' || i + 1 < l->len || l->eof)) {
-            size_t end = i + 1;
-            if (l->buf[i] == '\r' && end < l->len && l->buf[end] == '\n')
-                end++;
-            l->buf[i] = '\0';
-            char *s = l->buf + l->pos;
-            size_t n = i - l->pos;
-            l->pos = end;
-            if (l->skipping) {
-                l->skipping = false;
-                scan = l->pos;
-                continue;
-            }
-            l->lineno++;
-            *ret = s;
-            *ret_len = n;
-            return 1;
-        }
-        if (l->eof) {
-            if (l->pos == l->len || l->skipping)
-                return 0;
-            l->buf[l->len] = '\0';
-            *ret = l->buf + l->pos;
-            *ret_len = l->len - l->pos;
-            l->pos = l->len;
-            l->lineno++;
-            return 1;
-        }
-        if (l->len - l->pos >= SRTLOG_LINE_MAX && !(i < l->len)) {
-            if (!l->cut_long)
-                return -EFBIG;
-            if (l->skipping) {
-                l->pos = l->len;
-            } else {
-                l->skipping = true;
-                l->buf[l->pos + SRTLOG_LINE_MAX] = '\0';
-                *ret = l->buf + l->pos;
-                *ret_len = SRTLOG_LINE_MAX;
-                l->pos = l->len;
-                l->lineno++;
-                return 1;
-            }
-        }
-        size_t done = i - l->pos;
-        int r = lines_fill(l);
-        if (r < 0)
-            return r;
-        scan = l->pos + done;
-    }
-}
+/* ---- benchmark.out ---- */
 
 /* `Phase \w+ \(profiling\) (started|complete)` anywhere in s (re.search). */
 static bool has_phase_marker(const char *s, size_t n)
@@ -861,21 +648,21 @@ const char *srtlog_bench_name(enum srtlog_bench b)
 
 int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struct carma_err *e)
 {
-    struct lines l;
-    int r = lines_open(&l, benchmark_out, true);
+    struct linereader l;
+    int r = linereader_open(&l, benchmark_out, SRTLOG_LINE_MAX, true);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     bool aiperf = false, sabench = false;
     char *s;
     size_t n;
-    while ((r = lines_next(&l, &s, &n)) > 0) {
+    while ((r = linereader_next(&l, &s, &n)) > 0) {
         if (has_phase_marker(s, n))
             aiperf = true;
         else if (memmem(s, n, "Serving Benchmark Result", 24) ||
                  memmem(s, n, "Successful requests:", 20))
             sabench = true;
     }
-    lines_close(&l);
+    linereader_close(&l);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     if (aiperf && sabench)
@@ -917,8 +704,8 @@ static const char *base_name(const char *path)
 int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *ret,
                             struct carma_err *e)
 {
-    struct lines l;
-    int r = lines_open(&l, benchmark_out, true);
+    struct linereader l;
+    int r = linereader_open(&l, benchmark_out, SRTLOG_LINE_MAX, true);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     size_t nstart = 0, ncomplete = 0;
@@ -927,7 +714,7 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
     bool has_elapsed = false;
     char *s;
     size_t n;
-    while ((r = lines_next(&l, &s, &n)) > 0) {
+    while ((r = linereader_next(&l, &s, &n)) > 0) {
         const char *stamp, *rest;
         bool started;
         if (!match_phase_line(s, n, &stamp, &started, &rest))
@@ -940,7 +727,7 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
             has_elapsed = match_elapsed(rest, &elapsed);
         }
     }
-    lines_close(&l);
+    linereader_close(&l);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     memset(ret, 0, sizeof *ret);
@@ -970,189 +757,6 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
     ret->duration_s = d;
     ret->note = str_printf("phase started %s, complete %s (time-of-day only)", start, complete);
     return ret->note ? 0 : oom(e);
-}
-
-/* ---- ISO 8601 stamps (datetime.fromisoformat(...).astimezone().timestamp()) ---- */
-
-static bool digits_n(const char *s, int n, int *ret)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (!is_digit((unsigned char)s[i]))
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *ret = v;
-    return true;
-}
-
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
-static long long days_from_civil(long long y, int m, int d)
-{
-    y -= m <= 2;
-    long long era = (y >= 0 ? y : y - 399) / 400;
-    long long yoe = y - era * 400;
-    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int days_in_month(int y, int m)
-{
-    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
-        return 29;
-    return dm[m - 1];
-}
-
-/* HH[:MM[:SS[(.|,)f+]]] at *pp; the fraction's first 6 digits are microseconds. */
-static bool parse_hms(const char **pp, int *h, int *mi, int *sec, int *us)
-{
-    const char *p = *pp;
-    *mi = *sec = *us = 0;
-    if (!digits_n(p, 2, h))
-        return false;
-    p += 2;
-    if (*p == ':') {
-        if (!digits_n(p + 1, 2, mi))
-            return false;
-        p += 3;
-        if (*p == ':') {
-            if (!digits_n(p + 1, 2, sec))
-                return false;
-            p += 3;
-            if (*p == '.' || *p == ',') {
-                p++;
-                if (!is_digit((unsigned char)*p))
-                    return false;
-                int nd = 0, v = 0;
-                while (is_digit((unsigned char)*p)) {
-                    if (nd < 6) {
-                        v = v * 10 + (*p - '0');
-                        nd++;
-                    }
-                    p++;
-                }
-                for (; nd < 6; nd++)
-                    v *= 10;
-                *us = v;
-            }
-        }
-    }
-    if (*h > 23 || *mi > 59 || *sec > 59)
-        return false;
-    *pp = p;
-    return true;
-}
-
-/* Local wall-clock seconds (as if UTC) of unix time u. */
-static int local_s(long long u, long long *ret, long *ret_gmtoff)
-{
-    time_t tt = (time_t)u;
-    struct tm tm;
-    if (!localtime_r(&tt, &tm))
-        return -EINVAL;
-    *ret = days_from_civil(tm.tm_year + 1900LL, tm.tm_mon + 1, tm.tm_mday) * 86400LL +
-           tm.tm_hour * 3600LL + tm.tm_min * 60LL + tm.tm_sec;
-    if (ret_gmtoff)
-        *ret_gmtoff = tm.tm_gmtoff;
-    return 0;
-}
-
-/*
- * The UTC offset Python gives the naive local time t (seconds, as if UTC) in astimezone():
- * CPython's datetime._mktime for fold=0 (of two instants showing t, the earlier one; for a t
- * in a gap, the later candidate), then the offset in force at that instant.
- */
-static int local_offset(long long t, long long *ret)
-{
-    long long lt, t1, t2, u;
-    if (local_s(t, &lt, NULL) < 0)
-        return -EINVAL;
-    long long a = lt - t, b;
-    long long u1 = t - a;
-    if (local_s(u1, &t1, NULL) < 0)
-        return -EINVAL;
-    if (t1 == t) {
-        long long u2 = u1 - 24 * 3600, l2;
-        if (local_s(u2, &l2, NULL) < 0)
-            return -EINVAL;
-        b = l2 - u2;
-        if (a == b) {
-            u = u1;
-            goto found;
-        }
-    } else {
-        b = t1 - u1;
-    }
-    long long u2 = t - b;
-    if (local_s(u2, &t2, NULL) < 0)
-        return -EINVAL;
-    if (t2 == t)
-        u = u2;
-    else if (t1 == t)
-        u = u1;
-    else
-        u = u1 > u2 ? u1 : u2; /* t is in a gap */
-found:;
-    long off;
-    if (local_s(u, &lt, &off) < 0)
-        return -EINVAL;
-    *ret = off;
-    return 0;
-}
-
-int srtlog_iso_to_unix(const char *s, double *ret)
-{
-    int y, mo, d, h = 0, mi = 0, sec = 0, us = 0;
-    const char *p = s;
-    if (!digits_n(p, 4, &y) || p[4] != '-' || !digits_n(p + 5, 2, &mo) || p[7] != '-' ||
-        !digits_n(p + 8, 2, &d))
-        return -EINVAL;
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
-        return -EINVAL;
-    p += 10;
-    bool aware = false;
-    long long off_us = 0;
-    if (*p) {
-        p++; /* any one separator */
-        if (!parse_hms(&p, &h, &mi, &sec, &us))
-            return -EINVAL;
-        if (*p == 'Z') {
-            aware = true;
-            p++;
-        } else if (*p == '+' || *p == '-') {
-            int sign = *p == '-' ? -1 : 1, oh, om = 0, os = 0, ous = 0;
-            p++;
-            if (p[0] && p[1] && p[2] == ':') { /* +HH:MM[:SS[.ffffff]] */
-                if (!parse_hms(&p, &oh, &om, &os, &ous))
-                    return -EINVAL;
-            } else { /* +HH or +HHMM */
-                if (!digits_n(p, 2, &oh) || oh > 23)
-                    return -EINVAL;
-                p += 2;
-                if (digits_n(p, 2, &om)) {
-                    p += 2;
-                    if (om > 59)
-                        return -EINVAL;
-                }
-            }
-            aware = true;
-            off_us = sign * ((((long long)oh * 60 + om) * 60 + os) * 1000000LL + ous);
-        }
-        if (*p)
-            return -EINVAL;
-    }
-    long long secs = days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + sec;
-    if (!aware) {
-        long long off;
-        if (local_offset(secs, &off) < 0)
-            return -EINVAL;
-        off_us = off * 1000000LL;
-    }
-    long long total_us = secs * 1000000LL + us - off_us;
-    *ret = (double)total_us / 1e6;
-    return 0;
 }
 
 /* ---- windows and tokens (§6.3) ---- */
@@ -1321,8 +925,10 @@ static int aiperf_reported(struct srtlog_reported *rep, const json_t *agg, const
     bool has_dur = dur && !json_is_null(dur);
     const json_t *st = json_object_get(agg, "start_time"), *en = json_object_get(agg, "end_time");
     double start = 0, end = 0;
-    bool has_start = json_is_string(st) && srtlog_iso_to_unix(json_string_value(st), &start) == 0;
-    bool has_end = json_is_string(en) && srtlog_iso_to_unix(json_string_value(en), &end) == 0;
+    bool has_start =
+        json_is_string(st) && iso8601_parse_fromisoformat(json_string_value(st), &start) == 0;
+    bool has_end =
+        json_is_string(en) && iso8601_parse_fromisoformat(json_string_value(en), &end) == 0;
     memset(rep, 0, sizeof *rep);
     rep->source = "unavailable";
     if (!has_dur && !has_start && !has_end)
@@ -1391,14 +997,14 @@ static double nsrange_value(const struct nsrange *r, bool is_start)
 static int aiperf_window(struct srtlog_window *w, const char *path, const char *benchmark_out,
                          struct carma_err *e)
 {
-    struct lines l;
+    struct linereader l;
     struct nsrange starts = {0}, ends = {0};
-    int r = lines_open(&l, path, false);
+    int r = linereader_open(&l, path, SRTLOG_LINE_MAX, false);
     if (r < 0)
         return file_input_err(e, path, r);
     char *s;
     size_t n;
-    while ((r = lines_next(&l, &s, &n)) > 0) {
+    while ((r = linereader_next(&l, &s, &n)) > 0) {
         while (n > 0 && is_space((unsigned char)*s)) {
             s++;
             n--;
@@ -1442,7 +1048,7 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
             break;
     }
     size_t lineno = l.lineno;
-    lines_close(&l);
+    linereader_close(&l);
     if (r == -EFBIG)
         return carma_err_set(e, r, "%s:%zu: a line longer than %u bytes", path, lineno + 1,
                              SRTLOG_LINE_MAX);
@@ -1746,7 +1352,7 @@ static int cell_double(const struct csvctx *c, const struct csv_row *row, int co
     if (r < 0)
         return r;
     const char *s = row->fields[col];
-    if (srtlog_parse_double(s, ret) < 0) {
+    if (fastnum_double(s, ret) < 0) {
         char q[CELL_QUOTE + 4];
         return carma_err_set(e, -EINVAL, "%s:%zu: %s '%s' is not a finite number", c->path,
                              row->line, name, quote_cell(s, q));
@@ -1762,7 +1368,7 @@ static int cell_int(const struct csvctx *c, const struct csv_row *row, int col, 
         return r;
     const char *s = row->fields[col];
     int64_t v;
-    if (fast_i64(s, &v) < 0) {
+    if (fastnum_i64(s, &v) < 0) {
         char q[CELL_QUOTE + 4];
         return carma_err_set(e, -EINVAL, "%s:%zu: %s '%s' is not an integer", c->path, row->line,
                              name, quote_cell(s, q));
@@ -2025,135 +1631,6 @@ static int vec_sort(struct vec *v)
     return 0;
 }
 
-/* Open addressing: slot = (hash, id + 1), 0 empty; capacity a power of two. */
-struct idmap {
-    uint64_t *h;
-    size_t *id1;
-    size_t cap, n;
-};
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return mix64(h);
-}
-
-/* Calls eq(ctx, id, key) for each id with hash h until it says yes: that id, or SIZE_MAX. */
-static size_t idmap_find(const struct idmap *m, uint64_t h,
-                         bool (*eq)(const void *ctx, size_t id, const void *key), const void *ctx,
-                         const void *key)
-{
-    if (m->cap == 0)
-        return SIZE_MAX;
-    for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (m->id1[i] == 0)
-            return SIZE_MAX;
-        if (m->h[i] == h && eq(ctx, m->id1[i] - 1, key))
-            return m->id1[i] - 1;
-    }
-}
-
-static int idmap_put(struct idmap *m, uint64_t h, size_t id)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 64;
-        uint64_t *nh = calloc(nc, sizeof *nh);
-        size_t *nid = calloc(nc, sizeof *nid);
-        if (!nh || !nid) {
-            free(nh);
-            free(nid);
-            return -ENOMEM;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (m->id1[i] == 0)
-                continue;
-            size_t j = m->h[i] & (nc - 1);
-            while (nid[j])
-                j = (j + 1) & (nc - 1);
-            nh[j] = m->h[i];
-            nid[j] = m->id1[i];
-        }
-        free(m->h);
-        free(m->id1);
-        m->h = nh;
-        m->id1 = nid;
-        m->cap = nc;
-    }
-    size_t j = h & (m->cap - 1);
-    while (m->id1[j])
-        j = (j + 1) & (m->cap - 1);
-    m->h[j] = h;
-    m->id1[j] = id + 1;
-    m->n++;
-    return 0;
-}
-
-static void idmap_free(struct idmap *m)
-{
-    free(m->h);
-    free(m->id1);
-    memset(m, 0, sizeof *m);
-}
-
-/* A string table: name -> id in order of first appearance. */
-struct strtab {
-    char **names;
-    size_t n, cap;
-    struct idmap map;
-};
-
-static bool strtab_eq(const void *ctx, size_t id, const void *key)
-{
-    const struct strtab *t = ctx;
-    return strcmp(t->names[id], key) == 0;
-}
-
-/* The id of s, added when new (*ret_new says so). 0 or -ENOMEM. */
-static int strtab_id(struct strtab *t, const char *s, size_t *ret, bool *ret_new)
-{
-    uint64_t h = hash_str(s);
-    size_t id = idmap_find(&t->map, h, strtab_eq, t, s);
-    if (ret_new)
-        *ret_new = id == SIZE_MAX;
-    if (id != SIZE_MAX) {
-        *ret = id;
-        return 0;
-    }
-    if (array_grow(&t->names, &t->cap, t->n + 1, sizeof *t->names) < 0)
-        return -ENOMEM;
-    char *copy = strdup(s);
-    if (!copy)
-        return -ENOMEM;
-    if (idmap_put(&t->map, h, t->n) < 0) {
-        free(copy);
-        return -ENOMEM;
-    }
-    t->names[t->n] = copy;
-    *ret = t->n++;
-    return 0;
-}
-
-static void strtab_free(struct strtab *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->names[i]);
-    free(t->names);
-    idmap_free(&t->map);
-    memset(t, 0, sizeof *t);
-}
-
 /*
  * A series keyed by timestamp, as srt-slurm's dict[float, float]: one sample per distinct
  * timestamp (== on doubles, so 0.0 and -0.0 are one key), kept in first-seen order. While the
@@ -2172,7 +1649,7 @@ static uint64_t hash_ts(double t)
         t = 0.0;
     uint64_t bits;
     memcpy(&bits, &t, sizeof bits);
-    return mix64(bits);
+    return idmap_mix64(bits);
 }
 
 static bool tsser_eq(const void *ctx, size_t id, const void *key)
@@ -2525,7 +2002,7 @@ static bool sock_eq(const void *ctx, size_t id, const void *key)
 
 static uint64_t hash_pair(size_t a, long long b)
 {
-    return mix64((uint64_t)a * 0x9e3779b97f4a7c15ULL ^ mix64((uint64_t)b));
+    return idmap_mix64((uint64_t)a * 0x9e3779b97f4a7c15ULL ^ idmap_mix64((uint64_t)b));
 }
 
 static const char *const cpu_hdr_v1[] = {"schema_version", "timestamp_unix", "hostname",
@@ -3333,7 +2810,7 @@ static int gpu_strict_row(struct gload *G, const struct csv_row *row, struct car
     if (row->fields[G->col_uuid][0] == '\0')
         return carma_err_set(e, -EINVAL, "%s:%zu: gpu_uuid_missing", path, row->line);
     double w;
-    if (srtlog_parse_double(row->fields[G->col_power], &w) < 0 || w < 0)
+    if (fastnum_double(row->fields[G->col_power], &w) < 0 || w < 0)
         return carma_err_set(e, -EINVAL, "%s:%zu: invalid_power_value: power_w '%s'", path,
                              row->line, row->fields[G->col_power]);
     return 0;
@@ -3520,7 +2997,7 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
         const char *sv = row->fields[G->col_schema];
         uint64_t v;
         if (!(sv[0] == '0' + G->gen && sv[1] == '\0') &&
-            (fast_u64(sv, &v) < 0 || v != (uint64_t)G->gen)) {
+            (fastnum_u64(sv, &v) < 0 || v != (uint64_t)G->gen)) {
             char *msg = str_printf("%s:%zu: schema_version '%s' in a v%d file (srt-slurm's "
                                    "strict reader refuses it; the report reads it)",
                                    G->c.path, row->line, sv, G->gen);
@@ -3530,7 +3007,7 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
     }
     if (G->checks) {
         uint64_t seq;
-        if (fast_u64(row->fields[G->col_seq], &seq) < 0) {
+        if (fastnum_u64(row->fields[G->col_seq], &seq) < 0) {
             G->checks = false;
             char *msg = str_printf("%s:%zu: scrape_seq '%s' is not a number; duplicate and "
                                    "monotonic checks skipped",
@@ -3565,10 +3042,10 @@ static inline bool cell_end(char c)
 /*
  * csv_each's line_fn for the GPU CSV: the row at s (see csvr_line) read in one pass, with the
  * same numbers and effects as gpu_row gives its split row, when every cell is one that gpu_row
- * reads without a message and by the fast routes (srtlog_parse_double's exact fast path,
- * fast_i64's and fast_u64's plain digits, schema_version the header's generation as one digit)
- * and the line ends in \n or \r\n after the header's number of fields. Anything else (another
- * field count, a lone CR, a blank or unusual number, a new schema_version, ...) is left to
+ * reads without a message and by the fast routes (fastnum_double's exact fast path,
+ * fastnum_i64's and fastnum_u64's plain digits, schema_version the header's generation as one
+ * digit) and the line ends in \n or \r\n after the header's number of fields. Anything else
+ * (another field count, a lone CR, a blank or unusual number, a new schema_version, ...) is left to
  * gpu_row: 0, nothing done. A NUL byte in any cell ends the cell there, and the line is left
  * to csv_split, which refuses it with its line. Returns the bytes taken (line end included), or
  * -ENOMEM. Not used when strict (G->lines false): gpu_row then reads every row.
@@ -3596,7 +3073,7 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
                 q = p + k;
                 break;
             }
-            if (!parse_fast(p, &q, &ts))
+            if (!fastnum_prefix(p, &q, &ts))
                 return 0;
             if ((size_t)(q - p) < sizeof G->last_ts) {
                 memcpy(G->last_ts, p, (size_t)(q - p));
@@ -3606,7 +3083,7 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
             break;
         }
         case GC_POWER:
-            if (!parse_fast(p, &q, &w) || !(fabs(w) <= SRT_POWER_MAX_W))
+            if (!fastnum_prefix(p, &q, &w) || !(fabs(w) <= SRT_POWER_MAX_W))
                 return 0; /* an implausible power: gpu_row says so */
             break;
         case GC_INDEX:
@@ -3637,7 +3114,7 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
                 q = p;
                 break;
             }
-            if (!parse_fast(p, &q, &util[op[i] - GC_UTIL]))
+            if (!fastnum_prefix(p, &q, &util[op[i] - GC_UTIL]))
                 return 0;
             has[op[i] - GC_UTIL] = true;
             break;
@@ -3769,14 +3246,14 @@ static int gpu_second_pass(struct gload *G, struct carma_err *e)
             continue;
         }
         const char *hs = row->fields[G->col_host];
-        size_t host = idmap_find(&G->hosts.map, hash_str(hs), strtab_eq, &G->hosts, hs);
+        size_t host = strtab_find(&G->hosts, hs);
         int64_t index;
-        if (host == SIZE_MAX || fast_i64(row->fields[G->col_index], &index) < 0)
+        if (host == SIZE_MAX || fastnum_i64(row->fields[G->col_index], &index) < 0)
             continue;
         size_t id = gpu_device_find(G, host, index);
         uint64_t seq;
         if (id == SIZE_MAX || !G->devs[id].chk.broken ||
-            fast_u64(row->fields[G->col_seq], &seq) < 0)
+            fastnum_u64(row->fields[G->col_seq], &seq) < 0)
             continue;
         struct gdev *d = &G->devs[id];
         if (d->nseq == d->p.n) {

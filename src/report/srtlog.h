@@ -23,7 +23,7 @@
  *
  * The CSVs are read as a stream (1 MiB chunks, whole records split in place by core/csv's
  * csv_split: RFC 4180 as csv_parse reads it, no allocation per field), never whole: the files can
- * hold millions of rows. Numbers go through srtlog_parse_double (correctly rounded, as
+ * hold millions of rows. Numbers go through core/fastnum's fastnum_double (correctly rounded, as
  * strtod). Columns are found by name, as srt-slurm's DictReader does. Where srt-slurm would crash
  * (a missing column, a cell that is not a number, `None`, NaN, a row with too few or too many
  * fields, a line cut short) this module returns -EINVAL with the file and line in the message, or,
@@ -302,19 +302,5 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
  * after the socket number).
  */
 int srtlog_sensor_rank(const char *sensor);
-
-/* Parses an ISO 8601 date-time as Python's datetime.fromisoformat(s).astimezone().timestamp()
- * does (naive: local time of this host, an ambiguous or missing time resolved as CPython does
- * for fold=0). Returns 0 and *ret, or -EINVAL. */
-int srtlog_iso_to_unix(const char *s, double *ret);
-
-/*
- * A CSV cell as a number, exactly as core/parse's parse_double reads it (the same strings
- * accepted, the same double, bit for bit), but faster for the common cells: plain decimals of
- * at most 15 significant digits and an exponent within 10^±22 are computed by Clinger's exact
- * fast path (one correctly rounded operation); anything else goes to parse_double (strtod).
- * Returns 0 and *ret, or -EINVAL / -ERANGE.
- */
-int srtlog_parse_double(const char *s, double *ret);
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/csv.h"
+#include "core/jsonutil.h"
 #include "core/pyjson.h"
 
 /* ---- Python-style numbers as JSON values ---- */
@@ -38,12 +39,6 @@ static json_t *py_add(const json_t *a, const json_t *b)
     if (json_is_integer(a) && json_is_integer(b))
         return json_integer(json_integer_value(a) + json_integer_value(b));
     return json_real(num(a) + num(b));
-}
-
-/* A real, or null when x is not finite (jansson has no NaN; srt-slurm never divides to one). */
-static json_t *real_or_null(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
 }
 
 /* Sets key to v (consumed); returns -ENOMEM when v is NULL or the set fails. */
@@ -318,13 +313,13 @@ static json_t *ratio(const json_t *rate, const json_t *watts)
 {
     if (json_is_null(rate) || json_is_null(watts) || num(watts) == 0.0)
         return json_null();
-    return real_or_null(num(rate) / num(watts));
+    return jsonutil_real(num(rate) / num(watts));
 }
 
 /* x / d as Python's true division (a float), or null when d <= 0. */
 static json_t *per(const json_t *x, double d)
 {
-    return d > 0 ? real_or_null(num(x) / d) : json_null();
+    return d > 0 ? jsonutil_real(num(x) / d) : json_null();
 }
 
 static json_t *timing_json(const struct srtlog_window *w, const json_t *duration, double cov_start,
@@ -450,9 +445,9 @@ int srtreport_window(const struct srtlog *log, const struct srtlog_window *w,
     r |= put(o, "gpu_total_joules", json_incref(gpu_total));
     r |= put(o, "combined_total_joules", json_incref(combined));
     r |= put(o, "joules_per_output_token",
-             out_tok != 0.0 ? real_or_null(num(combined) / out_tok) : json_null());
+             out_tok != 0.0 ? jsonutil_real(num(combined) / out_tok) : json_null());
     r |= put(o, "joules_per_total_token",
-             all_tok != 0.0 ? real_or_null(num(combined) / all_tok) : json_null());
+             all_tok != 0.0 ? jsonutil_real(num(combined) / all_tok) : json_null());
     r |= put(o, "timing",
              timing_json(w, duration, cov_start, cov_end,
                          json_array_size(cpu_node) + json_array_size(gpu_node) > 0));

@@ -49,6 +49,8 @@ static void test_append(void **state)
     assert_false(journal_loss_text(j, msg, sizeof msg));
     assert_string_equal(msg, "");
     assert_string_equal(journal_path(j), path);
+    assert_false(journal_damaged(j));
+    assert_int_equal(journal_sync(j), 0);
     assert_int_equal(journal_close(j), 0);
     char text[512];
     tu_slurp(path, text, sizeof text);
@@ -56,6 +58,8 @@ static void test_append(void **state)
     /* NULL-safe; an uncreatable file names itself */
     assert_int_equal(journal_append(NULL, ROW, strlen(ROW), 1, 0, NULL), -EBADF);
     assert_int_equal(journal_rows(NULL), 0);
+    assert_false(journal_damaged(NULL));
+    assert_int_equal(journal_sync(NULL), 0);
     assert_int_equal(journal_close(NULL), 0);
     path_of(path, sizeof path, "no/such/dir/j.csv");
     assert_null(journal_open(path, HEADER, "rows", &e));
@@ -133,8 +137,10 @@ static void test_cannot_cut_back(void **state)
     struct carma_err e = {0};
     struct journal *j = journal_open("/dev/full", NULL, "lines", &e);
     assert_non_null(j);
+    assert_false(journal_damaged(j));
     struct carma_err w1 = {0}, w2 = {0}, w3 = {0};
     assert_int_equal(journal_append(j, "a\n", 2, 1, -1, &w1), -ENOSPC);
+    assert_true(journal_damaged(j));
     assert_int_equal(w1.code, -ENOSPC);
     assert_non_null(strstr(w1.msg, "lines not written; the file ends in a part of a row"));
     assert_int_equal(journal_append(j, "b\nc\n", 4, 2, -1, &w2), -EIO);
@@ -149,6 +155,7 @@ static void test_cannot_cut_back(void **state)
     int err = 0;
     assert_int_equal(journal_lost(j, &err), 4);
     assert_int_equal(err, -ENOSPC);
+    assert_int_equal(journal_sync(j), 0); /* a device that cannot be synced */
     assert_int_equal(journal_close(j), 0);
 }
 

@@ -649,33 +649,6 @@ static void test_window_aiperf_reported(void **state)
     assert_false(w->reported.has_end);
     assert_true(w->reported.duration_s == 12.0);
     reset();
-
-    double t;
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01T00:00:01Z", &t), 0);
-    assert_true(t == 1.0);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01 01:00-0130", &t), 0);
-    assert_true(t == 9000.0);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-02", &t), 0);
-    assert_true(t == 86400.0);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01T00:00:00.1234567", &t), 0);
-    assert_true(t == 0.123456);
-    /* naive stamps in a zone with DST, resolved as CPython does (fold=0): the earlier of the
-     * two 01:30 of the fall-back night, a time in the spring gap moved by the offset before it */
-    if (access("/usr/share/zoneinfo/America/Los_Angeles", R_OK) == 0) {
-        setenv("TZ", "America/Los_Angeles", 1);
-        tzset();
-        assert_int_equal(srtlog_iso_to_unix("2026-11-01T01:30:00", &t), 0);
-        assert_true(t == 1793521800.0);
-        assert_int_equal(srtlog_iso_to_unix("2026-03-08T02:30:00", &t), 0);
-        assert_true(t == 1772962200.0);
-        assert_int_equal(srtlog_iso_to_unix("2026-07-01T12:00:00", &t), 0);
-        assert_true(t == 1782932400.0);
-        setenv("TZ", "UTC", 1);
-        tzset();
-    }
-    assert_int_equal(srtlog_iso_to_unix("1970-02-30T00:00:00", &t), -EINVAL);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01T24:00:00", &t), -EINVAL);
-    assert_int_equal(srtlog_iso_to_unix("1970-01-01T00:00:00 junk", &t), -EINVAL);
 }
 
 static void test_phase_log(void **state)
@@ -1428,107 +1401,6 @@ static uint64_t trand(void)
     trng ^= trng >> 7;
     trng ^= trng << 17;
     return trng;
-}
-
-/* A random decimal-looking string: signs, leading zeros, 1 to 22 digits, a point, an
- * exponent, and now and then something parse_double refuses or reads slowly. */
-static void random_number(char *s, size_t cap)
-{
-    static const char *const odd[] = {"",
-                                      " 1.5",
-                                      "1.5 ",
-                                      "1.",
-                                      ".5",
-                                      "-.5",
-                                      "+1",
-                                      "1e",
-                                      "1e+",
-                                      "e5",
-                                      ".",
-                                      "-",
-                                      "1_0",
-                                      "0x10",
-                                      "inf",
-                                      "nan",
-                                      "1.5.5",
-                                      "--1",
-                                      "1e400",
-                                      "1e-400",
-                                      "4.9e-324",
-                                      "1e23",
-                                      "9007199254740993",
-                                      "0.000",
-                                      "-0",
-                                      "-0.0e7",
-                                      "00012.50",
-                                      "1E5",
-                                      "1e-05"};
-    size_t o = 0;
-    if (trand() % 8 == 0) {
-        snprintf(s, cap, "%s", odd[trand() % (sizeof odd / sizeof odd[0])]);
-        return;
-    }
-    uint64_t k = trand();
-    if (k % 5 == 0)
-        s[o++] = '-';
-    else if (k % 17 == 0)
-        s[o++] = '+';
-    for (int z = (int)(trand() % 4); z > 0 && trand() % 3 == 0; z--)
-        s[o++] = '0';
-    int nd = 1 + (int)(trand() % 22);
-    int point = (int)(trand() % (unsigned)(nd + 2)) - 1; /* -1: none */
-    for (int i = 0; i < nd; i++) {
-        if (i == point)
-            s[o++] = '.';
-        s[o++] = (char)('0' + trand() % 10);
-    }
-    if (trand() % 4 == 0) {
-        s[o++] = trand() % 2 ? 'e' : 'E';
-        uint64_t sg = trand() % 3;
-        if (sg)
-            s[o++] = sg == 1 ? '-' : '+';
-        o += (size_t)snprintf(s + o, cap - o, "%d", (int)(trand() % 40));
-    }
-    s[o] = '\0';
-}
-
-static void test_parse_double(void **state)
-{
-    (void)state;
-    char s[96];
-    size_t fast = 0;
-    for (int i = 0; i < 400000; i++) {
-        random_number(s, sizeof s);
-        double a = 0, b = 0;
-        int ra = srtlog_parse_double(s, &a), rb = parse_double(s, &b);
-        if (ra != rb || (ra == 0 && memcmp(&a, &b, sizeof a) != 0))
-            fail_msg("'%s': srtlog_parse_double %d %.17g, parse_double %d %.17g", s, ra, a, rb, b);
-        if (ra == 0) {
-            char *end;
-            double c = strtod(s, &end);
-            if (memcmp(&a, &c, sizeof a) != 0)
-                fail_msg("'%s': %.17g, strtod %.17g", s, a, c);
-            fast++;
-        }
-    }
-    assert_true(fast > 300000);
-    /* values at the edges of the fast path: 15 digits, 10^22, 10^-22, negative zero */
-    const char *edge[] = {"999999999999999",
-                          "999999999999999e22",
-                          "1e-22",
-                          "123456789012345e-22",
-                          "-0.0",
-                          "0.1",
-                          "0.3",
-                          "1785168098.123",
-                          "699.999",
-                          "2.2250738585072014e-308"};
-    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
-        double a, c = strtod(edge[i], NULL);
-        assert_int_equal(srtlog_parse_double(edge[i], &a), 0);
-        if (memcmp(&a, &c, sizeof a) != 0)
-            fail_msg("'%s': %.17g, strtod %.17g", edge[i], a, c);
-    }
 }
 
 /* csv_split over a whole text gives what csv_parse gives: rows, fields, lines, errors. */
@@ -2300,7 +2172,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_names_and_powers, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_strict, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream, tu_setup, teardown),
-        cmocka_unit_test(test_parse_double),
         cmocka_unit_test(test_split_matches_parse),
         cmocka_unit_test_setup_teardown(test_malformed_more, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_line, tu_setup, teardown),
