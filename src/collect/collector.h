@@ -2,7 +2,7 @@
  * collector: the parts of `carma collect` (the head-node collector) that need no network:
  * the targets (HOST:PORT, [v6addr]:PORT and URLs; a targets file; the nodes of the current
  * Slurm job), the rows a scrape gives in samples.csv and nodes.csv, and the retry backoff of a
- * target that is down. The HTTP side (libcurl) is src/cli/collect.c.
+ * target that is down. The HTTP side (libcurl) is collect/scrape.c.
  *
  * samples.csv (schema 1): schema_version, timestamp_unix, scrape_seq, node, target, channel,
  * source, kind, domain, method, watts, joules_total: one row per carma_power_watts sample of a
