@@ -255,7 +255,8 @@ static void write_html(struct run *r)
     char path[4200];
     snprintf(path, sizeof path, "%s/report.html", r->dir);
     if (html_run(r->dir, NULL, &ho, &page, &len, &e) < 0) {
-        cli_error("cannot write %s: %s", path, e.msg); /* what the files hold: said only */
+        /* what the files hold (a run without samples): said, not a failed write */
+        cli_error("no %s: the run's files give no page: %s", path, e.msg);
         return;
     }
     int x = file_replace(path, page, len);

@@ -203,4 +203,18 @@ assert not re.search(r"^ok (failed|timed|was|could)", t, re.M), "a workload that
 ' "$out"
 done
 
+# a run whose files give no page (no source at all): report.html is said missing, for its
+# reason, not as a failed write, and the run is not made incomplete by it
+cat >nopage.json <<'JSON'
+{"experiment_name": "nopage", "workloads": [{"name": "a", "script": "sleep", "args": ["0.2"]}],
+ "monitoring": {"baseline_s": 0, "interval": "100ms"}}
+JSON
+rc=$(run_logged nopage "$CARMA" run -q --root "$F/vm-empty" --sources rapl -o runs-nopage nopage.json)
+check_rc nopage 0 "$rc"
+d=$(head -n 1 nopage.out)
+check_grep nopage.err "carma: no $d/report.html: the run's files give no page: $d/samples.csv: no samples" \
+    "no report.html: the reason"
+check_no_grep nopage.err "cannot write" "nopage: a missing page said as a failed write"
+[ -e "$d/report.html" ] && check_fail "nopage: report.html written"
+
 cli_done
