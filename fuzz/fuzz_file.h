@@ -1,12 +1,15 @@
 /*
  * fuzz_file.h: for harnesses whose entry point takes a path. fuzz_dir() is a directory of this
  * process's own (made once, under $TMPDIR or /tmp, removed at exit); fuzz_put() writes an input
- * there whole (replacing the file) and returns its path.
+ * there whole (replacing the file) and returns its path. fuzz_root(NAME) is a directory of this
+ * process's own for a harness that writes a whole tree on every input (made once on the tmpfs
+ * /dev/shm when there is one, else under /tmp, removed at exit); fuzz_rm_tree() removes a tree.
  */
 #ifndef CARMA_FUZZ_FILE_H
 #define CARMA_FUZZ_FILE_H
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +18,45 @@
 #include <unistd.h>
 
 static char fuzz_dir_path[PATH_MAX];
+static char fuzz_root_path[PATH_MAX];
+
+static int fuzz_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Removes path and everything below it (links not followed). */
+__attribute__((unused)) static void fuzz_rm_tree(const char *path)
+{
+    if (path[0])
+        nftw(path, fuzz_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static void fuzz_dir_rm(void)
 {
-    char cmd[PATH_MAX + 16];
-    if (fuzz_dir_path[0] &&
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", fuzz_dir_path) < (int)sizeof cmd)
-        (void)!system(cmd);
+    fuzz_rm_tree(fuzz_dir_path);
+    fuzz_rm_tree(fuzz_root_path);
 }
 
-static const char *fuzz_dir(void)
+/* /dev/shm/carma-fuzz-NAME-PID (or under /tmp), made once, removed at exit. */
+__attribute__((unused)) static const char *fuzz_root(const char *name)
+{
+    if (!fuzz_root_path[0]) {
+        struct stat st;
+        const char *t = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+        snprintf(fuzz_root_path, sizeof fuzz_root_path, "%s/carma-fuzz-%s-%d", t, name,
+                 (int)getpid());
+        if (mkdir(fuzz_root_path, 0755) != 0)
+            abort();
+        atexit(fuzz_dir_rm);
+    }
+    return fuzz_root_path;
+}
+
+__attribute__((unused)) static const char *fuzz_dir(void)
 {
     if (!fuzz_dir_path[0]) {
         const char *t = getenv("TMPDIR");
@@ -38,7 +70,7 @@ static const char *fuzz_dir(void)
 
 /* Writes n bytes to fuzz_dir()/name (its parent directories must exist) and returns its path
  * (a static buffer per call site is the caller's business: this one is overwritten). */
-static const char *fuzz_put(const char *name, const void *p, size_t n)
+__attribute__((unused)) static const char *fuzz_put(const char *name, const void *p, size_t n)
 {
     static char path[PATH_MAX];
     char tmp[PATH_MAX];

@@ -24,11 +24,11 @@
  * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
  * fuzz-libs: -ljansson -lpthread -ldl
  */
+#include "fuzz_file.h"
 #include "sources/hwmon.c"
 
 #include <ctype.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -94,7 +94,7 @@ static void check_label(const char *label)
     }
 }
 
-static char root[64];
+static const char *root; /* fuzz_root() */
 
 static void put(const char *rel, const char *data, size_t len)
 {
@@ -230,33 +230,14 @@ static void check_device(const char *text, size_t size)
     fsroot_close(&r);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-/* The temporary root goes when the fuzzer exits. */
-static void rm_root(void)
-{
-    if (root[0])
-        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!root[0]) {
+    if (!root) {
         /* a tmpfs when there is one: the files are rewritten on every input */
-        struct stat st;
-        const char *tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
-        snprintf(root, sizeof root, "%s/carma-fuzz-hwmon-%d", tmp, (int)getpid());
-        atexit(rm_root);
+        root = fuzz_root("hwmon");
         char path[128];
-        mkdir(root, 0755);
         static const char *const dirs[] = {"sys", "sys/class", "sys/class/hwmon",
                                            "sys/class/hwmon/hwmon0",
                                            "sys/class/hwmon/hwmon0/device"};

@@ -22,7 +22,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_file.h"
 #include "core/pidlive.h"
 #include "workload/pidowner.h"
 #include "workload/proctree.h"
@@ -87,7 +87,7 @@ static bool ref_split(const char *t, size_t len, struct ref *r)
     return r->n >= 22;
 }
 
-static char proc[64];
+static const char *proc; /* fuzz_root() */
 
 static void put(const char *rel, const char *data, size_t len)
 {
@@ -101,31 +101,13 @@ static void put(const char *rel, const char *data, size_t len)
     close(fd);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_proc(void)
-{
-    if (proc[0])
-        nftw(proc, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!proc[0]) {
-        struct stat st;
-        const char *tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
-        snprintf(proc, sizeof proc, "%s/carma-fuzz-pidstat-%d", tmp, (int)getpid());
-        atexit(rm_proc);
+    if (!proc) {
+        proc = fuzz_root("pidstat");
         char path[128];
-        mkdir(proc, 0755);
         snprintf(path, sizeof path, "%s/%d", proc, FAKE_PID);
         mkdir(path, 0755);
     }

@@ -19,7 +19,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_file.h"
 #include "sources/procfs.h"
 
 /* A plain line: label then 4..8 numbers, single spaces or more, nothing else. Returns the
@@ -144,7 +144,7 @@ static void check_parse(const char *text)
     }
 }
 
-static char root[64];
+static const char *root; /* fuzz_root() */
 
 static void put(const char *rel, const char *data, size_t len)
 {
@@ -204,31 +204,13 @@ static void check_open(const char *s1, size_t n1, const char *s2, size_t n2, con
     fsroot_close(&r);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_root(void)
-{
-    if (root[0])
-        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!root[0]) {
-        struct stat st;
-        const char *tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
-        snprintf(root, sizeof root, "%s/carma-fuzz-procstat-%d", tmp, (int)getpid());
-        atexit(rm_root);
+    if (!root) {
+        root = fuzz_root("procstat");
         char path[128];
-        mkdir(root, 0755);
         snprintf(path, sizeof path, "%s/proc", root);
         mkdir(path, 0755);
     }

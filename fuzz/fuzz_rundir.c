@@ -30,7 +30,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
@@ -41,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_file.h"
 #include "import/nsys_run.h"
 #include "model/features.h"
 #include "report/live.h"
@@ -54,25 +54,11 @@ static const char *const names[] = {
 };
 #define NNAMES (sizeof names / sizeof names[0])
 
-static char dir[64];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_dir(void)
-{
-    if (dir[0])
-        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
+static char dir[PATH_MAX]; /* below fuzz_root(), made afresh for every input */
 
 static void fresh_dir(void)
 {
-    rm_dir();
+    fuzz_rm_tree(dir);
     if (mkdir(dir, 0755) != 0)
         abort();
 }
@@ -296,12 +282,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!dir[0]) {
-        struct stat st;
-        const char *tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
-        snprintf(dir, sizeof dir, "%s/carma-fuzz-rundir-%d", tmp, (int)getpid());
-        atexit(rm_dir);
-    }
+    if (!dir[0])
+        snprintf(dir, sizeof dir, "%s/run", fuzz_root("rundir"));
     fresh_dir();
     if (unpack((const char *)data, size) == 0)
         return 0;
