@@ -8,7 +8,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all deps test-deps fuzz build test-build run test unit integration asan format check-format \
+.PHONY: all deps test-deps fuzz build test-build run test unit integration asan format check-format check-layers \
 	bench fresh-check clean
 
 all: build
@@ -65,10 +65,15 @@ asan: test-deps $(ASAN_BUILD)/build.ninja
 check-format: test-deps
 	@scripts/check-format.sh
 
+# the layer order, the printing boundary and no two files calling each other
+# (docs/architecture.md); the last needs carma's objects
+check-layers: test-build
+	python3 scripts/check-layers.py $(BUILD)
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
-test: test-deps test-build check-format unit integration fuzz asan
+test: test-deps test-build check-format check-layers unit integration fuzz asan
 
 # a short libFuzzer run of every harness in fuzz/ (longer: make fuzz FUZZ_SECONDS=600)
 FUZZ_SECONDS ?= 20
