@@ -9,6 +9,8 @@
    stdout) or calls exit() (a forked child's _exit() is its own).
 3. No two files call each other: with BUILD (a meson build directory holding carma's
    objects), no object calls a function defined in another object that calls one of its.
+4. Function names follow file names: with BUILD, every function a file below src/cli/ exports
+   begins with the file's name (module_verb: ledger_post in analysis/ledger.c).
 
 Prints each violation as "FILE:LINE: what" and exits 1 when there is one, 0 otherwise.
 """
@@ -128,12 +130,19 @@ def check_calls(build, bad):
             d = defined.get(s)
             if d and d != o:
                 calls.setdefault((o, d), s)
+    def name(o):
+        return o[len("src_"):-len(".c.o")].replace("_", "/", 1)
+
+    for o in objs:
+        folder, module = name(o).split("/", 1)
+        if folder == "cli":
+            continue
+        for sym, d in sorted(defined.items()):
+            if d == o and not sym.startswith(module):
+                bad.append(f"src/{name(o)}.c:1: exports {sym}, a name that does not begin "
+                           f"with {module}")
     for (a, b), s in sorted(calls.items()):
         if a < b and (b, a) in calls:
-
-            def name(o):
-                return o[len("src_"):-len(".c.o")].replace("_", "/", 1)
-
             bad.append(f"src/{name(a)}.c:1: calls src/{name(b)}.c ({s}) and is called by it "
                        f"({calls[(b, a)]})")
 
