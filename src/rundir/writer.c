@@ -84,10 +84,10 @@ struct journal *rundir_writer_open_journal(struct rundir_writer *w, const char *
 }
 
 int rundir_writer_append(struct rundir_writer *w, struct journal *j, const void *p, size_t n,
-                         uint64_t rows, int64_t now_ns)
+                         uint64_t rows, int64_t first_ns)
 {
     struct carma_err warn = {0};
-    int e = journal_append(j, p, n, rows, now_ns, &warn);
+    int e = journal_append(j, p, n, rows, first_ns, &warn);
     if (warn.code)
         say(w, warn.msg); /* once per file and condition; the count at the end */
     return e;
@@ -166,6 +166,8 @@ void rundir_writer_reserve(struct rundir_writer *w)
         n = RUNDIR_RESERVE_MIN;
     for (; n >= RUNDIR_RESERVE_MIN && w->reserve_fd < 0; n /= 2)
         w->reserve_fd = journal_reserve(w->dir, n);
+    if (w->reserve_fd < 0)
+        w->reserve_fd = -1;
 }
 
 void rundir_writer_release(struct rundir_writer *w)

@@ -63,10 +63,12 @@ void rundir_writer_use(struct rundir_writer *w, const char *dir);
 struct journal *rundir_writer_open_journal(struct rundir_writer *w, const char *name,
                                            const char *header, const char *unit);
 
-/* Appends n bytes of rows (rows of them) to j (NULL: nothing) with journal_append() at the Unix
- * time now_ns, saying the first failure of each condition. Returns journal_append's result. */
+/* Appends the n bytes at p, rows whole rows, to j (NULL: a journal that could not be opened,
+ * nothing is written nor said) with journal_append() (first_ns: the realtime ns of the first
+ * row, for the message), saying the first failure of each condition. Returns journal_append's
+ * result. */
 int rundir_writer_append(struct rundir_writer *w, struct journal *j, const void *p, size_t n,
-                         uint64_t rows, int64_t now_ns);
+                         uint64_t rows, int64_t first_ns);
 
 /* Notes that the output name (a file of the run directory) is incomplete. */
 void rundir_writer_failed(struct rundir_writer *w, const char *name);
