@@ -724,9 +724,8 @@ static void pstree_snapshot(struct run *r)
                 fprintf(out, "  %d\n", (int)j->tree.m[m].pid);
         }
     }
-    if (fclose(out) == 0 && len)
-        rundir_writer_append(&r->out, r->pstree, text, len, 1,
-                             r->s->real_now); /* one snapshot, whole or not at all */
+    if (fclose(out) == 0 && len) /* one snapshot, whole or not at all */
+        rundir_writer_append(&r->out, r->pstree, text, len, 1, r->s->real_now);
     free(text);
 }
 
@@ -1469,8 +1468,7 @@ int cmd_run(int argc, char **argv)
         fclose(mem);
     }
     /* the files first: a closed stdout must not cost the report */
-    /* --json: report.json (which rundir_writer_write_json takes) and the directory, one document on
-     * stdout */
+    /* --json: report.json (which the writer takes) and the directory, one document on stdout */
     json_t *doc = co.json ? json_pack("{s:s, s:O}", "run_dir", r->dir, "report", rep) : NULL;
     rundir_writer_write_json(&r->out, "report.json", rep);
     rundir_writer_write_file(&r->out, "report.txt", text, tlen);

@@ -384,8 +384,8 @@ static void write_utilization(struct run *r, struct run_gpu *g)
         if (srt_power_scrape_end(g->srt, &e) < 0 && !g->srt_failed) {
             g->srt_failed = true;
             cli_error("%s", e.msg);
-            rundir_writer_failed(&r->out,
-                                 "power/samples.csv"); /* it keeps whole scrapes, not all */
+            /* it keeps whole scrapes, not all */
+            rundir_writer_failed(&r->out, "power/samples.csv");
         }
     }
 }

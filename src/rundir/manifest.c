@@ -115,6 +115,7 @@ static void writer_json(json_t *m, json_t *host)
         json_object_set_new(m, "pid_start_ticks", json_integer((json_int_t)t));
 }
 
+/* The part of manifest.json that every producer shares: up to its notes and meters. */
 static json_t *manifest_base(const struct sampler *s, const char *producer, const char *version)
 {
     json_t *m = json_object();

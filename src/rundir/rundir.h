@@ -11,7 +11,7 @@
  *    most RUNDIR_JSON_MAX bytes (rundir_read_json); a CSV file is read a line at a time
  *    (rundir_lines), or, by the readers that keep it whole (features.csv, nsys_gpu.csv, and
  *    attribution.csv for the nsys re-split, CARMA's files), at most RUNDIR_CSV_MAX bytes
- *    (rundir_read_file): so every reader takes the same directories;
+ *    (rundir_read_file): the same limits in every reader;
  *  - a line ends with LF or CRLF, holds no NUL byte and is at most RUNDIR_LINE_MAX bytes; a
  *    field is RFC 4180 (no line end inside a quoted field: carma never writes one);
  *  - a last line without its line end is torn (carma's writers cut a short write back to the
