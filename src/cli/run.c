@@ -1301,13 +1301,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     rundir_writer_write_json(&r->out, "experiment.json", json_deep_copy(r->x.resolved));
     rundir_writer_write_json(&r->out, "manifest.json", manifest(r, "running"));
-    char path[4200];
-    snprintf(path, sizeof path, "%s/samples.csv", r->dir);
-    r->csv = samples_csv_open(path, r->s, &e);
-    if (!r->csv) {
-        cli_error("%s", e.msg);
-        rundir_writer_failed(&r->out, "samples.csv");
-    }
+    r->csv = rundir_writer_open_samples(&r->out, r->s);
     r->attr = rundir_writer_open_journal(&r->out, "attribution.csv",
                                          "timestamp_unix,channel,job,joules\r\n", "rows");
     r->events = rundir_writer_open_journal(&r->out, "event_summaries.jsonl", NULL, "lines");

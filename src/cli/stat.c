@@ -63,7 +63,6 @@ struct stat_run {
     struct stat_opts *o;
     struct sampler *s;
     struct samples_csv *csv;
-    char csv_path[4200];
     bool csv_failed;
     int sigfd;
     sigset_t old_mask;
@@ -689,11 +688,8 @@ static int setup_run_dir(struct stat_run *r)
     if (c != 0)
         return c;
     rundir_writer_use(&r->out, r->o->run_dir);
-    snprintf(r->csv_path, sizeof r->csv_path, "%s/samples.csv", r->o->run_dir);
-    struct carma_err err = {0};
-    r->csv = samples_csv_open(r->csv_path, r->s, &err);
+    r->csv = rundir_writer_open_samples(&r->out, r->s);
     if (!r->csv) {
-        cli_error("%s", err.msg);
         file_unclaim_dir(r->o->run_dir, OUTDIR_CLAIM, r->dir_created);
         return 1;
     }

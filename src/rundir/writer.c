@@ -83,6 +83,19 @@ struct journal *rundir_writer_open_journal(struct rundir_writer *w, const char *
     return j;
 }
 
+struct samples_csv *rundir_writer_open_samples(struct rundir_writer *w, const struct sampler *s)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/samples.csv", w->dir);
+    struct carma_err e = {0};
+    struct samples_csv *csv = samples_csv_open(path, s, &e);
+    if (!csv) {
+        say(w, e.msg);
+        rundir_writer_failed(w, "samples.csv");
+    }
+    return csv;
+}
+
 int rundir_writer_append(struct rundir_writer *w, struct journal *j, const void *p, size_t n,
                          uint64_t rows, int64_t first_ns)
 {

@@ -21,6 +21,7 @@
 
 #include "core/err.h"
 #include "core/journal.h"
+#include "sampler/samples_csv.h"
 
 /* The journals a run writes, at most (samples.csv apart). */
 #define RUNDIR_JOURNALS_MAX 8
@@ -62,6 +63,10 @@ void rundir_writer_use(struct rundir_writer *w, const char *dir);
  */
 struct journal *rundir_writer_open_journal(struct rundir_writer *w, const char *name,
                                            const char *header, const char *unit);
+
+/* Opens DIR/samples.csv (sampler/samples_csv) for the channels of s; NULL after saying why
+ * (the file is then counted as incomplete). Its journal is rundir_writer_losses' first. */
+struct samples_csv *rundir_writer_open_samples(struct rundir_writer *w, const struct sampler *s);
 
 /* Appends the n bytes at p, rows whole rows, to j (NULL: a journal that could not be opened,
  * nothing is written nor said) with journal_append() (first_ns: the realtime ns of the first

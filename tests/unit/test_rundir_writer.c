@@ -1,8 +1,8 @@
 /*
  * Tests for rundir/writer: a run directory's naming (NAME_YYYYmmdd-HHMMSS, then -2, -3 in the
- * same second, with logs/), its journals (opened, appended to, what they lost said and counted
- * at the end), the list of incomplete outputs, its JSON and text files, and that every message
- * goes through the caller's say callback, in order, and nothing is printed.
+ * same second, with logs/), samples.csv, its journals (opened, appended to, what they lost said
+ * and counted at the end), the list of incomplete outputs, its JSON and text files, the room kept
+ * for the final files, and that every message goes through the caller's say callback, in order.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "rundir/writer.h"
+#include "sampler/sampler.h"
 
 /* What the writer said, each message followed by "\n". */
 struct said {
@@ -237,6 +238,36 @@ static void files(void **state)
     assert_string_equal(w.incomplete, "y.json, none/z.txt");
 }
 
+/* samples.csv with its header; a directory that is not there: said, and incomplete */
+static void samples(void **state)
+{
+    (void)state;
+    char root[512];
+    tu_fixture_path(root, sizeof root, "intel-2s");
+    struct sampler_opts o = {.root = root, .sources = "rapl"};
+    o.interval_ns = SAMPLER_INTERVAL_DEFAULT_NS;
+    struct sampler *s = tu_sampler_new(&o);
+    struct said said = {0};
+    struct rundir_writer w;
+    rundir_writer_init(&w, say, &said);
+    rundir_writer_use(&w, tu_dir);
+    struct samples_csv *csv = rundir_writer_open_samples(&w, s);
+    assert_non_null(csv);
+    assert_int_equal(samples_csv_close(csv), 0);
+    char path[4200], text[256];
+    snprintf(path, sizeof path, "%s/samples.csv", tu_dir);
+    tu_slurp(path, text, sizeof text);
+    assert_string_equal(text, "timestamp_unix,timestamp_local,channel,source,kind,domain,method,"
+                              "watts,joules_total\r\n");
+    assert_int_equal(said.n, 0);
+    rundir_writer_use(&w, "/nonexistent/carma-test");
+    assert_null(rundir_writer_open_samples(&w, s));
+    assert_int_equal(said.n, 1);
+    assert_non_null(strstr(said.text, "/nonexistent/carma-test/samples.csv"));
+    assert_string_equal(w.incomplete, "samples.csv");
+    sampler_free(s);
+}
+
 static void reserve(void **state)
 {
     (void)state;
@@ -268,6 +299,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(journals_and_incomplete, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(losses, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(files, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(samples, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(reserve, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
