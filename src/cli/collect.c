@@ -33,6 +33,7 @@
 #include "collect/collector.h"
 #include "collect/scrape.h"
 #include "core/file.h"
+#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "workload/launcher.h"
@@ -281,7 +282,7 @@ static int write_manifest(struct scrape *s, const char *path, const struct scrap
                           const struct interruption *stop)
 {
     json_t *m = scrape_manifest(s, end, interruption_json(stop));
-    int r = m ? json_write_file(m, path) : -ENOMEM;
+    int r = m ? jsonutil_write_file(m, path) : -ENOMEM;
     json_decref(m);
     if (r < 0) {
         cli_error("collect: cannot write %s: %s", path, strerror(-r));

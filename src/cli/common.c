@@ -1,20 +1,14 @@
 /* common: shared options and output helpers of the subcommands (see common.h). */
 #include "cli/common.h"
-#include "core/file.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include "core/jsonutil.h"
 #include "core/parse.h"
-#include "core/pidlive.h"
 #include "sources/estimate.h"
 #include "sources/meter.h"
 
@@ -37,6 +31,12 @@ void cli_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+void cli_say(void *ctx, const char *msg)
+{
+    (void)ctx;
+    cli_error("%s", msg);
 }
 
 static int positive_watts(const char *opt, const char *arg, double *ret, bool allow_zero)
@@ -140,132 +140,8 @@ const char *reading_error_text(int err)
 
 void cli_print_json(FILE *f, const json_t *j)
 {
-    json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
+    json_dumpf(j, f, JSONUTIL_DUMP_FLAGS);
     fputc('\n', f);
-}
-
-int json_write_file(const json_t *j, const char *path)
-{
-    char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
-    if (!text)
-        return -ENOMEM;
-    size_t n = strlen(text);
-    text[n] = '\n'; /* the NUL becomes the final newline */
-    int r = file_replace(path, text, n + 1);
-    free(text);
-    return r;
-}
-
-json_t *channels_json(const struct sampler *s)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; i < s->set.n; i++) {
-        const struct channel *c = &s->set.ch[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "name", json_string(c->name));
-        json_object_set_new(o, "source", json_string(c->source));
-        json_object_set_new(o, "kind", json_string(channel_kind_name(c->kind)));
-        json_object_set_new(o, "zone", json_string(c->zone));
-        json_object_set_new(o, "domain", json_string(channel_domain_name(c->domain)));
-        json_object_set_new(o, "parent",
-                            c->parent >= 0 ? json_string(s->set.ch[c->parent].name) : json_null());
-        json_object_set_new(o, "method", json_string(channel_method_name(c->method)));
-        json_object_set_new(o, "socket", c->socket >= 0 ? json_integer(c->socket) : json_null());
-        json_object_set_new(o, "form", json_string(c->form == FORM_COUNTER ? "counter" : "gauge"));
-        if (c->form == FORM_COUNTER) {
-            json_object_set_new(o, "counter_unit_j", json_real(c->counter_unit_j));
-            json_object_set_new(o, "counter_range",
-                                c->counter_range ? json_integer((json_int_t)c->counter_range)
-                                                 : json_null());
-        }
-        json_object_set_new(o, "label", json_string(c->label));
-        json_object_set_new(o, "path", json_string(c->path));
-        json_array_append_new(arr, o);
-    }
-    return arr;
-}
-
-json_t *unavailable_json(const struct sampler *s)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; i < s->nsrc; i++) {
-        const struct source *src = &s->src[i];
-        if (src->status == 0)
-            continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "source", json_string(src->ops->name));
-        json_object_set_new(o, "reason", json_string(src->reason));
-        json_array_append_new(arr, o);
-    }
-    if (!s->have_util) {
-        json_t *o = json_object();
-        json_object_set_new(o, "source", json_string("procfs"));
-        json_object_set_new(o, "reason", json_string(s->util_err.msg));
-        json_array_append_new(arr, o);
-    }
-    return arr;
-}
-
-json_t *notes_json(const struct sampler *s)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; i < s->nsrc; i++) {
-        const struct source *src = &s->src[i];
-        if (src->status != 0 || !src->note[0])
-            continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "source", json_string(src->ops->name));
-        json_object_set_new(o, "note", json_string(src->note));
-        json_array_append_new(arr, o);
-    }
-    return arr;
-}
-
-/* Who writes the run directory, so that a reader can tell a killed run from a running one
- * (core/pidlive.h): pid and pid_start_ticks in m, boot_id in host. */
-static void writer_json(json_t *m, json_t *host)
-{
-    char boot[64];
-    if (pid_boot_id(boot, sizeof boot) == 0)
-        json_object_set_new(host, "boot_id", json_string(boot));
-    json_object_set_new(m, "pid", json_integer(getpid()));
-    uint64_t t;
-    if (pid_start_ticks(getpid(), &t, NULL) == 0)
-        json_object_set_new(m, "pid_start_ticks", json_integer((json_int_t)t));
-}
-
-json_t *manifest_base(const struct sampler *s, const char *producer)
-{
-    json_t *m = json_object();
-    struct utsname u;
-    uname(&u);
-    json_object_set_new(m, "schema_version", json_integer(1));
-    json_object_set_new(m, "producer", json_string(producer));
-    json_object_set_new(m, "carma_version", json_string(CARMA_VERSION));
-    json_t *host = json_object();
-    json_object_set_new(host, "hostname", json_string(u.nodename));
-    json_object_set_new(host, "kernel", json_string(u.release));
-    json_object_set_new(host, "machine", json_string(u.machine));
-    if (s->have_util) {
-        json_object_set_new(host, "cpu_model", json_string(s->util.model_name));
-        json_object_set_new(host, "cpus", json_integer(s->util.ncpu));
-        json_object_set_new(host, "sockets", json_integer(s->util.nsockets));
-    }
-    json_object_set_new(m, "host", host);
-    writer_json(m, host);
-    json_t *opts = json_object();
-    json_object_set_new(opts, "root", json_string(s->root.path));
-    json_object_set_new(opts, "interval_s", json_real((double)s->interval_ns / 1e9));
-    json_object_set_new(m, "options", opts);
-    json_object_set_new(m, "channels", channels_json(s));
-    json_object_set_new(m, "unavailable", unavailable_json(s));
-    json_object_set_new(m, "notes", notes_json(s));
-    bool meters = false;
-    for (size_t i = 0; i < s->nsrc; i++)
-        meters = meters || meter_source_is(&s->src[i]);
-    if (meters)
-        json_object_set_new(m, "meters", meters_json(s));
-    return m;
 }
 
 int common_meters_check(const struct sampler *s, const char *option)
@@ -278,35 +154,6 @@ int common_meters_check(const struct sampler *s, const char *option)
         r = -1;
     }
     return r;
-}
-
-json_t *meters_json(const struct sampler *s)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; i < s->nsrc; i++) {
-        struct meter_stats st;
-        if (meter_stats_get(&s->src[i], &st) < 0)
-            continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "spec", json_string(st.spec));
-        json_object_set_new(o, "channel",
-                            s->src[i].count ? json_string(s->set.ch[s->src[i].first].name)
-                                            : json_null());
-        json_object_set_new(o, "records", json_integer((json_int_t)st.records));
-        json_object_set_new(o, st.type == METER_CMD ? "failed_runs" : "garbage_lines",
-                            json_integer((json_int_t)st.garbage));
-        if (st.type == METER_WATTSUP) {
-            json_object_set_new(o, "disconnects", json_integer((json_int_t)st.disconnects));
-            json_object_set_new(o, "reconnects", json_integer((json_int_t)st.reconnects));
-        }
-        json_object_set_new(o, "connected", json_boolean(st.connected));
-        jsonutil_set_num(o, "last_watts", st.last_watts);
-        jsonutil_set_num(o, "last_age_s", st.last_age_s);
-        json_object_set_new(o, "last_error",
-                            st.last_error[0] ? json_string(st.last_error) : json_null());
-        json_array_append_new(arr, o);
-    }
-    return arr;
 }
 
 void meters_print(FILE *f, const struct sampler *s, const char *prefix)

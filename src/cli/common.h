@@ -1,6 +1,6 @@
 /*
  * common: what every subcommand shares: the common options (--root, --interval, --sources,
- * model overrides, -q/-v), building a sampler from them, error-text helpers and JSON output.
+ * model overrides, -q/-v), building a sampler from them, error-text helpers and JSON printing.
  */
 #ifndef CARMA_CLI_COMMON_H
 #define CARMA_CLI_COMMON_H
@@ -77,24 +77,15 @@ int common_opts_handle(struct common_opts *o, int c, const char *arg);
 /* Prints "carma: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* cli_error("%s", msg): how cli/ says what a lower module says through a callback (ctx unused;
+ * e.g. rundir/writer's say). */
+void cli_say(void *ctx, const char *msg);
+
 /* A short human text for a reading's negative errno. */
 const char *reading_error_text(int err);
 
 /* Prints j to f as carma writes its JSON files (2-space indent, keys in order), and a newline. */
 void cli_print_json(FILE *f, const json_t *j);
-
-/* Writes JSON to path atomically (temp file, fsync, rename). Returns 0 or -errno. */
-int json_write_file(const json_t *j, const char *path);
-
-/* Describes every channel of the sampler as JSON (for --json and manifest.json). */
-json_t *channels_json(const struct sampler *s);
-
-/*
- * The part of a run directory's manifest.json that every producer shares: schema_version,
- * producer, carma_version, host, options (root, interval_s), channels, unavailable, notes.
- * The caller adds its schema_versions, its own options and the status.
- */
-json_t *manifest_base(const struct sampler *s, const char *producer);
 
 /*
  * Prints, for every --meter that could not be used, "carma: OPTION: reason" (OPTION e.g.
@@ -102,12 +93,6 @@ json_t *manifest_base(const struct sampler *s, const char *producer);
  * was asked for and is not there must stop a measurement: its figures would be the node's.
  */
 int common_meters_check(const struct sampler *s, const char *option);
-
-/*
- * The meters' counters as a JSON array, one object per meter (spec, channel, records,
- * garbage_lines, disconnects, reconnects, connected, last_watts, last_error), [] when none.
- */
-json_t *meters_json(const struct sampler *s);
 
 /*
  * "rest of system" over the sampler's window when a wall meter is the node's figure: an object
@@ -122,10 +107,6 @@ void rest_of_system_print(FILE *f, const json_t *j);
 
 /* Prints one line per meter (records, garbage lines, reconnects) to f, each after prefix. */
 void meters_print(FILE *f, const struct sampler *s, const char *prefix);
-
-/* Describes unusable sources and notes as JSON arrays. */
-json_t *unavailable_json(const struct sampler *s);
-json_t *notes_json(const struct sampler *s);
 
 /*
  * Parses a duration option's value by the one rule (core/parse: a plain number is seconds, or

@@ -22,7 +22,6 @@
 #include <sys/signalfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +30,6 @@
 #include "analysis/split.h"
 #include "cli/cli.h"
 #include "cli/common.h"
-#include "core/file.h"
 #include "core/csv.h"
 #include "core/fmt.h"
 #include "core/journal.h"
@@ -41,6 +39,8 @@
 #include "export/carma_files.h"
 #include "report/html.h"
 #include "report/live.h"
+#include "rundir/manifest.h"
+#include "rundir/writer.h"
 #include "sampler/samples_csv.h"
 #include "workload/cgroup.h"
 #include "workload/experiment.h"
@@ -79,142 +79,7 @@ static const char *kind_key(enum channel_kind k)
     return channel_kind_name(k);
 }
 
-/* ---- the run directory ---- */
-
-struct journal *run_open_journal(struct run *r, const char *name, const char *header,
-                                 const char *unit)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    struct carma_err e = {0};
-    struct journal *j = journal_open(path, header, unit, &e);
-    if (!j) {
-        cli_error("%s", e.msg);
-        run_output_failed(r, name);
-        return NULL;
-    }
-    if (r->njournals < RUN_JOURNALS_MAX)
-        r->journals[r->njournals++] = j;
-    return j;
-}
-
-int run_journal_append(struct run *r, struct journal *j, const void *p, size_t n, uint64_t rows)
-{
-    struct carma_err warn = {0};
-    int e = journal_append(j, p, n, rows, r->s->real_now, &warn);
-    if (warn.code)
-        cli_error("%s", warn.msg); /* once per file and condition; the count at the end */
-    return e;
-}
-
-void run_output_failed(struct run *r, const char *name)
-{
-    size_t len = strlen(r->incomplete);
-    if (strstr(r->incomplete, name) || len + strlen(name) + 3 >= sizeof r->incomplete)
-        return;
-    snprintf(r->incomplete + len, sizeof r->incomplete - len, "%s%s", len ? ", " : "", name);
-}
-
-/* The count of every journal that lost rows, said at the end: on stderr, in the report's
- * warnings; each makes the run's outcome incomplete. */
-static void journal_losses(struct run *r)
-{
-    const struct journal *all[RUN_JOURNALS_MAX + 1];
-    size_t n = 0;
-    if (r->csv)
-        all[n++] = samples_csv_journal(r->csv);
-    for (size_t k = 0; k < r->njournals; k++)
-        all[n++] = r->journals[k];
-    for (size_t k = 0; k < n; k++) {
-        char msg[4400];
-        if (!journal_loss_text(all[k], msg, sizeof msg))
-            continue;
-        cli_error("%s", msg);
-        const char *name = journal_path(all[k]) + strlen(r->dir) + 1;
-        run_output_failed(r, name);
-        /* the report: the name in the run directory, not its path */
-        const char *rel = msg + strlen(r->dir) + 1;
-        if (r->warnings)
-            json_array_append_new(r->warnings,
-                                  json_sprintf("%s: the file is incomplete (the rows it holds are "
-                                               "whole)",
-                                               rel));
-    }
-}
-
-static int make_run_dir(struct run *r, const char *runs)
-{
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    int e = file_mkdirs(runs);
-    if (e < 0) {
-        cli_error("cannot create %s: %s", runs, strerror(-e));
-        return -1;
-    }
-    for (int k = 1; k < 1000; k++) {
-        if (k == 1)
-            snprintf(r->dir, sizeof r->dir, "%s/%s_%s", runs, r->x.name, stamp);
-        else
-            snprintf(r->dir, sizeof r->dir, "%s/%s_%s-%d", runs, r->x.name, stamp, k);
-        if (mkdir(r->dir, FILE_DIR_MODE) == 0)
-            break;
-        if (errno != EEXIST) {
-            cli_error("cannot create %s: %s", r->dir, strerror(errno));
-            return -1;
-        }
-    }
-    /* absolute, so that the workloads' logs open from whatever directory they start in */
-    char abs[PATH_MAX];
-    if (realpath(r->dir, abs))
-        snprintf(r->dir, sizeof r->dir, "%s", abs);
-    char logs[4200];
-    snprintf(logs, sizeof logs, "%s/logs", r->dir);
-    if (mkdir(logs, FILE_DIR_MODE) < 0) {
-        cli_error("cannot create %s: %s", logs, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static void write_json(struct run *r, const char *name, json_t *j)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    int e = j ? json_write_file(j, path) : -ENOMEM;
-    if (e < 0) {
-        cli_error("cannot write %s: %s", path, strerror(-e));
-        run_output_failed(r, name);
-    }
-    json_decref(j);
-}
-
-/* The room kept for the small final files (workloads.json, report.json, report.txt,
- * manifest.json...): an unnamed file of the run directory's file system, allocated at the
- * start and freed just before they are written, so that a disk filled by the journals still
- * takes them. RUN_RESERVE_MAX, or a quarter of the free space when that is less (a small disk
- * keeps most of its room for the measurement), halved while the file system refuses it. */
-static void run_reserve(struct run *r)
-{
-    r->reserve_fd = -1;
-    size_t n = RUN_RESERVE_MAX;
-    struct statvfs sv;
-    if (statvfs(r->dir, &sv) == 0 && (double)sv.f_bavail * (double)sv.f_frsize / 4 < (double)n)
-        n = (size_t)((double)sv.f_bavail * (double)sv.f_frsize / 4) & ~(size_t)4095;
-    if (n < RUN_RESERVE_MIN)
-        n = RUN_RESERVE_MIN;
-    for (; n >= RUN_RESERVE_MIN && r->reserve_fd < 0; n /= 2)
-        r->reserve_fd = journal_reserve(r->dir, n);
-}
-
-static void run_reserve_release(struct run *r)
-{
-    if (r->reserve_fd >= 0)
-        close(r->reserve_fd);
-    r->reserve_fd = -1;
-}
+/* ---- the run directory (rundir/writer) ---- */
 
 /* CARMA's files (nvidia_smi_power.csv, perf.log, ...) from the run's own (export/carma_files):
  * followed at every event summary, so that a run killed outright leaves them up to then, and
@@ -241,7 +106,7 @@ static void carma_files(struct run *r)
     if (carma_files_write(r->dir, &e) < 0) {
         cli_error("%s; CARMA's files are not all written", e.msg);
         if (e.code != -EINVAL && e.code != -ENOENT) /* a write that failed, not bad content */
-            run_output_failed(r, "CARMA's files");
+            rundir_writer_failed(&r->out, "CARMA's files");
     }
 }
 
@@ -252,45 +117,40 @@ static void write_html(struct run *r)
     struct html_opts ho = {.version = CARMA_VERSION};
     char *page = NULL;
     size_t len = 0;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/report.html", r->dir);
     if (html_run(r->dir, NULL, &ho, &page, &len, &e) < 0) {
         /* what the files hold (a run without samples): said, not a failed write */
-        cli_error("no %s: the run's files give no page: %s", path, e.msg);
+        cli_error("no %s/report.html: the run's files give no page: %s", r->dir, e.msg);
         return;
     }
-    int x = file_replace(path, page, len);
-    if (x < 0) {
-        cli_error("cannot write %s: %s", path, strerror(-x));
-        run_output_failed(r, "report.html");
-    }
+    rundir_writer_write_file(&r->out, "report.html", page, len);
     free(page);
 }
 
 static json_t *manifest(struct run *r, const char *status)
 {
-    json_t *m = manifest_base(r->s, "carma run");
-    json_t *sv = json_object();
-    json_object_set_new(sv, "samples_csv", json_integer(1));
-    json_object_set_new(sv, "attribution_csv", json_integer(1));
-    json_object_set_new(sv, "report_json", json_integer(1));
-    json_object_set_new(sv, "node_util_csv", json_integer(1));
+    const char *schemas[8] = {"samples_csv", "attribution_csv", "report_json", "node_util_csv"};
+    size_t n = 4;
     if (r->gpu)
-        json_object_set_new(sv, "utilization_csv", json_integer(1));
+        schemas[n++] = "utilization_csv";
     for (size_t k = 0; k < r->x.n; k++)
         if (r->x.w[k].profile_nsys) {
-            json_object_set_new(sv, "nsys_gpu_csv", json_integer(1)); /* import-nsys */
+            schemas[n++] = "nsys_gpu_csv"; /* import-nsys */
             break;
         }
-    json_object_set_new(m, "schema_versions", sv);
-    json_t *opts = json_object_get(m, "options");
+    json_t *opts = json_object();
     json_object_set_new(opts, "idle_policy", json_string(split_policy_name(r->policy)));
     json_object_set_new(opts, "cgroups", json_boolean(r->have_base));
     if (!r->have_base)
         json_object_set_new(opts, "cgroups_unavailable", json_string(r->cgroup_note));
-    json_object_set_new(m, "status", json_string(status));
-    json_object_set_new(m, "interruption", interruption_json(&r->stop));
-    return m;
+    struct rundir_manifest m = {
+        .producer = "carma run",
+        .version = CARMA_VERSION,
+        .schemas = schemas,
+        .options = opts,
+        .status = status,
+        .interruption = interruption_json(&r->stop),
+    };
+    return rundir_manifest_json(r->s, &m);
 }
 
 /* ---- workloads ---- */
@@ -479,7 +339,7 @@ void run_attr_flush(struct run *r)
 {
     struct csv_buf *b = &r->attr_buf;
     if (r->attr && b->len)
-        run_journal_append(r, r->attr, b->data, b->len, r->attr_rows);
+        rundir_writer_append(&r->out, r->attr, b->data, b->len, r->attr_rows, r->s->real_now);
     b->len = 0;
     r->attr_rows = 0;
 }
@@ -694,7 +554,7 @@ static void features_rows(struct run *r)
         rows++;
     }
     if (fclose(f) == 0 && len)
-        run_journal_append(r, r->features, text, len, rows);
+        rundir_writer_append(&r->out, r->features, text, len, rows, r->s->real_now);
     free(text);
 }
 
@@ -722,7 +582,7 @@ static void node_util_row(struct run *r)
         n += snprintf(row + n, sizeof row - (size_t)n, "%.6f", s->util.util_total);
     if (n > 0 && (size_t)n + 2 < sizeof row) {
         memcpy(row + n, "\r\n", 2);
-        run_journal_append(r, r->node_util, row, (size_t)n + 2, 1);
+        rundir_writer_append(&r->out, r->node_util, row, (size_t)n + 2, 1, r->s->real_now);
     }
 }
 
@@ -755,7 +615,7 @@ static void event_summary(struct run *r, double period_s)
     if (text) {
         size_t n = strlen(text);
         text[n] = '\n'; /* the NUL becomes the line end */
-        run_journal_append(r, r->events, text, n + 1, 1);
+        rundir_writer_append(&r->out, r->events, text, n + 1, 1, r->s->real_now);
         free(text);
     }
     json_decref(o);
@@ -864,8 +724,8 @@ static void pstree_snapshot(struct run *r)
                 fprintf(out, "  %d\n", (int)j->tree.m[m].pid);
         }
     }
-    if (fclose(out) == 0 && len)
-        run_journal_append(r, r->pstree, text, len, 1); /* one snapshot, whole or not at all */
+    if (fclose(out) == 0 && len) /* one snapshot, whole or not at all */
+        rundir_writer_append(&r->out, r->pstree, text, len, 1, r->s->real_now);
     free(text);
 }
 
@@ -1118,7 +978,7 @@ static json_t *report_json(struct run *r)
     json_t *rest = rest_of_system_json(r->s);
     if (rest) {
         json_object_set_new(o, "rest_of_system", rest);
-        json_object_set_new(o, "meters", meters_json(r->s));
+        json_object_set_new(o, "meters", rundir_manifest_meters(r->s));
     }
     json_t *c = json_object();
     json_object_set_new(c, "g_per_kwh", json_real(r->ci.g_per_kwh));
@@ -1354,7 +1214,8 @@ int cmd_run(int argc, char **argv)
         return 1;
     signal(SIGXFSZ, SIG_IGN); /* past a file size limit a write fails (EFBIG), as on a full disk */
     r->sigfd = -1;
-    r->reserve_fd = -1;
+    rundir_writer_init(&r->out, cli_say, NULL);
+    r->dir = r->out.dir;
     r->grace_ns = grace_ns;
     r->clk_tck = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
     int status = 2;
@@ -1427,33 +1288,29 @@ int cmd_run(int argc, char **argv)
         perf_counters_init(&r->jobs[k].perf);
     }
     status = 1;
-    if (make_run_dir(r, runs) < 0)
+    if (rundir_writer_create(&r->out, runs, r->x.name, time(NULL), &e) < 0) {
+        cli_error("%s", e.msg);
         goto out;
-    run_reserve(r);
+    }
+    rundir_writer_reserve(&r->out);
     if (!co.json) /* --json: the directory is in the one JSON document at the end */
         printf("%s\n", r->dir);
     fflush(stdout);
     start_warnings(r);
     if (follower_start(&follower, &fo, NULL, "run") < 0)
         goto out;
-    write_json(r, "experiment.json", json_deep_copy(r->x.resolved));
-    write_json(r, "manifest.json", manifest(r, "running"));
-    char path[4200];
-    snprintf(path, sizeof path, "%s/samples.csv", r->dir);
-    r->csv = samples_csv_open(path, r->s, &e);
-    if (!r->csv) {
-        cli_error("%s", e.msg);
-        run_output_failed(r, "samples.csv");
-    }
-    r->attr =
-        run_open_journal(r, "attribution.csv", "timestamp_unix,channel,job,joules\r\n", "rows");
-    r->events = run_open_journal(r, "event_summaries.jsonl", NULL, "lines");
-    r->pstree = run_open_journal(r, "pstree.log", NULL, "snapshots");
-    r->features = run_open_journal(
-        r, "features.csv",
+    rundir_writer_write_json(&r->out, "experiment.json", json_deep_copy(r->x.resolved));
+    rundir_writer_write_json(&r->out, "manifest.json", manifest(r, "running"));
+    r->csv = rundir_writer_open_samples(&r->out, r->s);
+    r->attr = rundir_writer_open_journal(&r->out, "attribution.csv",
+                                         "timestamp_unix,channel,job,joules\r\n", "rows");
+    r->events = rundir_writer_open_journal(&r->out, "event_summaries.jsonl", NULL, "lines");
+    r->pstree = rundir_writer_open_journal(&r->out, "pstree.log", NULL, "snapshots");
+    r->features = rundir_writer_open_journal(
+        &r->out, "features.csv",
         "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,cycles\r\n", "rows");
-    r->node_util = run_open_journal(r, "node_util.csv",
-                                    "timestamp_unix,busy_cpu_s,total_cpu_s,cpu_util\r\n", "rows");
+    r->node_util = rundir_writer_open_journal(
+        &r->out, "node_util.csv", "timestamp_unix,busy_cpu_s,total_cpu_s,cpu_util\r\n", "rows");
     r->have_base = cgroup_base_create(&r->base, &e) == 0;
     if (!r->have_base)
         snprintf(r->cgroup_note, sizeof r->cgroup_note, "%s", e.msg);
@@ -1589,12 +1446,12 @@ int cmd_run(int argc, char **argv)
     }
     if (report_failed)
         status = 1; /* reports that could not be written (said above) */
-    journal_losses(r);
+    rundir_writer_losses(&r->out, r->csv ? samples_csv_journal(r->csv) : NULL, r->warnings);
     /* the small final files first, in the room kept for them */
-    run_reserve_release(r);
+    rundir_writer_release(&r->out);
     json_object_set_new(wl, "workloads", arr);
-    write_json(r, "workloads.json", wl);
-    write_json(r, "workload_pids.json", pids);
+    rundir_writer_write_json(&r->out, "workloads.json", wl);
+    rundir_writer_write_json(&r->out, "workload_pids.json", pids);
     json_t *rep = report_json(r);
     run_nsys_finish(r, &rep, co.verbose < 0);
     char *text = NULL;
@@ -1605,22 +1462,12 @@ int cmd_run(int argc, char **argv)
         fclose(mem);
     }
     /* the files first: a closed stdout must not cost the report */
-    /* --json: report.json (which write_json takes) and the directory, one document on stdout */
+    /* --json: report.json (which the writer takes) and the directory, one document on stdout */
     json_t *doc = co.json ? json_pack("{s:s, s:O}", "run_dir", r->dir, "report", rep) : NULL;
-    write_json(r, "report.json", rep);
-    if (text) {
-        char tpath[4200];
-        snprintf(tpath, sizeof tpath, "%s/report.txt", r->dir);
-        int x = file_replace(tpath, text, tlen);
-        if (x < 0) {
-            cli_error("cannot write %s: %s", tpath, strerror(-x));
-            run_output_failed(r, "report.txt");
-        }
-    } else {
-        cli_error("cannot write %s/report.txt: %s", r->dir, strerror(ENOMEM));
-        run_output_failed(r, "report.txt");
-    }
-    write_json(r, "manifest.json", manifest(r, r->stop.sig ? "interrupted" : "complete"));
+    rundir_writer_write_json(&r->out, "report.json", rep);
+    rundir_writer_write_file(&r->out, "report.txt", text, tlen);
+    rundir_writer_write_json(&r->out, "manifest.json",
+                             manifest(r, r->stop.sig ? "interrupted" : "complete"));
     /* then the large ones, made from the files on disk */
     carma_files(r);
     if (doc)
@@ -1630,8 +1477,8 @@ int cmd_run(int argc, char **argv)
     json_decref(doc);
     free(text);
     write_html(r);
-    if (r->incomplete[0]) {
-        cli_error("%s is incomplete (%s: said above): exit status 1", r->dir, r->incomplete);
+    if (r->out.incomplete[0]) {
+        cli_error("%s is incomplete (%s: said above): exit status 1", r->dir, r->out.incomplete);
         status = 1;
     }
     gpu_status = r->signals ? "incomplete" : "complete";
@@ -1646,7 +1493,7 @@ out:
     journal_close(r->pstree);
     journal_close(r->features);
     journal_close(r->node_util);
-    run_reserve_release(r);
+    rundir_writer_release(&r->out);
     for (size_t k = 0; r->jobs && k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         if (j->have_cg) {

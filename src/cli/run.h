@@ -19,6 +19,7 @@
 #include "cli/interrupt.h"
 #include "core/csv.h"
 #include "core/journal.h"
+#include "rundir/writer.h"
 #include "sampler/samples_csv.h"
 #include "sampler/sampler.h"
 #include "sources/nvml.h"
@@ -32,13 +33,6 @@
 #define RUN_GPUS_MAX 16
 
 struct run_gpu;
-
-/* The journals a run writes, at most (samples.csv apart). */
-#define RUN_JOURNALS_MAX 8
-/* The room kept for the final files (run.c): at most MAX, at least MIN (when the file system
- * has that much). */
-#define RUN_RESERVE_MAX ((size_t)1 << 20)
-#define RUN_RESERVE_MIN ((size_t)16 << 10)
 
 #define EVENT_PERIOD_NS  NS_PER_S
 #define PSTREE_PERIOD_NS (10 * NS_PER_S)
@@ -69,7 +63,8 @@ struct run {
     struct sampler *s;
     struct job *jobs;
     size_t njobs;
-    char dir[4096];
+    struct rundir_writer out; /* the run directory (rundir/writer) */
+    const char *dir;          /* out.dir */
     struct samples_csv *csv;
     struct journal *attr, *events, *pstree, *features; /* core/journal: whole rows only */
     int sigfd;
@@ -113,14 +108,10 @@ struct run {
     uint64_t nu_busy0, nu_total0;     /* node_util.csv: proc/stat ticks at its first row */
     bool nu_started;
     /* what the reports must say (cli/caveats.h): the baseline's figures, the warnings */
-    double baseline_s, baseline_busy_cpus;      /* NAN busy when proc/stat was not read */
-    double bg_other_j;                          /* static power given to "other" for its load */
-    json_t *warnings;                           /* strings, for report.json and report.txt */
-    uint64_t attr_rows;                         /* rows in attr_buf */
-    struct journal *journals[RUN_JOURNALS_MAX]; /* the journals opened (their losses) */
-    size_t njournals;
-    int reserve_fd;       /* the room kept for the final files (run.c), -1 when none */
-    char incomplete[512]; /* the outputs that could not be written whole, ", "-separated */
+    double baseline_s, baseline_busy_cpus; /* NAN busy when proc/stat was not read */
+    double bg_other_j;                     /* static power given to "other" for its load */
+    json_t *warnings;                      /* strings, for report.json and report.txt */
+    uint64_t attr_rows;                    /* rows in attr_buf */
 };
 
 /* attribution.csv: one row of the current split (kept for one write per split). */
@@ -128,17 +119,6 @@ void run_attr_row(struct run *r, size_t ch, const char *job, double joules);
 void run_attr_flush(struct run *r);
 /* Grams of CO2e per joule at the current tick (intensity × PUE). */
 double run_g_per_j(const struct run *r);
-/* Creates the journal DIR/name with header (may be NULL; unit: what its rows are called, see
- * journal_open) and keeps it for the count of losses at the end; NULL after printing an error
- * (the file is then counted as incomplete). */
-struct journal *run_open_journal(struct run *r, const char *name, const char *header,
-                                 const char *unit);
-/* Appends rows to j (NULL: nothing) with journal_append(), saying the first failure of each
- * condition on stderr. Returns journal_append's result. */
-int run_journal_append(struct run *r, struct journal *j, const void *p, size_t n, uint64_t rows);
-/* Notes that the output name (a file of the run directory) is incomplete: the run ends with
- * exit status 1, naming it. */
-void run_output_failed(struct run *r, const char *name);
 
 /*
  * The GPU side of a run (run_gpu.c): the channels of NVML's GPUs are split among the workloads

@@ -23,6 +23,7 @@
 #include "core/jsonutil.h"
 #include "core/timeutil.h"
 #include "export/srt_power.h"
+#include "rundir/rundir.h"
 
 struct gpu_dev {
     size_t ch;          /* the channel in the sampler's set */
@@ -206,10 +207,10 @@ int run_gpu_setup(struct run *r)
     g->period_ns = RUN_GPU_PERIOD_NS;
     pidowner_init(&g->owner, "/proc");
     find_owners(r, g);
-    g->util = run_open_journal(r, "utilization.csv",
-                               "timestamp_unix,gpu,gpu_uuid,pid,workload,gpu_util_pct,"
-                               "mem_util_pct,sm_util_pct,used_mem_mib\r\n",
-                               "rows");
+    g->util = rundir_writer_open_journal(&r->out, "utilization.csv",
+                                         "timestamp_unix,gpu,gpu_uuid,pid,workload,gpu_util_pct,"
+                                         "mem_util_pct,sm_util_pct,used_mem_mib\r\n",
+                                         "rows");
     if (csv_buf_reserve(&g->ubuf, 64 * 1024) < 0)
         return -1;
     open_power(r, g);
@@ -375,7 +376,7 @@ static void write_utilization(struct run *r, struct run_gpu *g)
         v->util_valid = true;
     }
     if (g->util && b->len)
-        run_journal_append(r, g->util, b->data, b->len, g->urows);
+        rundir_writer_append(&r->out, g->util, b->data, b->len, g->urows, r->s->real_now);
     b->len = 0;
     g->urows = 0;
     if (g->srt) {
@@ -383,7 +384,8 @@ static void write_utilization(struct run *r, struct run_gpu *g)
         if (srt_power_scrape_end(g->srt, &e) < 0 && !g->srt_failed) {
             g->srt_failed = true;
             cli_error("%s", e.msg);
-            run_output_failed(r, "power/samples.csv"); /* it keeps whole scrapes, not all */
+            /* it keeps whole scrapes, not all */
+            rundir_writer_failed(&r->out, "power/samples.csv");
         }
     }
 }
@@ -687,13 +689,12 @@ void run_nsys_finish(struct run *r, json_t **rep, bool quiet)
     /* the import reads the run directory: report.json as it stands */
     char path[4200];
     snprintf(path, sizeof path, "%s/report.json", r->dir);
-    int e = json_write_file(*rep, path);
+    int e = jsonutil_write_file(*rep, path);
     bool redo = r->x.gpu_attribution == GPU_ATTR_NSYS && r->gpu && r->gpu->n > 0;
     if (e < 0)
         cli_error("cannot write %s: %s", path, strerror(-e));
     else if (import_nsys_into_run(r->dir, files, names, n, redo, true, quiet) == 0 && redo) {
-        json_error_t je;
-        json_t *nrep = json_load_file(path, 0, &je);
+        json_t *nrep = rundir_read_json(r->dir, "report.json", NULL, NULL);
         if (nrep && json_object_get(json_object_get(nrep, "attribution"), "gpu")) {
             json_decref(*rep);
             *rep = nrep;

@@ -136,8 +136,9 @@ static int run_disk_error(const struct run *r)
 {
     int err = 0;
     samples_csv_lost_ticks(r->csv, &err);
-    for (size_t k = 0; k < r->njournals && err != -ENOSPC && err != -EFBIG && err != -EDQUOT; k++)
-        journal_lost(r->journals[k], &err);
+    for (size_t k = 0; k < r->out.njournals && err != -ENOSPC && err != -EFBIG && err != -EDQUOT;
+         k++)
+        journal_lost(r->out.journals[k], &err);
     return err == -ENOSPC || err == -EFBIG || err == -EDQUOT ? -err : 0;
 }
 

@@ -15,6 +15,7 @@
 #include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
+#include "rundir/manifest.h"
 
 static void help(void)
 {
@@ -90,7 +91,7 @@ static void print_table(const struct sampler *s)
         header = true;
         printf("  %-6s %s\n", src->ops->name, src->note);
     }
-    json_t *meters = meters_json(s);
+    json_t *meters = rundir_manifest_meters(s);
     if (json_array_size(meters)) {
         printf("\nmeters:\n");
         meters_print(stdout, s, "  ");
@@ -102,7 +103,7 @@ static json_t *sensors_json(const struct sampler *s)
 {
     json_t *root = json_object();
     json_object_set_new(root, "root", json_string(s->root.path));
-    json_t *chans = channels_json(s);
+    json_t *chans = rundir_manifest_channels(s);
     for (size_t i = 0; i < s->set.n; i++) {
         json_t *o = json_array_get(chans, i);
         const struct chan_state *st = &s->st[i];
@@ -111,9 +112,9 @@ static json_t *sensors_json(const struct sampler *s)
             json_object_set_new(o, "error", json_string(reading_error_text(st->last_err)));
     }
     json_object_set_new(root, "channels", chans);
-    json_object_set_new(root, "unavailable", unavailable_json(s));
-    json_object_set_new(root, "notes", notes_json(s));
-    json_object_set_new(root, "meters", meters_json(s));
+    json_object_set_new(root, "unavailable", rundir_manifest_unavailable(s));
+    json_object_set_new(root, "notes", rundir_manifest_notes(s));
+    json_object_set_new(root, "meters", rundir_manifest_meters(s));
     if (s->have_util) {
         json_t *u = json_object();
         json_object_set_new(u, "cpus", json_integer(s->util.ncpu));

@@ -33,6 +33,8 @@
 #include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
+#include "rundir/manifest.h"
+#include "rundir/writer.h"
 #include "sampler/samples_csv.h"
 #include "workload/launcher.h"
 #include "workload/proctree.h"
@@ -61,7 +63,6 @@ struct stat_run {
     struct stat_opts *o;
     struct sampler *s;
     struct samples_csv *csv;
-    char csv_path[4200];
     bool csv_failed;
     int sigfd;
     sigset_t old_mask;
@@ -84,6 +85,7 @@ struct stat_run {
     int forwarded_signal;
     struct interruption stop; /* the first signal carma received, and when */
     bool dir_created;         /* -o DIR was made by this carma (else it was empty) */
+    struct rundir_writer out; /* -o DIR (rundir/writer) */
     bool start_failed;        /* the command could not be started */
     int forwarded_count;      /* terminating signals forwarded to the command's group */
     int64_t kill_deadline;    /* monotonic ns when the group gets SIGKILL; 0: none */
@@ -352,12 +354,8 @@ static int measure_baseline(struct stat_run *r)
 
 static json_t *manifest_json(const struct stat_run *r, bool final)
 {
-    json_t *m = manifest_base(r->s, "carma stat");
-    json_t *sv = json_object();
-    json_object_set_new(sv, "samples_csv", json_integer(1));
-    json_object_set_new(sv, "summary_json", json_integer(1));
-    json_object_set_new(m, "schema_versions", sv);
-    json_t *opts = json_object_get(m, "options");
+    static const char *const schemas[] = {"samples_csv", "summary_json", NULL};
+    json_t *opts = json_object();
     json_object_set_new(opts, "sources",
                         r->o->c.sampler.sources ? json_string(r->o->c.sampler.sources)
                                                 : json_null());
@@ -365,27 +363,25 @@ static json_t *manifest_json(const struct stat_run *r, bool final)
     json_t *argv = json_array();
     for (char **a = r->o->argv; *a; a++)
         json_array_append_new(argv, json_string(*a));
-    json_object_set_new(m, "command", argv);
-    json_object_set_new(m, "status",
-                        json_string(!final            ? "running"
-                                    : r->start_failed ? "failed"
-                                    : r->stop.sig     ? "interrupted"
-                                                      : "complete"));
-    json_object_set_new(m, "interruption", interruption_json(&r->stop));
-    return m;
+    struct rundir_manifest m = {
+        .producer = "carma stat",
+        .version = CARMA_VERSION,
+        .schemas = schemas,
+        .options = opts,
+        .command = argv,
+        .status = !final            ? "running"
+                  : r->start_failed ? "failed"
+                  : r->stop.sig     ? "interrupted"
+                                    : "complete",
+        .interruption = interruption_json(&r->stop),
+    };
+    return rundir_manifest_json(r->s, &m);
 }
 
 static void write_manifest(struct stat_run *r, bool final)
 {
-    if (!r->o->run_dir)
-        return;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/manifest.json", r->o->run_dir);
-    json_t *m = manifest_json(r, final);
-    int e = json_write_file(m, path);
-    if (e < 0)
-        cli_error("cannot write %s: %s", path, strerror(-e));
-    json_decref(m);
+    if (r->o->run_dir)
+        rundir_writer_write_json(&r->out, "manifest.json", manifest_json(r, final));
 }
 
 /* "measured", "estimated", or "measured+estimated" when the node's channels mix both */
@@ -487,7 +483,7 @@ static json_t *summary_json(struct stat_run *r)
         json_object_set_new(node, "rest_of_system", rest);
     json_object_set_new(j, "node", node);
     if (rest)
-        json_object_set_new(j, "meters", meters_json(s));
+        json_object_set_new(j, "meters", rundir_manifest_meters(s));
     json_t *cmd = json_object();
     json_t *cpu_names = json_array();
     for (size_t k = 0; k < r->ncpu_idx; k++)
@@ -691,11 +687,9 @@ static int setup_run_dir(struct stat_run *r)
     int c = outdir_claim("stat", "-o", r->o->run_dir, outputs, &r->dir_created);
     if (c != 0)
         return c;
-    snprintf(r->csv_path, sizeof r->csv_path, "%s/samples.csv", r->o->run_dir);
-    struct carma_err err = {0};
-    r->csv = samples_csv_open(r->csv_path, r->s, &err);
+    rundir_writer_use(&r->out, r->o->run_dir);
+    r->csv = rundir_writer_open_samples(&r->out, r->s);
     if (!r->csv) {
-        cli_error("%s", err.msg);
         file_unclaim_dir(r->o->run_dir, OUTDIR_CLAIM, r->dir_created);
         return 1;
     }
@@ -711,6 +705,7 @@ int cmd_stat(int argc, char **argv)
     if (pr != 0)
         return pr > 0 ? 0 : 2;
     struct stat_run r = {.o = &o, .sigfd = -1, .static_w = NAN};
+    rundir_writer_init(&r.out, cli_say, NULL);
     struct supervisor sup = {.fd = -1}; /* kills the command if carma is killed */
     signal(SIGXFSZ, SIG_IGN); /* past a file size limit a write fails (EFBIG), as on a full disk */
     struct carma_err e = {0};
@@ -855,18 +850,14 @@ int cmd_stat(int argc, char **argv)
     else if (o.c.verbose >= 0)
         print_summary(&r, j);
     if (o.json_out) {
-        int w = json_write_file(j, o.json_out);
+        int w = jsonutil_write_file(j, o.json_out);
         if (w < 0)
             cli_error("cannot write %s: %s", o.json_out, strerror(-w));
     }
     if (o.run_dir) {
-        char path[4200], lost[4400];
-        if (journal_loss_text(samples_csv_journal(r.csv), lost, sizeof lost))
-            cli_error("%s", lost); /* the count of what the warning above began */
-        snprintf(path, sizeof path, "%s/summary.json", o.run_dir);
-        int w = json_write_file(j, path);
-        if (w < 0)
-            cli_error("cannot write %s: %s", path, strerror(-w));
+        /* the count of what the warning above began */
+        rundir_writer_losses(&r.out, samples_csv_journal(r.csv), NULL);
+        rundir_writer_write_json(&r.out, "summary.json", json_incref(j));
         write_manifest(&r, true);
     }
     json_decref(j);

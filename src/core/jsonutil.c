@@ -1,7 +1,24 @@
 /* jsonutil: jansson helpers for numbers that may be missing (see jsonutil.h). */
 #include "core/jsonutil.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/file.h"
+
+int jsonutil_write_file(const json_t *j, const char *path)
+{
+    char *text = json_dumps(j, JSONUTIL_DUMP_FLAGS);
+    if (!text)
+        return -ENOMEM;
+    size_t n = strlen(text);
+    text[n] = '\n'; /* the NUL becomes the final newline */
+    int r = file_replace(path, text, n + 1);
+    free(text);
+    return r;
+}
 
 json_t *jsonutil_real(double x)
 {

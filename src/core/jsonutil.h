@@ -9,6 +9,14 @@
 
 #include <jansson.h>
 
+/* The flags of every JSON file and document carma writes: 2-space indent, keys in the order
+ * they were set, reals to 16 significant digits. */
+#define JSONUTIL_DUMP_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16))
+
+/* Writes j to path with JSONUTIL_DUMP_FLAGS and a final newline, atomically (core/file:
+ * file_replace: temp file, fsync, rename). Returns 0 or a negative errno. */
+int jsonutil_write_file(const json_t *j, const char *path);
+
 /* A new JSON real, or null when x is not finite (NULL only when out of memory). */
 json_t *jsonutil_real(double x);
 

@@ -23,9 +23,8 @@
 #include "core/file.h"
 #include "core/journal.h"
 #include "core/jsonutil.h"
+#include "rundir/rundir.h"
 
-/* The largest run file read (samples.csv of a long run at a fast interval). */
-#define CARMA_FILES_INPUT_MAX ((size_t)1 << 30)
 /* The most workloads followed in perf.log (features.csv's rows name them). */
 #define CARMA_FILES_JOBS_MAX 4096
 
@@ -405,17 +404,15 @@ int carma_job_write(const char *text, size_t len, const char *name, const char *
 
 /* ---- the run directory ---- */
 
-/* Reads dir/rel into *ret (NUL-terminated). Returns 0, -ENOENT when absent, another negative
- * errno (e set) otherwise. */
+/* Reads dir/rel into *ret (NUL-terminated; rundir_read_file: samples.csv of a long run at a
+ * fast interval is the largest). Returns 0, -ENOENT when absent, another negative errno (e set)
+ * otherwise. */
 static int slurp(const char *dir, const char *rel, char **ret, size_t *len, struct carma_err *e)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    int r = file_read_all(path, CARMA_FILES_INPUT_MAX, ret, len);
-    if (r == -ESPIPE)
-        file_input_err(e, path, r);
-    else if (r < 0 && r != -ENOENT)
-        carma_err_set(e, r, "%s: cannot read: %s", path, strerror(-r));
+    struct carma_err re = {0};
+    int r = rundir_read_file(dir, rel, ret, len, &re);
+    if (r < 0 && r != -ENOENT && e)
+        *e = re;
     return r;
 }
 
@@ -459,12 +456,8 @@ int carma_files_write(const char *dir, struct carma_err *e)
 
     /* workloads.json: the workloads' names and lifetimes; report.json: their embodied
      * carbon */
-    char path[4400];
-    snprintf(path, sizeof path, "%s/workloads.json", dir);
-    json_error_t je;
-    json_t *wl = file_load_json(path, 0, &je, NULL);
-    snprintf(path, sizeof path, "%s/report.json", dir);
-    json_t *rep = file_load_json(path, 0, &je, NULL);
+    json_t *wl = rundir_read_json(dir, "workloads.json", NULL, NULL);
+    json_t *rep = rundir_read_json(dir, "report.json", NULL, NULL);
     const json_t *wls = json_object_get(wl, "workloads");
     size_t nw = json_array_size(wls);
     const char **names = nw ? calloc(nw, sizeof *names) : NULL;

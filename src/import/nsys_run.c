@@ -18,9 +18,6 @@
 #include "core/jsonutil.h"
 #include "rundir/rundir.h"
 
-/* The largest run file read whole (attribution.csv, nsys_gpu.csv). */
-#define RUN_FILE_MAX ((size_t)2 << 30)
-
 static const char *const basis_names[NSYS_BASIS_N] = {"kernels", "context", "allocation", "none"};
 
 const char *nsys_basis_name(int b)
@@ -56,18 +53,21 @@ static bool parse_unix_ns(const char *s, int64_t *ret)
     return true;
 }
 
+/* dir/name (rundir_read_json); an absent file is "not a complete run directory?", one that does
+ * not parse is said with jansson's text. */
 static json_t *load_json(const char *dir, const char *name, struct carma_err *e)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
     json_error_t je;
-    int code = 0;
-    json_t *j = file_load_json(path, 0, &je, &code);
-    if (!j && code == -ESPIPE) {
-        file_input_err(e, path, code);
+    struct carma_err re = {0};
+    json_t *j = rundir_read_json(dir, name, &je, &re);
+    if (!j && re.code == -ESPIPE) {
+        if (e)
+            *e = re;
     } else if (!j) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
         struct stat sb;
-        code = stat(path, &sb) < 0 ? -ENOENT : -EINVAL;
+        int code = stat(path, &sb) < 0 ? -ENOENT : -EINVAL;
         carma_err_set(e, code, "%s: %s", path,
                       code == -ENOENT ? "no such file (not a complete run directory?)" : je.text);
     }
@@ -274,19 +274,6 @@ struct period {
     double de;
     double *out; /* njobs + 3: each job's, idle, other, unattributed */
 };
-
-static int read_csv(const char *dir, const char *name, char **text, size_t *len,
-                    struct carma_err *e)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    int r = file_read_all(path, RUN_FILE_MAX, text, len);
-    if (r == -ESPIPE)
-        return file_input_err(e, path, r);
-    if (r < 0)
-        return carma_err_set(e, r, "%s: cannot read: %s", path, strerror(-r));
-    return 0;
-}
 
 /*
  * The rows of attribution.csv's text (the NVML split: attribution.csv or attribution_nvml.csv,
@@ -607,11 +594,11 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
     const char *aname = have_nvml ? "attribution_nvml.csv" : "attribution.csv";
     char apath_in[4200];
     snprintf(apath_in, sizeof apath_in, "%s/%s", run_dir, aname);
-    if ((r = read_csv(run_dir, aname, &atext, &alen, e)) < 0 ||
+    if ((r = rundir_read_file(run_dir, aname, &atext, &alen, e)) < 0 ||
         (r = load_attr(atext, alen, apath_in, (double)ri.ticks[0] / 1e9, &a, &na, out->warning,
                        sizeof out->warning, e)) < 0)
         goto out;
-    if ((r = read_csv(run_dir, "nsys_gpu.csv", &btext, &blen, e)) < 0 ||
+    if ((r = rundir_read_file(run_dir, "nsys_gpu.csv", &btext, &blen, e)) < 0 ||
         (r = load_busy(btext, blen, "nsys_gpu.csv", &ri, &b, &nb, e)) < 0)
         goto out;
     qsort(b, nb, sizeof *b, brow_cmp);

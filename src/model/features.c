@@ -16,8 +16,6 @@
 #include "core/parse.h"
 #include "rundir/rundir.h"
 
-#define FX_FILE_MAX (1024u << 20) /* a CSV file of the run directory */
-#define FX_JSON_MAX (64u << 20)
 #define FX_JOBS_MAX 4096
 #define FX_CHAN_MAX 1024
 #define FX_GPUS_MAX 256
@@ -79,13 +77,15 @@ static int fxc_open(struct fx_csv *c, struct fx_run *run, const char *name, bool
     c->run = run;
     c->name = name;
     snprintf(c->path, sizeof c->path, "%s/%s", dir, name);
-    int r = file_read_all(c->path, FX_FILE_MAX, &c->text, &c->len);
+    struct carma_err re = {0};
+    int r = rundir_read_file(dir, name, &c->text, &c->len, &re);
     if (r == -ENOENT && optional)
         return 0;
-    if (r == -ESPIPE)
-        return file_input_err(e, c->path, r);
-    if (r < 0)
-        return carma_err_set(e, r, "%s: cannot read: %s", c->path, strerror(-r));
+    if (r < 0) {
+        if (e)
+            *e = re;
+        return r;
+    }
     c->line = 1;
     if (c->len && c->text[c->len - 1] != '\n') {
         /* a torn last line (rundir.h): skipped, said once */
@@ -252,19 +252,18 @@ static int load_workloads(struct loader *L)
     struct fx_run *r = L->r;
     char path[4200];
     snprintf(path, sizeof path, "%s/workloads.json", r->dir);
-    char *text = NULL;
-    size_t len = 0;
-    int fr = file_read_all(path, FX_FILE_MAX, &text, &len);
-    if (fr == -ESPIPE)
-        return file_input_err(L->e, path, fr);
-    if (fr < 0)
-        return carma_err_set(L->e, -ENOENT, "%s: cannot open: %s (is %s a carma run directory?)",
-                             path, strerror(-fr), r->dir);
     json_error_t je;
-    json_t *j = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!j)
+    struct carma_err re = {0};
+    json_t *j = rundir_read_json(r->dir, "workloads.json", &je, &re);
+    if (!j && re.code == -EINVAL)
         return carma_err_set(L->e, -EINVAL, "%s:%d: %s", path, je.line, je.text);
+    if (!j && re.code != -ESPIPE)
+        return carma_err_set(L->e, -ENOENT, "%s: cannot open: %s (is %s a carma run directory?)",
+                             path, strerror(-re.code), r->dir);
+    if (!j) {
+        *L->e = re;
+        return re.code;
+    }
     json_t *ws = json_object_get(j, "workloads");
     int rc = 0;
     if (!json_is_array(ws) || json_array_size(ws) > FX_JOBS_MAX) {
@@ -307,9 +306,7 @@ out:
 static void load_manifest(struct loader *L)
 {
     struct fx_run *r = L->r;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/manifest.json", r->dir);
-    json_t *j = file_load_json(path, 0, NULL, NULL);
+    json_t *j = rundir_read_json(r->dir, "manifest.json", NULL, NULL);
     if (!j)
         return; /* optional: the CPU count then comes from the samples' absence of it */
     json_t *cpus = json_object_get(json_object_get(j, "host"), "cpus");

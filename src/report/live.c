@@ -290,15 +290,18 @@ static long writer_gone(const json_t *m)
     return (long)pid;
 }
 
-/* manifest.json at path into v's finished and writer_gone_pid. An absent or unreadable
+/* dir's manifest.json into v's finished and writer_gone_pid. An absent or unreadable
  * manifest leaves the run running (it is written at the start, atomically); one that is not a
  * regular file is an error (e set). */
-static int read_status(const char *path, struct live_view *v, struct carma_err *e)
+static int read_status(const char *dir, struct live_view *v, struct carma_err *e)
 {
-    int err = 0;
-    json_t *m = file_load_json(path, 0, NULL, &err);
-    if (!m && err == -ESPIPE)
-        return file_input_err(e, path, err);
+    struct carma_err re = {0};
+    json_t *m = rundir_read_json(dir, "manifest.json", NULL, &re);
+    if (!m && re.code == -ESPIPE) {
+        if (e)
+            *e = re;
+        return re.code;
+    }
     const char *status = json_string_value(json_object_get(m, "status"));
     v->finished = status && strcmp(status, "running") != 0;
     v->writer_gone_pid = 0;
@@ -306,7 +309,7 @@ static int read_status(const char *path, struct live_view *v, struct carma_err *
     json_decref(m);
     if (gone) {
         /* it may have written its end and exited between the two looks: look again */
-        m = file_load_json(path, 0, NULL, NULL);
+        m = rundir_read_json(dir, "manifest.json", NULL, NULL);
         status = json_string_value(json_object_get(m, "status"));
         if (status && strcmp(status, "running") == 0) {
             v->writer_gone_pid = gone;
@@ -374,15 +377,12 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
 {
     snprintf(v->title, sizeof v->title, "%s", r->dir);
     /* manifest.json: still running? */
-    char *path = join(r->dir, "manifest.json");
-    if (!path)
-        return carma_err_set(e, -ENOMEM, "out of memory");
-    int rc = read_status(path, v, e);
-    free(path);
+    int rc = read_status(r->dir, v, e);
     if (rc < 0)
         return rc;
     /* event_summaries.jsonl: its last whole line */
-    if (!(path = join(r->dir, "event_summaries.jsonl")))
+    char *path = join(r->dir, "event_summaries.jsonl");
+    if (!path)
         return carma_err_set(e, -ENOMEM, "out of memory");
     char *buf;
     size_t len;

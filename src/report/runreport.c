@@ -33,7 +33,6 @@
 #include "rundir/rundir.h"
 
 /* Limits on what the files may hold (a run directory comes from a user). */
-#define RR_JSON_MAX    (64u << 20)     /* manifest, report, summary, workloads */
 #define RR_NAME_MAX    RUNDIR_NAME_MAX /* a channel or job name */
 #define RR_CHANNEL_MAX 1024            /* channels of samples.csv */
 #define RR_JOBS_MAX    4096            /* jobs named in workloads.json and attribution.csv */
@@ -140,28 +139,6 @@ static bool file_exists(const char *dir, const char *name)
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &st) == 0;
-}
-
-/*
- * Loads dir/name as JSON into *ret. Returns 0, -ENOENT (absent: e set, *ret NULL), -EINVAL
- * with "PATH:LINE:COLUMN: problem", or another negative errno from reading.
- */
-static int load_json(const char *dir, const char *name, json_t **ret, struct carma_err *e)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *text = NULL;
-    size_t len = 0;
-    int r = file_read_all(path, RR_JSON_MAX, &text, &len);
-    if (r < 0)
-        return file_input_err(e, path, r);
-    json_error_t je;
-    json_t *j = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!j)
-        return carma_err_set(e, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-    *ret = j;
-    return 0;
 }
 
 /* ---- streaming CSV lines (rundir.h: the run directory's one line reader and row rules) ---- */
@@ -370,10 +347,10 @@ static int load_workloads(struct rr *rr, struct carma_err *e)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/workloads.json", rr->dir);
-    json_t *root = NULL;
-    int r = load_json(rr->dir, "workloads.json", &root, e);
-    if (r < 0)
-        return r;
+    json_t *root = rundir_read_json(rr->dir, "workloads.json", NULL, e);
+    if (!root)
+        return e->code;
+    int r = 0;
     const json_t *arr = json_object_get(root, "workloads");
     if (!json_is_array(arr)) {
         r = carma_err_set(e, -EINVAL, "%s: no \"workloads\" array", path);
@@ -997,7 +974,7 @@ bool runreport_is_run_dir(const char *dir)
         return false;
     json_t *m = NULL;
     struct carma_err e = {0};
-    if (load_json(dir, "manifest.json", &m, &e) < 0)
+    if (!(m = rundir_read_json(dir, "manifest.json", NULL, &e)))
         return false;
     const char *p = json_string_value(json_object_get(m, "producer"));
     bool ok = p && (strcmp(p, "carma run") == 0 || strcmp(p, "carma stat") == 0);
@@ -1066,7 +1043,8 @@ static int load_optional(struct rr *rr, const char *name, json_t **ret, bool war
             warn(rr->run_warn, "%s is missing (a run that was killed?)", name);
         return 0;
     }
-    return load_json(rr->dir, name, ret, e);
+    *ret = rundir_read_json(rr->dir, name, NULL, e);
+    return *ret ? 0 : e->code;
 }
 
 /* Loads the run directory dir into rr (zeroed by it; rr_free in every case). 0 or a negative
@@ -1081,9 +1059,10 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
     series_init(&rr->node_w);
     series_init(&rr->node_cum);
     rr->run_warn = json_array();
-    int r = load_json(dir, "manifest.json", &rr->manifest, e);
-    if (r < 0)
-        return r;
+    rr->manifest = rundir_read_json(dir, "manifest.json", NULL, e);
+    if (!rr->manifest)
+        return e->code;
+    int r = 0;
     const char *prod = json_string_value(json_object_get(rr->manifest, "producer"));
     if (!prod || (strcmp(prod, "carma run") != 0 && strcmp(prod, "carma stat") != 0)) {
         r = carma_err_set(e, -EINVAL,

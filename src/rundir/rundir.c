@@ -14,6 +14,45 @@
 #include "core/parse.h"
 #include "sources/source.h"
 
+/* ---- whole files ---- */
+
+json_t *rundir_read_json(const char *dir, const char *name, json_error_t *je, struct carma_err *e)
+{
+    json_error_t local;
+    if (!je)
+        je = &local;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = NULL;
+    size_t len = 0;
+    int r = file_read_all(path, RUNDIR_JSON_MAX, &text, &len);
+    if (r < 0) {
+        memset(je, 0, sizeof *je);
+        snprintf(je->text, sizeof je->text, "%s",
+                 r == -ESPIPE ? "not a regular file" : strerror(-r));
+        file_input_err(e, path, r);
+        return NULL;
+    }
+    json_t *j = json_loadb(text, len, 0, je);
+    free(text);
+    if (!j)
+        carma_err_set(e, -EINVAL, "%s:%d:%d: %s", path, je->line, je->column, je->text);
+    return j;
+}
+
+int rundir_read_file(const char *dir, const char *name, char **text, size_t *len,
+                     struct carma_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int r = file_read_all(path, RUNDIR_CSV_MAX, text, len);
+    if (r == -ESPIPE)
+        return file_input_err(e, path, r);
+    if (r < 0)
+        return carma_err_set(e, r, "%s: cannot read: %s", path, strerror(-r));
+    return 0;
+}
+
 /* ---- the line reader ---- */
 
 int rundir_lines_open(struct rundir_lines *l, const char *dir, const char *name, off_t off,

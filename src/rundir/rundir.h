@@ -7,6 +7,11 @@
  * ("PATH:LINE: what is wrong").
  *
  * The rules (docs/report.md, "What a run directory may hold"):
+ *  - a JSON file (manifest.json, report.json, summary.json, workloads.json) is read whole, at
+ *    most RUNDIR_JSON_MAX bytes (rundir_read_json); a CSV file is read a line at a time
+ *    (rundir_lines), or, by the readers that keep it whole (features.csv, nsys_gpu.csv, and
+ *    attribution.csv for the nsys re-split, CARMA's files), at most RUNDIR_CSV_MAX bytes
+ *    (rundir_read_file): the same limits in every reader;
  *  - a line ends with LF or CRLF, holds no NUL byte and is at most RUNDIR_LINE_MAX bytes; a
  *    field is RFC 4180 (no line end inside a quoted field: carma never writes one);
  *  - a last line without its line end is torn (carma's writers cut a short write back to the
@@ -37,12 +42,36 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "core/err.h"
 
-#define RUNDIR_LINE_MAX   65536 /* one CSV line */
-#define RUNDIR_FIELDS_MAX 32    /* fields of a CSV line */
-#define RUNDIR_NAME_MAX   256   /* a channel or job name, with its NUL */
-#define RUNDIR_TIME_MAX   1e11  /* the latest timestamp_unix (the year 5138) */
+#define RUNDIR_LINE_MAX   65536              /* one CSV line */
+#define RUNDIR_FIELDS_MAX 32                 /* fields of a CSV line */
+#define RUNDIR_NAME_MAX   256                /* a channel or job name, with its NUL */
+#define RUNDIR_TIME_MAX   1e11               /* the latest timestamp_unix (the year 5138) */
+#define RUNDIR_JSON_MAX   ((size_t)64 << 20) /* a JSON file, read whole */
+#define RUNDIR_CSV_MAX    ((size_t)1 << 30)  /* a CSV file read whole */
+
+/* ---- whole files ---- */
+
+/*
+ * Reads the JSON file dir/name whole (at most RUNDIR_JSON_MAX bytes; a regular file:
+ * file_read_all). Returns the value, or NULL with e set (may be NULL): the read's negative
+ * errno with file_input_err's message ("PATH: REASON", "PATH is not a regular file (a FIFO)"),
+ * or -EINVAL with "PATH:LINE:COLUMN: problem". je (may be NULL) is jansson's error, or for a
+ * read's error its text (strerror, "not a regular file") with line 0, as file_load_json sets
+ * it.
+ */
+json_t *rundir_read_json(const char *dir, const char *name, json_error_t *je, struct carma_err *e);
+
+/*
+ * Reads dir/name whole (at most RUNDIR_CSV_MAX bytes) into a new NUL-terminated buffer (*text,
+ * caller frees; *len without the NUL). Returns 0, or file_read_all's negative errno with e set:
+ * file_input_err's message for -ESPIPE, else "PATH: cannot read: REASON".
+ */
+int rundir_read_file(const char *dir, const char *name, char **text, size_t *len,
+                     struct carma_err *e);
 
 /* ---- the line reader ---- */
 
