@@ -22,8 +22,8 @@
 #include "core/channel_kind.h"
 #include "core/csv.h"
 
-/* The GPUs with an account of their own, at most this many. */
-#define LEDGER_GPUS_MAX 16
+/* The GPUs with an account of their own, at most this many (a report's, import/nsys.h). */
+#define LEDGER_GPUS_MAX 64
 
 struct ledger_job {
     double energy_j;                  /* of the node's channels */

@@ -46,7 +46,7 @@ void splitter_meter(struct splitter *sp, const int *parts, size_t nparts)
 
 int splitter_add_gpu(struct splitter *sp, size_t ch)
 {
-    if (ch >= sp->nch || sp->ngpu >= LEDGER_GPUS_MAX)
+    if (ch >= sp->nch || sp->ngpu >= SPLITTER_GPUS_MAX)
         return -1;
     sp->ch[ch].rule = SPLITTER_GPU;
     struct splitter_gpu *g = &sp->gpu[sp->ngpu];

@@ -34,6 +34,10 @@
 
 enum splitter_rule { SPLITTER_CPU_TIME, SPLITTER_GPU, SPLITTER_NONE };
 
+/* The GPUs split by process, at most this many: GPU d is the ledger's account d. */
+#define SPLITTER_GPUS_MAX 16
+_Static_assert(SPLITTER_GPUS_MAX <= LEDGER_GPUS_MAX, "a GPU without a ledger account");
+
 struct splitter_channel {
     const char *name; /* the caller's string */
     enum channel_kind kind;
@@ -77,7 +81,7 @@ struct splitter {
     bool mw_gpu_seen;   /* a GPU inside the meter was split since the meter last was */
     double mw_job[SPLIT_JOBS_MAX], mw_idle, mw_other, mw_unattr;
     size_t ngpu;
-    struct splitter_gpu gpu[LEDGER_GPUS_MAX];
+    struct splitter_gpu gpu[SPLITTER_GPUS_MAX];
 };
 
 /*
@@ -97,7 +101,7 @@ void splitter_node(struct splitter *sp, size_t ch);
 void splitter_meter(struct splitter *sp, const int *parts, size_t nparts);
 
 /* Channel ch is a GPU split by process; returns its GPU index (its ledger account), -1 when
- * LEDGER_GPUS_MAX GPUs are split already. */
+ * SPLITTER_GPUS_MAX GPUs are split already. */
 int splitter_add_gpu(struct splitter *sp, size_t ch);
 
 /* Channel ch is never split (a reading only compared). */

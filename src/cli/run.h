@@ -30,8 +30,8 @@
 #include "workload/pidowner.h"
 #include "workload/proctree.h"
 
-/* The GPUs whose energy is split by process, at most this many (each has a ledger account). */
-#define RUN_GPUS_MAX LEDGER_GPUS_MAX
+/* The GPUs whose energy is split by process, at most this many (analysis/splitter.h). */
+#define RUN_GPUS_MAX SPLITTER_GPUS_MAX
 
 struct run_gpu;
 
