@@ -52,8 +52,7 @@ int ledger_post(struct ledger *l, const struct ledger_post *p, const struct spli
 {
     int r = 0;
     size_t nj = p->njobs < l->njobs ? p->njobs : l->njobs;
-    struct ledger_gpu *g =
-        p->gpu >= 0 && p->gpu < LEDGER_GPUS_MAX ? &l->gpu[p->gpu] : NULL;
+    struct ledger_gpu *g = p->gpu >= 0 && p->gpu < LEDGER_GPUS_MAX ? &l->gpu[p->gpu] : NULL;
     for (size_t k = 0; k < nj; k++) {
         double x = o->job_j[k];
         int e = part_row(l, p, l->job_name[k], x, at);

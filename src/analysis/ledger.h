@@ -26,11 +26,11 @@
 #define LEDGER_GPUS_MAX 64
 
 struct ledger_job {
-    double energy_j;                  /* of the node's channels */
-    double by_kind_j[CHANNEL_KINDS];  /* the same by the channels' kinds */
-    double g_op;                      /* operational carbon: Σ joules × g/J */
-    double event_j;                   /* since the caller last set it to 0 */
-    double gpu_j[LEDGER_GPUS_MAX];    /* of each GPU account, node channel or not */
+    double energy_j;                 /* of the node's channels */
+    double by_kind_j[CHANNEL_KINDS]; /* the same by the channels' kinds */
+    double g_op;                     /* operational carbon: Σ joules × g/J */
+    double event_j;                  /* since the caller last set it to 0 */
+    double gpu_j[LEDGER_GPUS_MAX];   /* of each GPU account, node channel or not */
 };
 
 struct ledger_gpu {

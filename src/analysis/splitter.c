@@ -257,8 +257,8 @@ void splitter_gpu_split(struct splitter *sp, struct ledger *l, size_t gpu,
     /* the period's shares from the lists read at its two ends (gpu_split.h) */
     double sw = isfinite(c->static_w) ? c->static_w : 0.0;
     struct gpu_shares sh;
-    gpu_period_shares(v->have_prev ? &v->prev : NULL, &w, sp->njobs, e0 - sw * d0, e1 - sw * d1,
-                      d0, d1, &sh);
+    gpu_period_shares(v->have_prev ? &v->prev : NULL, &w, sp->njobs, e0 - sw * d0, e1 - sw * d1, d0,
+                      d1, &sh);
     v->prev = w;
     v->have_prev = true;
     ledger_basis(l, gpu, sh.basis, dt);

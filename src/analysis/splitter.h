@@ -42,10 +42,10 @@ struct splitter_channel {
     const char *name; /* the caller's string */
     enum channel_kind kind;
     enum splitter_rule rule;
-    bool node;      /* one of the node's channels (ledger.h) */
-    bool metered;   /* inside the wall meter that is the node's channel */
-    double static_w; /* from the baseline or a model, NAN when unknown */
-    double pend_j;   /* energy not yet split (rule SPLITTER_CPU_TIME) */
+    bool node;        /* one of the node's channels (ledger.h) */
+    bool metered;     /* inside the wall meter that is the node's channel */
+    double static_w;  /* from the baseline or a model, NAN when unknown */
+    double pend_j;    /* energy not yet split (rule SPLITTER_CPU_TIME) */
     double sum_dyn_j; /* energy above the static power so far (CPU-side) */
 };
 
@@ -68,13 +68,13 @@ struct splitter {
     enum split_policy policy;
     size_t nch;
     struct splitter_channel ch[CHANNELS_MAX];
-    double static_busy;   /* CPUs busy on average during the baseline */
-    bool background;      /* give "other" the static power its load explains */
-    double busy_unit_ns;  /* the busy times' unit: 1e9 for seconds, 1 for nanoseconds */
-    int64_t epoch_ns;     /* epoch mode: split once this much time is pending; 0: off */
-    int64_t pend_ns;      /* time not yet split (rule SPLITTER_CPU_TIME) */
+    double static_busy;               /* CPUs busy on average during the baseline */
+    bool background;                  /* give "other" the static power its load explains */
+    double busy_unit_ns;              /* the busy times' unit: 1e9 for seconds, 1 for nanoseconds */
+    int64_t epoch_ns;                 /* epoch mode: split once this much time is pending; 0: off */
+    int64_t pend_ns;                  /* time not yet split (rule SPLITTER_CPU_TIME) */
     double sum_above, sum_above_next; /* busy CPU time above the baseline's so far */
-    double bg_other_j;    /* static energy of the node's channels given to "other" */
+    double bg_other_j;                /* static energy of the node's channels given to "other" */
     /* the wall meter as the node: its parts' splits since it was last split */
     bool meter_node;
     bool meter_has_gpu; /* a GPU is inside the meter: its split waits for the GPUs' */

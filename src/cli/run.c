@@ -690,8 +690,7 @@ static void status_line(struct run *r)
         struct job *j = &r->jobs[k];
         fprintf(stderr, " %s %.1f W %.4f Wh %.4f g%s |", j->spec->name,
                 isfinite(j->last_w) ? j->last_w : 0.0, r->ledger.job[k].energy_j / 3600.0,
-                r->ledger.job[k].g_op,
-                j->exited ? " (ended)" : "");
+                r->ledger.job[k].g_op, j->exited ? " (ended)" : "");
     }
     fprintf(stderr, "\033[K");
     fflush(stderr);

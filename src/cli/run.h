@@ -90,13 +90,13 @@ struct run {
     int signals;
     struct interruption stop; /* the signal that stopped the run, if one did */
     bool tty;
-    bool live;                        /* the live view on stdout (a terminal): report/live */
-    int live_lines;                   /* the last frame's length */
-    long clk_tck;                     /* proc/stat's clock ticks per second */
-    bool pstree_due;                  /* a workload started: snapshot the trees at the next tick */
-    struct run_gpu *gpu;              /* NULL when no GPU is split by process */
-    struct journal *node_util;        /* node_util.csv: the node's CPU time at every tick */
-    uint64_t nu_busy0, nu_total0;     /* node_util.csv: proc/stat ticks at its first row */
+    bool live;                    /* the live view on stdout (a terminal): report/live */
+    int live_lines;               /* the last frame's length */
+    long clk_tck;                 /* proc/stat's clock ticks per second */
+    bool pstree_due;              /* a workload started: snapshot the trees at the next tick */
+    struct run_gpu *gpu;          /* NULL when no GPU is split by process */
+    struct journal *node_util;    /* node_util.csv: the node's CPU time at every tick */
+    uint64_t nu_busy0, nu_total0; /* node_util.csv: proc/stat ticks at its first row */
     bool nu_started;
     /* what the reports must say (cli/caveats.h): the baseline's figures, the warnings */
     double baseline_s, baseline_busy_cpus;      /* NAN busy when proc/stat was not read */

@@ -6,9 +6,9 @@
  * processes' SM utilization of that device (analysis/splitter.h does the split,
  * analysis/gpu_split.h has the fallbacks). NVML names processes by pid; workload/pidowner.h
  * finds whose they are (cgroup, process group, ancestry). The process lists are read at most
- * every RUN_GPU_PERIOD_NS, and the energy of the ticks in between is split on the next read. Every RUN_GPU_UTIL_PERIOD_NS the device and
- * process utilization goes to utilization.csv and the GPUs' power to power/ in srt-slurm's
- * format (export/srt_power.h).
+ * every RUN_GPU_PERIOD_NS, and the energy of the ticks in between is split on the next read.
+ * Every RUN_GPU_UTIL_PERIOD_NS the device and process utilization goes to utilization.csv and
+ * the GPUs' power to power/ in srt-slurm's format (export/srt_power.h).
  */
 #include <errno.h>
 #include <math.h>

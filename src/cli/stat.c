@@ -589,8 +589,7 @@ static json_t *summary_json(struct stat_run *r)
     json_t *carbon = json_object();
     jsonutil_set_num(carbon, "g_co2e", carbon_operational_g(node_j, r->o->pue, r->ci.g_per_kwh));
     jsonutil_set_num(carbon, "command_cpu_g_co2e",
-                     attr ? carbon_operational_g(cpu_j, r->o->pue, r->ci.g_per_kwh)
-                          : NAN);
+                     attr ? carbon_operational_g(cpu_j, r->o->pue, r->ci.g_per_kwh) : NAN);
     jsonutil_set_num(carbon, "g_per_kwh", r->ci.g_per_kwh);
     jsonutil_set_num(carbon, "pue", r->o->pue);
     json_object_set_new(carbon, "region",
@@ -872,7 +871,8 @@ int cmd_stat(int argc, char **argv)
         goto out;
     }
     supervisor_watch(&sup, r.pid);
-    attrib_init(&r, r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS);
+    attrib_init(&r,
+                r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS);
     if (proctree_init(&r.tree, r.pid, "/proc", PROCTREE_SCAN_NS) == 0) {
         r.have_tree = true;
         r.tree.adopter = getpid();

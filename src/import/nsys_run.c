@@ -729,8 +729,8 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
                      : "");
         json_t *ix = json_object_get(gj, "index");
         rg->index = json_is_integer(ix) ? (int)json_integer_value(ix) : -1;
-        split_gpu(&ri, gj, b, nb, &per[gfirst[g]], gcount[g], start, end, policy, l, g,
-                  rg->index, &busy_total[g * (ri.njobs + 1)]);
+        split_gpu(&ri, gj, b, nb, &per[gfirst[g]], gcount[g], start, end, policy, l, g, rg->index,
+                  &busy_total[g * (ri.njobs + 1)]);
         out->periods += gcount[g];
     }
 
@@ -740,8 +740,8 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
         if (a[i].gpu < 0)
             r = ledger_row(l, a[i].ts, a[i].channel, a[i].job, a[i].joules);
         else if (a[i].first)
-            r = post_period(l, &ri, &per[gfirst[a[i].gpu] + (size_t)a[i].period],
-                            (size_t)a[i].gpu, a[i].ts, a[i].channel);
+            r = post_period(l, &ri, &per[gfirst[a[i].gpu] + (size_t)a[i].period], (size_t)a[i].gpu,
+                            a[i].ts, a[i].channel);
     }
     for (size_t g = 0; g < ng; g++) {
         const struct ledger_gpu *lg = &l->gpu[g];

@@ -129,14 +129,10 @@ static void test_post_gpu(void **state)
     struct got g = {0};
     struct ledger l;
     ledger_init(&l, 2, names, sink, &g);
-    struct split_out o = {.job_j = {5.0, 2.0}, .idle_j = 1.0, .other_j = 0.5,
-                          .unattributed_j = 0.25};
-    struct ledger_post p = {.channel = "nvml:gpu1",
-                            .kind = KIND_GPU,
-                            .node = true,
-                            .gpu = 1,
-                            .njobs = 2,
-                            .de_j = 8.75};
+    struct split_out o = {
+        .job_j = {5.0, 2.0}, .idle_j = 1.0, .other_j = 0.5, .unattributed_j = 0.25};
+    struct ledger_post p = {
+        .channel = "nvml:gpu1", .kind = KIND_GPU, .node = true, .gpu = 1, .njobs = 2, .de_j = 8.75};
     struct ledger_time at = {.ts = "1.000000", .g_per_j = 0.5};
     ledger_post(&l, &p, &o, &at);
     assert_true(l.gpu[1].jobs_j == 7.0 && l.gpu[1].idle_j == 1.0 && l.gpu[1].other_j == 0.5);
@@ -169,8 +165,8 @@ static void test_no_sink_and_raw_rows(void **state)
     struct ledger l;
     ledger_init(&l, 1, names, NULL, NULL);
     struct split_out o = {.job_j = {1.0}, .idle_j = 1.0};
-    struct ledger_post p = {.channel = "c", .kind = KIND_DRAM, .node = true, .gpu = -1,
-                            .njobs = 1, .de_j = 2.0};
+    struct ledger_post p = {
+        .channel = "c", .kind = KIND_DRAM, .node = true, .gpu = -1, .njobs = 1, .de_j = 2.0};
     struct ledger_time at = {.ts = "1.000000", .g_per_j = 0};
     ledger_post(&l, &p, &o, &at);
     assert_true(l.csv.len == 0 && l.rows == 0);
