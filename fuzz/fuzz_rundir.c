@@ -21,8 +21,8 @@
  *
  * fuzz-sources: src/report/runreport.c src/report/series.c src/report/live.c
  * fuzz-sources: src/model/features.c src/import/nsys_run.c src/analysis/carbon.c
- * fuzz-sources: src/analysis/split.c src/core/array.c src/core/csv.c src/core/err.c
- * fuzz-sources: src/core/file.c src/core/fmt.c src/core/parse.c src/core/pidlive.c
+ * fuzz-sources: src/analysis/split.c src/analysis/ledger.c src/core/array.c src/core/csv.c
+ * fuzz-sources: src/core/err.c src/core/file.c src/core/fmt.c src/core/parse.c src/core/pidlive.c
  * fuzz-sources: src/core/pyjson.c src/core/table.c build-fuzz/embedded_data.c
  * fuzz-sources: src/rundir/rundir.c src/sources/channel.c src/core/channel_kind.c
  * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c

@@ -54,7 +54,7 @@ void caveat_gpu_missing(const struct sampler *s, const struct workload_spec *w, 
 bool caveat_baseline(double busy_cpus, int ncpu, double seconds, double other_j, const char *policy,
                      char *buf, size_t cap);
 
-/* The same for `carma stat --baseline`, with what stat does with the load (attribution.h). */
+/* The same for `carma stat --baseline`, with what stat does with the load (analysis/splitter.h). */
 bool caveat_baseline_stat(double busy_cpus, int ncpu, double seconds, char *buf, size_t cap);
 
 #endif

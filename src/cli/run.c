@@ -313,38 +313,18 @@ static void handle_signals(struct run *r)
     }
 }
 
-/* ---- attribution ---- */
+/* ---- attribution (analysis/splitter.h, analysis/ledger.h) ---- */
 
-void run_attr_row(struct run *r, size_t ch, const char *job, double j)
+/* attribution.csv: the rows of one split with one write(2), a killed carma, or a full disk,
+ * leaves whole splits (core/journal). The ledger's sink. */
+static int attr_sink(void *ctx, const char *rows, size_t len, uint64_t nrows)
 {
-    if (!r->attr || j == 0.0)
-        return;
-    char num[40];
-    fmt_fixed6(num, j);
-    char ts[40];
-    size_t tl = fmt_unix_us(ts, r->s->real_now);
-    struct csv_buf *b = &r->attr_buf;
-    csv_buf_raw(b, ts, tl);
-    csv_buf_field(b, r->s->set.ch[ch].name, 0);
-    csv_buf_field(b, job, 0);
-    csv_buf_raw(b, ",", 1);
-    csv_buf_raw(b, num, strlen(num));
-    csv_buf_end_row(b);
-    r->attr_rows++;
+    struct run *r = ctx;
+    return rundir_writer_append(&r->out, r->attr, rows, len, nrows, r->s->real_now);
 }
 
-/* Writes the rows of one split with one write(2): a killed carma, or a full disk, leaves whole
- * splits (core/journal). */
-void run_attr_flush(struct run *r)
-{
-    struct csv_buf *b = &r->attr_buf;
-    if (r->attr && b->len)
-        rundir_writer_append(&r->out, r->attr, b->data, b->len, r->attr_rows, r->s->real_now);
-    b->len = 0;
-    r->attr_rows = 0;
-}
-
-double run_g_per_j(const struct run *r)
+/* Grams of CO2e per joule at the current tick (intensity × PUE). */
+static double run_g_per_j(const struct run *r)
 {
     double t = (double)r->s->real_now / 1e9;
     return (r->ci.kind == CARBON_CI_SERIES ? carbon_series_at(&r->ci.series, t) : r->ci.g_per_kwh) /
@@ -353,48 +333,10 @@ double run_g_per_j(const struct run *r)
 
 /* Splits the energy gathered since the last fresh CPU times among the jobs (the GPUs split
  * by process are run_gpu.c's). */
-void run_metered_add(struct run *r, size_t ch, const struct split_out *o)
-{
-    if (!r->meter_node || !r->in_metered[ch])
-        return;
-    if (r->s->set.ch[ch].kind == KIND_GPU)
-        r->mw_gpu_seen = true;
-    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
-        r->mw_job[k] += o->job_j[k];
-    r->mw_idle += o->idle_j;
-    r->mw_other += o->other_j;
-    r->mw_unattr += o->unattributed_j;
-}
-
-/*
- * The split of a wall meter's energy de: in proportion to how the measured channels inside it
- * were split since its last split (jobs, idle, other, unattributed), so that what the meter
- * sees beyond them (power supply losses, fans, disks: the rest of the system) follows the
- * measured energy. False when they hold no energy (nothing measured inside the meter): the
- * caller splits by CPU time then.
- */
-static bool meter_split(struct run *r, double de, struct split_out *o)
-{
-    /* a part below zero (a counter's negative step) weighs nothing */
-    double idle = fmax(r->mw_idle, 0), other = fmax(r->mw_other, 0);
-    double unattr = fmax(r->mw_unattr, 0), tot = idle + other + unattr;
-    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
-        tot += fmax(r->mw_job[k], 0);
-    if (!(tot > 0))
-        return false;
-    memset(o, 0, sizeof *o);
-    for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
-        o->job_j[k] = de * (fmax(r->mw_job[k], 0) / tot);
-    o->idle_j = de * (idle / tot);
-    o->other_j = de * (other / tot);
-    o->unattributed_j = de * (unattr / tot);
-    return true;
-}
-
-static void split_pending(struct run *r, bool final)
+static void split_pending(struct run *r, bool final, const struct ledger_time *at)
 {
     const struct sampler *s = r->s;
-    if (!(s->util_fresh || !s->have_util || final))
+    if (!splitter_due(&r->split, s->util_fresh || !s->have_util, final))
         return;
     double busy[SPLIT_JOBS_MAX] = {0}, jobs_busy = 0;
     bool running[SPLIT_JOBS_MAX] = {0};
@@ -413,104 +355,23 @@ static void split_pending(struct run *r, bool final)
     double node_busy = jobs_busy;
     if (s->have_util && s->util_fresh)
         node_busy = (double)s->util.busy_ticks_delta / (double)r->clk_tck;
-    /* the baseline's power already holds the background's load: only busy time above it
-     * is split */
-    double dt = (double)r->pend_ns / 1e9;
-    double above = node_busy - r->static_busy * dt;
-    if (above < jobs_busy)
-        above = jobs_busy;
-    double g_per_j = run_g_per_j(r);
-    bool meter_waits = false;
-    for (size_t i = 0; i < s->set.n; i++) {
-        const struct channel *c = &s->set.ch[i];
-        double de = r->pend_j[i];
-        r->pend_j[i] = 0;
-        if (de == 0.0)
-            continue;
-        bool meter = r->meter_node && r->in_node[i];
-        if (meter && r->meter_has_gpu && !r->mw_gpu_seen && !final) {
-            /* the GPUs inside the meter are split on their own clock: the meter's energy
-             * waits for their shares of the same time */
-            r->pend_j[i] = de;
-            meter_waits = true;
-            continue;
-        }
-        bool cpu_side = c->kind == KIND_CPU || c->kind == KIND_DRAM || c->kind == KIND_SOC ||
-                        c->kind == KIND_SYSTEM;
-        double st = isfinite(r->static_w[i]) ? r->static_w[i] * dt : 0.0;
-        if (st > de)
-            st = de;
-        /*
-         * A baseline measured with other processes running holds their power too. The
-         * channel's power per busy CPU, learnt from the run so far (dynamic energy over busy
-         * time above the baseline), tells how much: that part belongs to "other", and only
-         * the rest is the idle power the policy gives out.
-         */
-        double bg = 0;
-        if (cpu_side && r->static_busy > 0 && r->sum_above > 0.5) {
-            double k_w = r->sum_dyn_j[i] / r->sum_above; /* W per busy CPU */
-            bg = k_w * r->static_busy * dt;
-            if (bg > st)
-                bg = st;
-            if (bg < 0)
-                bg = 0;
-        }
-        if (cpu_side) {
-            r->sum_dyn_j[i] += de - st;
-            r->sum_above_next = above;
-        }
-        struct split_in in = {
-            .de_j = de - bg,
-            .static_j = st - bg,
-            .njobs = cpu_side ? r->njobs : 0,
-            .job_busy = busy,
-            .running = running,
-            .node_busy = cpu_side ? above : 0.0,
-            .policy = r->policy,
-        };
-        struct split_out o;
-        bool metered = meter && meter_split(r, de, &o);
-        if (!metered) {
-            split_energy(&in, &o);
-            o.other_j += bg;
-            if (r->in_node[i])
-                r->bg_other_j += bg;
-        }
-        run_metered_add(r, i, &o);
-        size_t nj = metered ? r->njobs : in.njobs;
-        for (size_t k = 0; k < nj; k++) {
-            run_attr_row(r, i, r->jobs[k].spec->name, o.job_j[k]);
-            if (r->in_node[i]) {
-                struct job *j = &r->jobs[k];
-                j->energy_j += o.job_j[k];
-                j->event_j += o.job_j[k];
-                j->by_kind_j[c->kind] += o.job_j[k];
-                j->g_op += o.job_j[k] * g_per_j;
-            }
-        }
-        run_attr_row(r, i, "idle", o.idle_j);
-        run_attr_row(r, i, "other", o.other_j);
-        run_attr_row(r, i, "unattributed", o.unattributed_j);
-        if (r->in_node[i]) {
-            r->idle_j += o.idle_j;
-            r->other_j += o.other_j;
-            r->unattr_j += o.unattributed_j;
-            r->idle_g += o.idle_j * g_per_j;
-            r->other_g += o.other_j * g_per_j;
-            r->unattr_g += o.unattributed_j * g_per_j;
-            r->total_j += de;
-        }
-    }
-    r->sum_above += r->sum_above_next;
-    r->sum_above_next = 0;
-    r->pend_ns = 0;
-    if (r->meter_node && !meter_waits) {
-        for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
-            r->mw_job[k] = 0;
-        r->mw_idle = r->mw_other = r->mw_unattr = 0;
-        r->mw_gpu_seen = false;
-    }
-    run_attr_flush(r);
+    struct splitter_busy b = {.job = busy, .running = running, .node = node_busy};
+    splitter_split(&r->split, &r->ledger, &b, final, at);
+    ledger_flush(&r->ledger);
+}
+
+/* This tick's energy into the splitter, and the splits due (always when final). */
+static void split_tick(struct run *r, bool final)
+{
+    double e[CHANNELS_MAX];
+    for (size_t i = 0; i < r->s->set.n; i++)
+        e[i] = r->s->st[i].tick_energy_j;
+    splitter_tick(&r->split, e, r->s->t_now - r->s->t_prev);
+    char ts[40];
+    fmt_unix_us(ts, r->s->real_now);
+    struct ledger_time at = {.ts = ts, .g_per_j = run_g_per_j(r)};
+    run_gpu_tick(r, final, &at); /* first: the meter's split takes the GPUs' shares of the tick */
+    split_pending(r, final, &at);
 }
 
 /* "measured", "estimated", or "measured+estimated" when the node's channels mix both */
@@ -596,21 +457,22 @@ static void event_summary(struct run *r, double period_s)
     json_t *arr = json_array();
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
+        struct ledger_job *a = &r->ledger.job[k];
         json_t *w = json_object();
         json_object_set_new(w, "name", json_string(j->spec->name));
-        j->last_w = period_s > 0 ? j->event_j / period_s : NAN;
+        j->last_w = period_s > 0 ? a->event_j / period_s : NAN;
         jsonutil_set_num(w, "power_w", j->last_w);
-        json_object_set_new(w, "energy_j", json_real(j->energy_j));
-        json_object_set_new(w, "g_co2e", json_real(j->g_op));
+        json_object_set_new(w, "energy_j", json_real(a->energy_j));
+        json_object_set_new(w, "g_co2e", json_real(a->g_op));
         json_object_set_new(w, "method", json_string(run_method(r)));
         json_array_append_new(arr, w);
-        j->event_j = 0;
+        a->event_j = 0;
     }
     json_object_set_new(o, "workloads", arr);
     features_rows(r);
-    json_object_set_new(o, "idle_j", json_real(r->idle_j));
-    json_object_set_new(o, "other_j", json_real(r->other_j));
-    json_object_set_new(o, "unattributed_j", json_real(r->unattr_j));
+    json_object_set_new(o, "idle_j", json_real(r->ledger.idle_j));
+    json_object_set_new(o, "other_j", json_real(r->ledger.other_j));
+    json_object_set_new(o, "unattributed_j", json_real(r->ledger.unattr_j));
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
     if (text) {
         size_t n = strlen(text);
@@ -638,14 +500,14 @@ static void live_frame(struct run *r, bool finished)
         struct live_job *lj = &v.job[v.njobs++];
         snprintf(lj->name, sizeof lj->name, "%s", j->spec->name);
         lj->power_w = j->exited ? 0.0 : j->last_w;
-        lj->energy_j = j->energy_j;
-        lj->g_co2e = j->g_op;
+        lj->energy_j = r->ledger.job[k].energy_j;
+        lj->g_co2e = r->ledger.job[k].g_op;
         lj->ended = j->exited;
         lj->estimated = est;
     }
-    v.idle_j = r->idle_j;
-    v.other_j = r->other_j;
-    v.unattributed_j = r->unattr_j;
+    v.idle_j = r->ledger.idle_j;
+    v.other_j = r->ledger.other_j;
+    v.unattributed_j = r->ledger.unattr_j;
     double sys = 0, sum = 0;
     bool have_sys = false;
     for (size_t i = 0; i < r->s->set.n; i++) {
@@ -687,8 +549,8 @@ static void status_line(struct run *r)
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         fprintf(stderr, " %s %.1f W %.4f Wh %.4f g%s |", j->spec->name,
-                isfinite(j->last_w) ? j->last_w : 0.0, j->energy_j / 3600.0, j->g_op,
-                j->exited ? " (ended)" : "");
+                isfinite(j->last_w) ? j->last_w : 0.0, r->ledger.job[k].energy_j / 3600.0,
+                r->ledger.job[k].g_op, j->exited ? " (ended)" : "");
     }
     fprintf(stderr, "\033[K");
     fflush(stderr);
@@ -742,12 +604,7 @@ static void tick(struct run *r)
     sampler_tick(r->s);
     run_samples(r);
     node_util_row(r);
-    for (size_t i = 0; i < r->s->set.n; i++)
-        if (!r->gpu_split[i])
-            r->pend_j[i] += r->s->st[i].tick_energy_j;
-    r->pend_ns += r->s->t_now - r->s->t_prev;
-    run_gpu_tick(r, false); /* first: the meter's split takes the GPUs' shares of the tick */
-    split_pending(r, false);
+    split_tick(r, false);
     if (r->s->t_now - r->last_event >= EVENT_PERIOD_NS) {
         event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
         carma_files_tick(r);
@@ -823,7 +680,7 @@ static json_t *report_warnings(struct run *r)
     char msg[1024];
     int ncpu = r->s->have_util ? r->s->util.ncpu : 0;
     if (r->baseline_s > 0 &&
-        caveat_baseline(r->baseline_busy_cpus, ncpu, r->baseline_s, r->bg_other_j,
+        caveat_baseline(r->baseline_busy_cpus, ncpu, r->baseline_s, r->split.bg_other_j,
                         split_policy_name(r->policy), msg, sizeof msg))
         json_array_append_new(w, json_string(msg));
     return w;
@@ -910,14 +767,16 @@ static json_t *report_json(struct run *r)
         jsonutil_set_num(b, "busy_cpus", r->baseline_busy_cpus);
         json_object_set_new(b, "cpus",
                             r->s->have_util ? json_integer(r->s->util.ncpu) : json_null());
-        json_object_set_new(b, "other_j", json_real(r->bg_other_j));
+        json_object_set_new(b, "other_j", json_real(r->split.bg_other_j));
         json_object_set_new(a, "baseline", b);
     }
     json_object_set_new(o, "attribution", a);
     json_t *ws = json_array();
-    double emb_total = 0, op_total = r->idle_g + r->other_g + r->unattr_g;
+    const struct ledger *l = &r->ledger;
+    double emb_total = 0, op_total = l->idle_g + l->other_g + l->unattr_g;
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
+        const struct ledger_job *acc = &l->job[k];
         json_t *w = json_object();
         double dur = (double)(j->end_mono - j->start_mono) / 1e9;
         json_object_set_new(w, "name", json_string(j->spec->name));
@@ -925,19 +784,19 @@ static json_t *report_json(struct run *r)
         json_object_set_new(w, "exit_status", json_integer(j->exit_status));
         json_object_set_new(w, "timed_out", json_boolean(j->timed_out));
         json_object_set_new(w, "duration_s", json_real(dur));
-        json_object_set_new(w, "energy_j", json_real(j->energy_j));
+        json_object_set_new(w, "energy_j", json_real(acc->energy_j));
         json_t *bk = json_object();
         for (int kk = 0; kk < 6; kk++) {
-            if (!kind_reported(r, kk) && j->by_kind_j[kk] == 0)
+            if (!kind_reported(r, kk) && acc->by_kind_j[kk] == 0)
                 continue; /* no channel of that kind: nothing to say, not 0 */
             bool unknown = kk == KIND_GPU && !gpu_measured(r); /* asked for, not measured */
             json_object_set_new(bk, kind_key((enum channel_kind)kk),
-                                unknown ? json_null() : json_real(j->by_kind_j[kk]));
+                                unknown ? json_null() : json_real(acc->by_kind_j[kk]));
         }
         json_object_set_new(w, "energy_by_kind_j", bk);
-        jsonutil_set_num(w, "avg_power_w", dur > 0 ? j->energy_j / dur : NAN);
+        jsonutil_set_num(w, "avg_power_w", dur > 0 ? acc->energy_j / dur : NAN);
         json_object_set_new(w, "cpu_time_s", json_real((double)j->cpu_ns / 1e9));
-        json_object_set_new(w, "operational_g_co2e", json_real(j->g_op));
+        json_object_set_new(w, "operational_g_co2e", json_real(acc->g_op));
         json_t *detail = json_array();
         double eg = embodied_g(r, j, detail);
         json_object_set_new(w, "embodied_g_co2e", json_real(eg));
@@ -959,18 +818,18 @@ static json_t *report_json(struct run *r)
         json_object_set_new(w, "perf", pf);
         json_array_append_new(ws, w);
         emb_total += eg;
-        op_total += j->g_op;
+        op_total += acc->g_op;
     }
     json_object_set_new(o, "workloads", ws);
     run_gpu_report(r, o, ws);
     json_t *idle = json_object(), *other = json_object(), *un = json_object();
-    json_object_set_new(idle, "energy_j", json_real(r->idle_j));
-    json_object_set_new(other, "energy_j", json_real(r->other_j));
-    json_object_set_new(un, "energy_j", json_real(r->unattr_j));
+    json_object_set_new(idle, "energy_j", json_real(l->idle_j));
+    json_object_set_new(other, "energy_j", json_real(l->other_j));
+    json_object_set_new(un, "energy_j", json_real(l->unattr_j));
     json_object_set_new(o, "idle", idle);
     json_object_set_new(o, "other", other);
     json_object_set_new(o, "unattributed", un);
-    json_object_set_new(o, "total_energy_j", json_real(r->total_j));
+    json_object_set_new(o, "total_energy_j", json_real(l->total_j));
     json_t *nodes = json_array();
     for (size_t k = 0; k < r->nnode; k++)
         json_array_append_new(nodes, json_string(r->s->set.ch[r->node_idx[k]].name));
@@ -1071,7 +930,7 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
         fprintf(f, "\n");
     }
     static const char *const rows[] = {"idle", "other processes", "unattributed", "node total"};
-    double vals[] = {r->idle_j, r->other_j, r->unattr_j, r->total_j};
+    double vals[] = {r->ledger.idle_j, r->ledger.other_j, r->ledger.unattr_j, r->ledger.total_j};
     for (size_t q = 0; q < 4; q++) {
         fprintf(f, "%-20s %6s %9s", rows[q], "", "");
         text_num(f, 11, 3, vals[q]);
@@ -1264,16 +1123,15 @@ int cmd_run(int argc, char **argv)
     if (common_meters_check(r->s, meter_option) < 0)
         goto out;
     r->nnode = sampler_select_node(r->s, r->node_idx);
+    splitter_init(&r->split, r->njobs, r->policy);
+    for (size_t i = 0; i < r->s->set.n; i++)
+        splitter_add_channel(&r->split, r->s->set.ch[i].name, r->s->set.ch[i].kind);
     for (size_t k = 0; k < r->nnode; k++)
-        r->in_node[r->node_idx[k]] = true;
-    r->meter_node = r->nnode > 0 && channel_is_meter(&r->s->set.ch[r->node_idx[0]]);
-    if (r->meter_node) {
+        splitter_node(&r->split, (size_t)r->node_idx[k]);
+    if (r->nnode > 0 && channel_is_meter(&r->s->set.ch[r->node_idx[0]])) {
         int parts[CHANNELS_MAX];
         size_t np = sampler_select_metered(r->s, parts);
-        for (size_t k = 0; k < np; k++) {
-            r->in_metered[parts[k]] = true;
-            r->meter_has_gpu |= r->s->set.ch[parts[k]].kind == KIND_GPU;
-        }
+        splitter_meter(&r->split, parts, np);
     }
     for (size_t i = 0; i < r->s->set.n; i++) {
         r->static_w[i] = r->s->set.ch[i].idle_w; /* a model's idle power, else NAN */
@@ -1304,6 +1162,10 @@ int cmd_run(int argc, char **argv)
     r->csv = rundir_writer_open_samples(&r->out, r->s);
     r->attr = rundir_writer_open_journal(&r->out, "attribution.csv",
                                          "timestamp_unix,channel,job,joules\r\n", "rows");
+    const char *names[SPLIT_JOBS_MAX];
+    for (size_t k = 0; k < r->njobs; k++)
+        names[k] = r->jobs[k].spec->name;
+    ledger_init(&r->ledger, r->njobs, names, r->attr ? attr_sink : NULL, r);
     r->events = rundir_writer_open_journal(&r->out, "event_summaries.jsonl", NULL, "lines");
     r->pstree = rundir_writer_open_journal(&r->out, "pstree.log", NULL, "snapshots");
     r->features = rundir_writer_open_journal(
@@ -1338,6 +1200,7 @@ int cmd_run(int argc, char **argv)
         for (size_t k = 0; k < r->njobs; k++)
             r->jobs[k].started = r->jobs[k].exited = r->jobs[k].done = true;
     }
+    splitter_set_static(&r->split, r->static_w, r->static_busy);
     sampler_window_start(r->s);
     r->t_start = r->last_event = r->last_pstree = r->s->t_now;
     for (;;) {
@@ -1401,14 +1264,9 @@ int cmd_run(int argc, char **argv)
     }
     sampler_tick(r->s);
     run_samples(r);
-    for (size_t i = 0; i < r->s->set.n; i++)
-        if (!r->gpu_split[i])
-            r->pend_j[i] += r->s->st[i].tick_energy_j;
-    r->pend_ns += r->s->t_now - r->s->t_prev;
     sampler_refresh_util(r->s);
     node_util_row(r);
-    run_gpu_tick(r, true);
-    split_pending(r, true);
+    split_tick(r, true);
     event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
     pstree_snapshot(r);
     live_frame(r, true);
@@ -1488,7 +1346,7 @@ out:
     if (r->csv)
         samples_csv_close(r->csv);
     journal_close(r->attr);
-    csv_buf_free(&r->attr_buf);
+    ledger_done(&r->ledger);
     journal_close(r->events);
     journal_close(r->pstree);
     journal_close(r->features);

@@ -15,7 +15,9 @@
 
 #include "analysis/carbon.h"
 #include "analysis/gpu_split.h"
+#include "analysis/ledger.h"
 #include "analysis/split.h"
+#include "analysis/splitter.h"
 #include "cli/interrupt.h"
 #include "core/csv.h"
 #include "core/journal.h"
@@ -29,8 +31,8 @@
 #include "workload/pidowner.h"
 #include "workload/proctree.h"
 
-/* The GPUs whose energy is split by process, at most this many. */
-#define RUN_GPUS_MAX 16
+/* The GPUs whose energy is split by process, at most this many (analysis/splitter.h). */
+#define RUN_GPUS_MAX SPLITTER_GPUS_MAX
 
 struct run_gpu;
 
@@ -53,9 +55,7 @@ struct job {
     bool term_sent;
     bool cpu_final; /* its CPU time was read after it ended */
     struct perf_counters perf;
-    double energy_j, by_kind_j[6], g_op, event_j;
-    double last_w;              /* power over the last event period */
-    double gpu_j[RUN_GPUS_MAX]; /* energy of each split GPU given to the job */
+    double last_w; /* power over the last event period */
 };
 
 struct run {
@@ -76,49 +76,27 @@ struct run {
     double static_w[CHANNELS_MAX]; /* per channel, from the baseline or the model */
     double static_busy;            /* CPUs busy on average during the baseline */
     const char *static_source;
-    double pend_j[CHANNELS_MAX]; /* energy not yet split (ticks without fresh CPU times) */
-    int64_t pend_ns;
     int node_idx[CHANNELS_MAX];
     size_t nnode;
-    bool in_node[CHANNELS_MAX];
-    /* With a wall meter as the node: the measured channels it contains, and their attributed
-     * energy since the meter was last split (its split follows these shares). */
-    bool meter_node;
-    bool in_metered[CHANNELS_MAX];
-    double mw_job[SPLIT_JOBS_MAX], mw_idle, mw_other, mw_unattr;
-    bool meter_has_gpu; /* a GPU is inside the meter: its split waits for the GPUs' */
-    bool mw_gpu_seen;   /* a GPU inside the meter was split since the meter last was */
-    double idle_j, other_j, unattr_j, idle_g, other_g, unattr_g;
-    double total_j;
+    struct splitter split; /* the attribution (analysis/splitter.h) */
+    struct ledger ledger;  /* and its accounts: per job, idle, other, the node, the GPUs */
     struct carbon_intensity ci;
     int64_t grace_ns, t_start, last_event, last_pstree;
     int signals;
     struct interruption stop; /* the signal that stopped the run, if one did */
     bool tty;
-    bool live;                        /* the live view on stdout (a terminal): report/live */
-    int live_lines;                   /* the last frame's length */
-    long clk_tck;                     /* proc/stat's clock ticks per second */
-    bool pstree_due;                  /* a workload started: snapshot the trees at the next tick */
-    struct csv_buf attr_buf;          /* the rows of the current split */
-    double sum_dyn_j[CHANNELS_MAX];   /* per channel: energy above the baseline so far */
-    double sum_above, sum_above_next; /* busy CPU-seconds above the baseline's so far */
-    bool gpu_split[CHANNELS_MAX];     /* the channel's energy is split by run_gpu.c */
-    struct run_gpu *gpu;              /* NULL when no GPU is split by process */
-    struct journal *node_util;        /* node_util.csv: the node's CPU time at every tick */
-    uint64_t nu_busy0, nu_total0;     /* node_util.csv: proc/stat ticks at its first row */
+    bool live;                    /* the live view on stdout (a terminal): report/live */
+    int live_lines;               /* the last frame's length */
+    long clk_tck;                 /* proc/stat's clock ticks per second */
+    bool pstree_due;              /* a workload started: snapshot the trees at the next tick */
+    struct run_gpu *gpu;          /* NULL when no GPU is split by process */
+    struct journal *node_util;    /* node_util.csv: the node's CPU time at every tick */
+    uint64_t nu_busy0, nu_total0; /* node_util.csv: proc/stat ticks at its first row */
     bool nu_started;
     /* what the reports must say (cli/caveats.h): the baseline's figures, the warnings */
     double baseline_s, baseline_busy_cpus; /* NAN busy when proc/stat was not read */
-    double bg_other_j;                     /* static power given to "other" for its load */
     json_t *warnings;                      /* strings, for report.json and report.txt */
-    uint64_t attr_rows;                    /* rows in attr_buf */
 };
-
-/* attribution.csv: one row of the current split (kept for one write per split). */
-void run_attr_row(struct run *r, size_t ch, const char *job, double joules);
-void run_attr_flush(struct run *r);
-/* Grams of CO2e per joule at the current tick (intensity × PUE). */
-double run_g_per_j(const struct run *r);
 
 /*
  * The GPU side of a run (run_gpu.c): the channels of NVML's GPUs are split among the workloads
@@ -133,8 +111,8 @@ double run_g_per_j(const struct run *r);
  * is no GPU) or -1 after printing an error. Call once the run directory exists. */
 int run_gpu_setup(struct run *r);
 /* Adds this tick's energy of the GPU channels and splits what is pending when due (always
- * when final). */
-void run_gpu_tick(struct run *r, bool final);
+ * when final), posting the splits to r->ledger at time at. */
+void run_gpu_tick(struct run *r, bool final, const struct ledger_time *at);
 /* report.json: "gpus" at the top level, "gpu_j" in each workload (ws: the workloads array). */
 void run_gpu_report(struct run *r, json_t *rep, json_t *ws);
 /* report.txt: the GPU lines. */
@@ -154,12 +132,6 @@ void run_gpu_done(struct run *r, const char *status);
 int run_nsys_check(const struct experiment *x);
 char **run_nsys_argv(struct run *r, const struct job *j);
 void run_nsys_finish(struct run *r, json_t **rep, bool quiet);
-
-/*
- * A split of a channel that the wall meter contains (r->in_metered): its shares are added to
- * the weights of the meter's next split. No-op without a meter as the node.
- */
-void run_metered_add(struct run *r, size_t ch, const struct split_out *o);
 
 /* Lines of logs/<name>.err shown under a workload that did not end well. */
 #define RUN_OUTCOME_TAIL_LINES 10

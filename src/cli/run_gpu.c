@@ -3,12 +3,12 @@
  *
  * Every NVML GPU's energy is split among the workloads on one rule per tick: the static part
  * (the GPU's baseline power × Δt) by the idle policy, the dynamic rest by the workloads'
- * processes' SM utilization of that device (analysis/gpu_split.h has the fallbacks). NVML
- * names processes by pid; workload/pidowner.h finds whose they are (cgroup, process group,
- * ancestry). The process lists are read at most every RUN_GPU_PERIOD_NS, and the energy of the
- * ticks in between is split on the next read. Every RUN_GPU_UTIL_PERIOD_NS the device and
- * process utilization goes to utilization.csv and the GPUs' power to power/ in srt-slurm's
- * format (export/srt_power.h).
+ * processes' SM utilization of that device (analysis/splitter.h does the split,
+ * analysis/gpu_split.h has the fallbacks). NVML names processes by pid; workload/pidowner.h
+ * finds whose they are (cgroup, process group, ancestry). The process lists are read at most
+ * every RUN_GPU_PERIOD_NS, and the energy of the ticks in between is split on the next read.
+ * Every RUN_GPU_UTIL_PERIOD_NS the device and process utilization goes to utilization.csv and
+ * the GPUs' power to power/ in srt-slurm's format (export/srt_power.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -25,27 +25,17 @@
 #include "export/srt_power.h"
 #include "rundir/rundir.h"
 
+/* GPU d of run_gpu is the splitter's GPU d, its ledger account d. */
 struct gpu_dev {
     size_t ch;          /* the channel in the sampler's set */
     unsigned index;     /* NVML's */
     const char *uuid;   /* "" when unknown */
     struct source *src; /* the nvml source */
     bool owns[SPLIT_JOBS_MAX];
-    double pend_j;
-    int64_t pend_ns;
     double util_j; /* since the last power/ row */
     int64_t util_ns;
-    bool util_valid; /* every reading since the last power/ row was valid */
-    double jobs_j, idle_j, other_j, unattr_j, total_j;
-    double basis_s[GPU_BASIS_N];
-    bool nsys_split; /* split again by Nsight kernels: the SM basis is kernel time */
-    /* the shares read at the start of the pending period (the previous read) */
-    struct gpu_weights prev;
-    bool have_prev;
-    /* a workload started or ended during the pending period: the energy and time before */
-    bool have_tau;
-    double pend_before_j;
-    int64_t pend_before_ns;
+    bool util_valid;  /* every reading since the last power/ row was valid */
+    bool nsys_split;  /* split again by Nsight kernels: the SM basis is kernel time */
     uint64_t invalid; /* readings missing since the run started */
     int nprocs;       /* the last process list (-errno when it could not be read) */
     struct nvml_proc procs[NVML_PROCS_MAX];
@@ -184,7 +174,7 @@ int run_gpu_setup(struct run *r)
             continue;
         struct source *src = source_of(s, i);
         const char *uuid = nvml_device_uuid(src, (unsigned)c->socket);
-        if (!uuid)
+        if (!uuid || splitter_add_gpu(&r->split, i) < 0)
             continue;
         struct gpu_dev *d = &g->dev[g->n++];
         d->ch = i;
@@ -192,13 +182,13 @@ int run_gpu_setup(struct run *r)
         d->uuid = uuid;
         d->src = src;
         d->util_valid = true;
-        r->gpu_split[i] = true;
     }
     /* the GPUs' other power readings (components) are only compared, never split */
     for (size_t i = 0; i < s->set.n; i++) {
         int par = s->set.ch[i].parent;
-        if (s->set.ch[i].domain == DOMAIN_COMPONENT && par >= 0 && r->gpu_split[par])
-            r->gpu_split[i] = true;
+        if (s->set.ch[i].domain == DOMAIN_COMPONENT && par >= 0 &&
+            r->split.ch[par].rule == SPLITTER_GPU)
+            splitter_skip(&r->split, i);
     }
     if (n > g->n)
         cli_error("%zu GPUs: the energy of the first %d is split among the workloads, the rest "
@@ -237,17 +227,10 @@ static void read_processes(struct run *r, struct run_gpu *g)
     }
 }
 
-static void split_device(struct run *r, struct run_gpu *g, struct gpu_dev *v, double g_per_j)
+/* Splits GPU d's pending energy by the processes just read. */
+static void split_device(struct run *r, struct run_gpu *g, size_t d, const struct ledger_time *at)
 {
-    double dt = (double)v->pend_ns / 1e9;
-    double de = v->pend_j;
-    /* the period's two parts: before and after a workload started or ended in it (its halves
-     * when none did) */
-    double e0 = v->have_tau ? v->pend_before_j : de / 2, e1 = de - e0;
-    double d0 = v->have_tau ? (double)v->pend_before_ns / 1e9 : dt / 2, d1 = dt - d0;
-    v->pend_j = 0;
-    v->pend_ns = 0;
-    v->have_tau = false;
+    struct gpu_dev *v = &g->dev[d];
     struct gpu_proc gp[NVML_PROCS_MAX];
     size_t np = v->nprocs > 0 ? (size_t)v->nprocs : 0;
     for (size_t p = 0; p < np; p++)
@@ -255,63 +238,7 @@ static void split_device(struct run *r, struct run_gpu *g, struct gpu_dev *v, do
     bool alive[SPLIT_JOBS_MAX] = {0};
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
         alive[k] = r->jobs[k].started && !r->jobs[k].done;
-    struct gpu_weights w;
-    gpu_weights(gp, np, r->njobs, v->owns, alive, &w);
-    /* the period's shares from the lists read at its two ends (gpu_split.h) */
-    double sw = isfinite(r->static_w[v->ch]) ? r->static_w[v->ch] : 0.0;
-    struct gpu_shares sh;
-    gpu_period_shares(v->have_prev ? &v->prev : NULL, &w, r->njobs, e0 - sw * d0, e1 - sw * d1, d0,
-                      d1, &sh);
-    v->prev = w;
-    v->have_prev = true;
-    enum gpu_basis basis = sh.basis;
-    v->basis_s[basis] += dt;
-    if (de == 0.0)
-        return;
-    double st = isfinite(r->static_w[v->ch]) ? r->static_w[v->ch] * dt : 0.0;
-    struct split_in in = {
-        .de_j = de,
-        .static_j = st,
-        .njobs = r->njobs,
-        .job_busy = sh.f,
-        .running = sh.present,
-        .node_busy = sh.node, /* the rest of the shares: processes outside */
-        .policy = r->policy,
-    };
-    struct split_out o;
-    split_energy(&in, &o);
-    run_metered_add(r, v->ch, &o);
-    const struct channel *c = &r->s->set.ch[v->ch];
-    bool node = r->in_node[v->ch];
-    size_t d = (size_t)(v - g->dev);
-    for (size_t k = 0; k < r->njobs; k++) {
-        run_attr_row(r, v->ch, r->jobs[k].spec->name, o.job_j[k]);
-        v->jobs_j += o.job_j[k];
-        struct job *j = &r->jobs[k];
-        j->gpu_j[d] += o.job_j[k];
-        if (node) {
-            j->energy_j += o.job_j[k];
-            j->event_j += o.job_j[k];
-            j->by_kind_j[c->kind] += o.job_j[k];
-            j->g_op += o.job_j[k] * g_per_j;
-        }
-    }
-    run_attr_row(r, v->ch, "idle", o.idle_j);
-    run_attr_row(r, v->ch, "other", o.other_j);
-    run_attr_row(r, v->ch, "unattributed", o.unattributed_j);
-    v->idle_j += o.idle_j;
-    v->other_j += o.other_j;
-    v->unattr_j += o.unattributed_j;
-    v->total_j += de;
-    if (node) {
-        r->idle_j += o.idle_j;
-        r->other_j += o.other_j;
-        r->unattr_j += o.unattributed_j;
-        r->idle_g += o.idle_j * g_per_j;
-        r->other_g += o.other_j * g_per_j;
-        r->unattr_g += o.unattributed_j * g_per_j;
-        r->total_j += de;
-    }
+    splitter_gpu_split(&r->split, &r->ledger, d, gp, np, v->owns, alive, at);
 }
 
 static void num_cell(struct csv_buf *b, double v, bool ok)
@@ -390,7 +317,7 @@ static void write_utilization(struct run *r, struct run_gpu *g)
     }
 }
 
-void run_gpu_tick(struct run *r, bool final)
+void run_gpu_tick(struct run *r, bool final, const struct ledger_time *at)
 {
     struct run_gpu *g = r->gpu;
     if (!g)
@@ -411,14 +338,7 @@ void run_gpu_tick(struct run *r, bool final)
     for (size_t d = 0; d < g->n; d++) {
         struct gpu_dev *v = &g->dev[d];
         const struct chan_state *st = &s->st[v->ch];
-        if (tau && !v->have_tau && dt > 0) {
-            double frac = (double)(tau - s->t_prev) / (double)dt;
-            v->have_tau = true;
-            v->pend_before_j = v->pend_j + st->tick_energy_j * frac;
-            v->pend_before_ns = v->pend_ns + (tau - s->t_prev);
-        }
-        v->pend_j += st->tick_energy_j;
-        v->pend_ns += dt;
+        splitter_gpu_tick(&r->split, d, st->tick_energy_j, dt, tau ? tau - s->t_prev : 0);
         v->util_j += st->tick_energy_j;
         v->util_ns += dt;
         if (!st->tick_valid) {
@@ -442,10 +362,9 @@ void run_gpu_tick(struct run *r, bool final)
     g->period_ns = want < RUN_GPU_PERIOD_NS       ? RUN_GPU_PERIOD_NS
                    : want > RUN_GPU_PERIOD_MAX_NS ? RUN_GPU_PERIOD_MAX_NS
                                                   : (int64_t)want;
-    double g_per_j = run_g_per_j(r);
     for (size_t d = 0; d < g->n; d++)
-        split_device(r, g, &g->dev[d], g_per_j);
-    run_attr_flush(r);
+        split_device(r, g, d, at);
+    ledger_flush(&r->ledger);
     if (final || !g->last_util || s->t_now - g->last_util >= RUN_GPU_UTIL_PERIOD_NS) {
         g->last_util = s->t_now;
         write_utilization(r, g);
@@ -469,7 +388,8 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
             ll -= ul + 1;
         json_object_set_new(o, "name", json_stringn(c->label, ll));
         json_object_set_new(o, "form", json_string(c->form == FORM_COUNTER ? "counter" : "gauge"));
-        json_object_set_new(o, "energy_j", json_real(v->total_j));
+        const struct ledger_gpu *a = &r->ledger.gpu[d];
+        json_object_set_new(o, "energy_j", json_real(a->total_j));
         json_object_set_new(o, "covered_s", json_real(sampler_window_covered_s(r->s, v->ch)));
         json_object_set_new(o, "invalid_samples", json_integer((json_int_t)v->invalid));
         jsonutil_set_num(o, "drift_pct", sampler_window_drift_pct(r->s, v->ch));
@@ -489,13 +409,13 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
         }
         json_object_set_new(o, "gauge_drift_pct", gs);
         jsonutil_set_num(o, "static_power_w", r->static_w[v->ch]);
-        json_object_set_new(o, "jobs_j", json_real(v->jobs_j));
-        json_object_set_new(o, "idle_j", json_real(v->idle_j));
-        json_object_set_new(o, "other_j", json_real(v->other_j));
-        json_object_set_new(o, "unattributed_j", json_real(v->unattr_j));
+        json_object_set_new(o, "jobs_j", json_real(a->jobs_j));
+        json_object_set_new(o, "idle_j", json_real(a->idle_j));
+        json_object_set_new(o, "other_j", json_real(a->other_j));
+        json_object_set_new(o, "unattributed_j", json_real(a->unattr_j));
         json_t *b = json_object();
         for (int k = 0; k < GPU_BASIS_N; k++)
-            json_object_set_new(b, gpu_basis_name((enum gpu_basis)k), json_real(v->basis_s[k]));
+            json_object_set_new(b, gpu_basis_name((enum gpu_basis)k), json_real(a->basis_s[k]));
         json_object_set_new(o, "basis_s", b);
         json_t *own = json_array();
         for (size_t k = 0; k < r->njobs; k++)
@@ -516,7 +436,8 @@ void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
     for (size_t k = 0; k < r->njobs && k < json_array_size(ws); k++) {
         json_t *m = json_object();
         for (size_t d = 0; g && d < g->n; d++)
-            json_object_set_new(m, r->s->set.ch[g->dev[d].ch].name, json_real(r->jobs[k].gpu_j[d]));
+            json_object_set_new(m, r->s->set.ch[g->dev[d].ch].name,
+                                json_real(r->ledger.job[k].gpu_j[d]));
         json_object_set_new(json_array_get(ws, k), "gpu_j", m);
     }
 }
@@ -533,6 +454,7 @@ void run_gpu_text(struct run *r, FILE *f)
             "idle J", "other J", "unattr. J", "drift %", "split by (seconds)");
     for (size_t d = 0; d < g->n; d++) {
         struct gpu_dev *v = &g->dev[d];
+        const struct ledger_gpu *a = &r->ledger.gpu[d];
         double drift = sampler_window_drift_pct(r->s, v->ch);
         char dr[24] = "-";
         if (isfinite(drift))
@@ -540,19 +462,19 @@ void run_gpu_text(struct run *r, FILE *f)
         char basis[160] = "";
         size_t bl = 0;
         for (int k = 0; k < GPU_BASIS_N; k++)
-            if (v->basis_s[k] >= 0.05)
+            if (a->basis_s[k] >= 0.05)
                 bl += (size_t)snprintf(basis + bl, sizeof basis - bl, "%s%s %.1fs", bl ? ", " : "",
                                        k == GPU_BASIS_SM && v->nsys_split
                                            ? "kernels"
                                            : gpu_basis_name((enum gpu_basis)k),
-                                       v->basis_s[k]);
+                                       a->basis_s[k]);
         fprintf(f, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f %9s  %s%s\n", r->s->set.ch[v->ch].name,
-                Z3(v->total_j), Z3(v->jobs_j), Z3(v->idle_j), Z3(v->other_j), Z3(v->unattr_j), dr,
+                Z3(a->total_j), Z3(a->jobs_j), Z3(a->idle_j), Z3(a->other_j), Z3(a->unattr_j), dr,
                 basis, v->invalid ? " (readings missing)" : "");
         for (size_t k = 0; k < r->njobs; k++)
-            if (r->jobs[k].gpu_j[d] != 0)
+            if (r->ledger.job[k].gpu_j[d] != 0)
                 fprintf(f, "%-14s   %-20s %11.3f J\n", "", r->jobs[k].spec->name,
-                        Z3(r->jobs[k].gpu_j[d]));
+                        Z3(r->ledger.job[k].gpu_j[d]));
     }
     fprintf(f, "drift: NVML's power gauge integrated over the run against its energy counter\n");
 }
@@ -637,37 +559,40 @@ char **run_nsys_argv(struct run *r, const struct job *j)
     return v;
 }
 
-static double jnum(json_t *o, const char *key)
+/* A number of report.json (jsonutil_get_num), 0 when absent or not a number. */
+static double num0(const json_t *o, const char *key)
 {
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : 0.0;
+    double v = jsonutil_get_num(o, key);
+    return isnan(v) ? 0.0 : v;
 }
 
 /* The run's totals (for report.txt) from a report.json split again by nsys. */
 static void run_nsys_refresh(struct run *r, json_t *rep)
 {
-    r->idle_j = jnum(json_object_get(rep, "idle"), "energy_j");
-    r->other_j = jnum(json_object_get(rep, "other"), "energy_j");
-    r->unattr_j = jnum(json_object_get(rep, "unattributed"), "energy_j");
+    struct ledger *l = &r->ledger;
+    l->idle_j = num0(json_object_get(rep, "idle"), "energy_j");
+    l->other_j = num0(json_object_get(rep, "other"), "energy_j");
+    l->unattr_j = num0(json_object_get(rep, "unattributed"), "energy_j");
     struct run_gpu *g = r->gpu;
     json_t *gpus = json_object_get(rep, "gpus"), *ws = json_object_get(rep, "workloads");
     for (size_t d = 0; g && d < g->n && d < json_array_size(gpus); d++) {
         struct gpu_dev *v = &g->dev[d];
+        struct ledger_gpu *a = &l->gpu[d];
         json_t *o = json_array_get(gpus, d);
-        v->jobs_j = jnum(o, "jobs_j");
-        v->idle_j = jnum(o, "idle_j");
-        v->other_j = jnum(o, "other_j");
-        v->unattr_j = jnum(o, "unattributed_j");
+        a->jobs_j = num0(o, "jobs_j");
+        a->idle_j = num0(o, "idle_j");
+        a->other_j = num0(o, "other_j");
+        a->unattr_j = num0(o, "unattributed_j");
         json_t *b = json_object_get(o, "nsys_basis_s");
         /* report.txt's "split by": the kernels' seconds in the SM slot, named "kernels" */
         v->nsys_split = true;
-        v->basis_s[GPU_BASIS_SM] = jnum(b, "kernels");
-        v->basis_s[GPU_BASIS_CONTEXT] = jnum(b, "context");
-        v->basis_s[GPU_BASIS_ALLOCATION] = jnum(b, "allocation");
-        v->basis_s[GPU_BASIS_NONE] = jnum(b, "none");
+        a->basis_s[GPU_BASIS_SM] = num0(b, "kernels");
+        a->basis_s[GPU_BASIS_CONTEXT] = num0(b, "context");
+        a->basis_s[GPU_BASIS_ALLOCATION] = num0(b, "allocation");
+        a->basis_s[GPU_BASIS_NONE] = num0(b, "none");
         for (size_t k = 0; k < r->njobs; k++)
-            r->jobs[k].gpu_j[d] =
-                jnum(json_object_get(json_array_get(ws, k), "gpu_j"), r->s->set.ch[v->ch].name);
+            l->job[k].gpu_j[d] =
+                num0(json_object_get(json_array_get(ws, k), "gpu_j"), r->s->set.ch[v->ch].name);
     }
 }
 

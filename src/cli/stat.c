@@ -20,8 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "analysis/attribution.h"
 #include "analysis/carbon.h"
+#include "analysis/ledger.h"
+#include "analysis/splitter.h"
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "cli/interrupt.h"
@@ -74,7 +75,19 @@ struct stat_run {
     bool have_tree;
     bool scan_due; /* look for new members of the tree at the next update */
     uint64_t tree_prev_ns;
-    struct cpu_attrib attrib;
+    /*
+     * The command's CPU-side energy (analysis/splitter.h), one job: its tree, the CPU channels
+     * one channel. CPU times count in 10 ms clock ticks, so ticks are grouped into epochs of
+     * at least ATTRIB_EPOCH_MIN_NS, split with busy times in ns. all: every joule by the tree's
+     * share of the node's busy time (no static part); dyn, when the static power is known: the
+     * energy above it by the tree's share of the busy time the static power does not already
+     * pay for (a baseline's background load taken out of the node's, none given to "other").
+     */
+    struct splitter all, dyn;
+    struct ledger all_l, dyn_l;
+    bool have_static;
+    uint64_t ep_busy_ns, ep_tree_ns; /* the open epoch's CPU times */
+    uint64_t tree_ns, busy_ns;       /* the split epochs' */
     int cpu_idx[CHANNELS_MAX];
     size_t ncpu_idx;
     double static_w;           /* CPU-side static power, NAN when unknown */
@@ -206,6 +219,64 @@ static double cpu_tick_j(const struct stat_run *r)
     return j;
 }
 
+/* The command's attribution from the static power known when it starts. */
+static void attrib_init(struct stat_run *r, int64_t epoch_ns)
+{
+    static const char *const job[] = {"command"};
+    r->have_static = r->static_w >= 0; /* NAN: unknown */
+    double none = NAN, sw = r->static_w;
+    struct splitter *sp[] = {&r->all, &r->dyn};
+    for (size_t k = 0; k < 2; k++) {
+        splitter_init(sp[k], 1, SPLIT_IDLE);
+        splitter_add_channel(sp[k], "cpu", KIND_CPU);
+        splitter_node(sp[k], 0);
+        sp[k]->background = false;
+        sp[k]->busy_unit_ns = 1;
+        sp[k]->epoch_ns = epoch_ns;
+    }
+    splitter_set_static(&r->all, &none, 0);
+    splitter_set_static(&r->dyn, &sw, r->have_static && r->static_busy > 0 ? r->static_busy : 0);
+    ledger_init(&r->all_l, 1, job, NULL, NULL);
+    ledger_init(&r->dyn_l, 1, job, NULL, NULL);
+}
+
+/* Adds one tick (CPU-side energy de_j over dt_ns, the node's busy and the tree's CPU time
+ * deltas in ns) and splits the epoch when it is over (always when final). */
+static void attrib_tick(struct stat_run *r, double de_j, int64_t dt_ns, uint64_t busy_ns,
+                        uint64_t tree_ns, bool final)
+{
+    splitter_tick(&r->all, &de_j, dt_ns);
+    if (r->have_static)
+        splitter_tick(&r->dyn, &de_j, dt_ns);
+    r->ep_busy_ns += busy_ns;
+    r->ep_tree_ns += tree_ns;
+    if (!splitter_due(&r->all, false, final))
+        return;
+    /* the node's busy time counts in clock ticks while the tree's reaped time is exact: a
+     * busy time below the tree's own is taken as the tree's */
+    if (r->ep_busy_ns < r->ep_tree_ns)
+        r->ep_busy_ns = r->ep_tree_ns;
+    double tree = (double)r->ep_tree_ns;
+    bool running = true;
+    struct splitter_busy b = {.job = &tree, .running = &running, .node = (double)r->ep_busy_ns};
+    struct ledger_time at = {.ts = "", .g_per_j = 0};
+    splitter_split(&r->all, &r->all_l, &b, final, &at);
+    if (r->have_static)
+        splitter_split(&r->dyn, &r->dyn_l, &b, final, &at);
+    r->tree_ns += r->ep_tree_ns;
+    r->busy_ns += r->ep_busy_ns;
+    r->ep_busy_ns = r->ep_tree_ns = 0;
+}
+
+/* The tree's share of the node's busy time over the epochs split. */
+static double attrib_share(const struct stat_run *r)
+{
+    if (r->busy_ns == 0)
+        return r->tree_ns > 0 ? 1.0 : 0.0;
+    double s = (double)r->tree_ns / (double)r->busy_ns;
+    return s > 1.0 ? 1.0 : s;
+}
+
 static void write_samples(struct stat_run *r)
 {
     if (!r->csv)
@@ -239,7 +310,7 @@ static void run_tick(struct stat_run *r, bool final)
         if (r->s->have_util)
             busy_d = r->s->util.busy_ticks_delta * (uint64_t)(NS_PER_S / r->tree.clk_tck);
     }
-    cpu_attrib_add(&r->attrib, cpu_tick_j(r), r->s->t_now - r->s->t_prev, busy_d, tree_d);
+    attrib_tick(r, cpu_tick_j(r), r->s->t_now - r->s->t_prev, busy_d, tree_d, final);
 }
 
 static void reap(struct stat_run *r)
@@ -497,14 +568,15 @@ static json_t *summary_json(struct stat_run *r)
     for (size_t k = 0; k < r->ncpu_idx; k++)
         cpu_known = cpu_known || sampler_window_covered_s(s, (size_t)r->cpu_idx[k]) > 0;
     bool attr = r->have_tree && cpu_known;
-    jsonutil_set_num(cmd, "cpu_energy_j", attr ? r->attrib.energy_j : NAN);
-    jsonutil_set_num(cmd, "cpu_share", attr ? cpu_attrib_share(&r->attrib) : NAN);
-    jsonutil_set_num(cmd, "cpu_time_s", r->have_tree ? (double)r->attrib.tree_ns / 1e9 : NAN);
+    double cpu_j = r->all_l.job[0].energy_j;
+    jsonutil_set_num(cmd, "cpu_energy_j", attr ? cpu_j : NAN);
+    jsonutil_set_num(cmd, "cpu_share", attr ? attrib_share(r) : NAN);
+    jsonutil_set_num(cmd, "cpu_time_s", r->have_tree ? (double)r->tree_ns / 1e9 : NAN);
     jsonutil_set_num(cmd, "node_busy_time_s",
-                     r->have_tree && s->have_util ? (double)r->attrib.busy_ns / 1e9 : NAN);
-    jsonutil_set_num(cmd, "node_cpu_energy_j", attr ? r->attrib.node_j : NAN);
+                     r->have_tree && s->have_util ? (double)r->busy_ns / 1e9 : NAN);
+    jsonutil_set_num(cmd, "node_cpu_energy_j", attr ? r->all_l.total_j : NAN);
     jsonutil_set_num(cmd, "dynamic_cpu_energy_j",
-                     attr && r->attrib.have_static ? r->attrib.dynamic_j : NAN);
+                     attr && r->have_static ? r->dyn_l.job[0].energy_j : NAN);
     jsonutil_set_num(cmd, "static_power_w", r->static_w);
     jsonutil_set_num(cmd, "static_busy_cpus", r->static_source ? r->static_busy : NAN);
     json_object_set_new(cmd, "static_source",
@@ -513,8 +585,7 @@ static json_t *summary_json(struct stat_run *r)
     json_t *carbon = json_object();
     jsonutil_set_num(carbon, "g_co2e", carbon_operational_g(node_j, r->o->pue, r->ci.g_per_kwh));
     jsonutil_set_num(carbon, "command_cpu_g_co2e",
-                     attr ? carbon_operational_g(r->attrib.energy_j, r->o->pue, r->ci.g_per_kwh)
-                          : NAN);
+                     attr ? carbon_operational_g(cpu_j, r->o->pue, r->ci.g_per_kwh) : NAN);
     jsonutil_set_num(carbon, "g_per_kwh", r->ci.g_per_kwh);
     jsonutil_set_num(carbon, "pue", r->o->pue);
     json_object_set_new(carbon, "region",
@@ -795,9 +866,8 @@ int cmd_stat(int argc, char **argv)
         goto out;
     }
     supervisor_watch(&sup, r.pid);
-    cpu_attrib_init(&r.attrib,
-                    r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS,
-                    isnan(r.static_w) ? -1.0 : r.static_w, r.static_busy);
+    attrib_init(&r,
+                r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS);
     if (proctree_init(&r.tree, r.pid, "/proc", PROCTREE_SCAN_NS) == 0) {
         r.have_tree = true;
         r.tree.adopter = getpid();
@@ -841,8 +911,6 @@ int cmd_stat(int argc, char **argv)
     launcher_reclaim_tty();
     /* a last tick so that the energy covers the command to its end */
     run_tick(&r, true);
-    if (r.have_tree)
-        cpu_attrib_finish(&r.attrib);
     status = r.exit_status;
     json_t *j = summary_json(&r);
     if (o.c.verbose >= 0 && o.c.json) /* stdout is the command's: the JSON goes to stderr too */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/ledger.h"
 #include "analysis/split.h"
 #include "core/array.h"
 #include "core/csv.h"
@@ -17,6 +18,11 @@
 #include "core/fmt.h"
 #include "core/jsonutil.h"
 #include "rundir/rundir.h"
+
+/* every GPU of a report has a ledger account */
+_Static_assert(NSYS_GPUS_MAX <= LEDGER_GPUS_MAX, "a GPU without a ledger account");
+/* the bases are gpu_split's, the SM one measured by kernels */
+_Static_assert(NSYS_BASIS_N == GPU_BASIS_N, "nsys bases are not gpu_split's");
 
 static const char *const basis_names[NSYS_BASIS_N] = {"kernels", "context", "allocation", "none"};
 
@@ -435,10 +441,12 @@ static void add_num(json_t *o, const char *key, double d)
     json_object_set_new(o, key, json_real((isfinite(v) ? v : 0.0) + d));
 }
 
-/* The redone split of one GPU over its periods; fills the periods' out and g's totals. */
+/* The redone split of GPU gi (NVML index) over its periods; fills the periods' out and the
+ * seconds of each basis in l's account gi. */
 static void split_gpu(const struct nsys_run_info *ri, json_t *gj, const struct brow *b, size_t nb,
                       struct period *per, size_t np, const double *start, const double *end,
-                      enum split_policy policy, struct nsys_reattr_gpu *g, double *busy_total)
+                      enum split_policy policy, struct ledger *l, size_t gi, int index,
+                      double *busy_total)
 {
     size_t nj = ri->njobs < SPLIT_JOBS_MAX ? ri->njobs : SPLIT_JOBS_MAX;
     double sw = jsonutil_get_num(gj, "static_power_w");
@@ -455,7 +463,7 @@ static void split_gpu(const struct nsys_run_info *ri, json_t *gj, const struct b
             owns[k] = true;
     }
     for (size_t x = 0; x < nb; x++)
-        if (b[x].gpu == g->index && b[x].job >= 0 && (size_t)b[x].job < nj && b[x].busy_s > 0)
+        if (b[x].gpu == index && b[x].job >= 0 && (size_t)b[x].job < nj && b[x].busy_s > 0)
             had[b[x].job] = true;
     size_t lo = 0;
     for (size_t p = 0; p < np; p++) {
@@ -465,7 +473,7 @@ static void split_gpu(const struct nsys_run_info *ri, json_t *gj, const struct b
             lo++;
         /* rows are sorted by start; a row's interval is at most a few ticks long */
         for (size_t x = lo; x < nb && b[x].t0 < q->t1; x++) {
-            if (b[x].gpu != g->index || b[x].t1 <= q->t0)
+            if (b[x].gpu != index || b[x].t1 <= q->t0)
                 continue;
             int64_t a = b[x].t0 > q->t0 ? b[x].t0 : q->t0, z = b[x].t1 < q->t1 ? b[x].t1 : q->t1;
             double part = b[x].busy_s * (double)(z - a) / (double)(b[x].t1 - b[x].t0);
@@ -515,29 +523,43 @@ static void split_gpu(const struct nsys_run_info *ri, json_t *gj, const struct b
         };
         struct split_out o;
         split_energy(&in, &o);
-        for (size_t k = 0; k < nj; k++) {
+        for (size_t k = 0; k < nj; k++)
             q->out[k] = o.job_j[k];
-            g->jobs_j += o.job_j[k];
-        }
         q->out[ri->njobs] = o.idle_j;
         q->out[ri->njobs + 1] = o.other_j;
         q->out[ri->njobs + 2] = o.unattributed_j;
-        g->idle_j += o.idle_j;
-        g->other_j += o.other_j;
-        g->unattributed_j += o.unattributed_j;
-        g->energy_j += q->de;
-        g->basis_s[basis] += dt > 0 ? dt : 0;
+        ledger_basis(l, gi, (enum gpu_basis)basis, dt > 0 ? dt : 0);
     }
 }
 
-static int emit_row(struct csv_buf *b, const char *ts, const char *ch, const char *job,
-                    const char *joules)
+/* Posts period q of GPU gi (its rows stamped ts, channel ch) to the ledger: its rows of
+ * attribution.csv and the GPU's account. */
+static int post_period(struct ledger *l, const struct nsys_run_info *ri, const struct period *q,
+                       size_t gi, const char *ts, const char *ch)
 {
-    if (csv_buf_raw(b, ts, strlen(ts)) < 0 || csv_buf_field(b, ch, 0) < 0 ||
-        csv_buf_field(b, job, 0) < 0 || csv_buf_raw(b, ",", 1) < 0 ||
-        csv_buf_raw(b, joules, strlen(joules)) < 0 || csv_buf_end_row(b) < 0)
-        return -ENOMEM;
-    return 0;
+    struct split_out o = {0};
+    for (size_t k = 0; k < l->njobs; k++)
+        o.job_j[k] = q->out[k];
+    o.idle_j = q->out[ri->njobs];
+    o.other_j = q->out[ri->njobs + 1];
+    o.unattributed_j = q->out[ri->njobs + 2];
+    struct ledger_post p = {
+        .channel = ch,
+        .kind = KIND_GPU,
+        .node = false, /* the node's totals follow report.json's (below) */
+        .gpu = (int)gi,
+        .njobs = l->njobs,
+        .de_j = q->de,
+    };
+    struct ledger_time at = {.ts = ts, .g_per_j = 0};
+    return ledger_post(l, &p, &o, &at);
+}
+
+/* attribution.csv, written whole by the ledger's flush. */
+static int write_attr(void *ctx, const char *rows, size_t len, uint64_t nrows)
+{
+    (void)nrows;
+    return file_replace(ctx, rows, len);
 }
 
 int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct carma_err *e)
@@ -554,7 +576,8 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
     struct brow *b = NULL;
     struct period *per = NULL;
     double *outs = NULL, *start = NULL, *end = NULL;
-    struct csv_buf buf = {0};
+    struct ledger *l = NULL;
+    char apath[4200];
     size_t *gfirst = NULL, *gcount = NULL;
 
     rep = load_json(run_dir, "report.json", e);
@@ -607,10 +630,13 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
     end = calloc(ri.njobs + 1, sizeof *end);
     gfirst = calloc(ng, sizeof *gfirst);
     gcount = calloc(ng, sizeof *gcount);
-    if (!start || !end || !gfirst || !gcount) {
+    l = malloc(sizeof *l);
+    if (!start || !end || !gfirst || !gcount || !l) {
         r = carma_err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
+    snprintf(apath, sizeof apath, "%s/attribution.csv", run_dir);
+    ledger_init(l, ri.njobs, (const char *const *)ri.job, write_attr, apath);
     json_t *wsj = json_object_get(wl, "workloads");
     for (size_t k = 0; k < ri.njobs; k++) {
         start[k] = jsonutil_num(json_object_get(json_array_get(wsj, k), "start_unix"));
@@ -690,32 +716,29 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
                      : "");
         json_t *ix = json_object_get(gj, "index");
         rg->index = json_is_integer(ix) ? (int)json_integer_value(ix) : -1;
-        split_gpu(&ri, gj, b, nb, &per[gfirst[g]], gcount[g], start, end, policy, rg,
+        split_gpu(&ri, gj, b, nb, &per[gfirst[g]], gcount[g], start, end, policy, l, g, rg->index,
                   &busy_total[g * (ri.njobs + 1)]);
         out->periods += gcount[g];
     }
 
-    /* attribution.csv: the GPU rows anew, every other row as it was */
-    r = csv_buf_raw(&buf, "timestamp_unix,channel,job,joules\r\n", 35);
+    /* attribution.csv: the GPU rows anew (posted to the ledger), every other row as it was */
+    r = csv_buf_raw(&l->csv, "timestamp_unix,channel,job,joules\r\n", 35);
     for (size_t i = 0; i < na && r == 0; i++) {
-        if (a[i].gpu < 0) {
-            r = emit_row(&buf, a[i].ts, a[i].channel, a[i].job, a[i].joules);
-            continue;
-        }
-        if (!a[i].first)
-            continue;
-        const struct period *q = &per[gfirst[a[i].gpu] + (size_t)a[i].period];
-        for (size_t k = 0; k < width && r == 0; k++) {
-            if (q->out[k] == 0.0)
-                continue;
-            char jt[40];
-            fmt_fixed6(jt, q->out[k]);
-            const char *who = k < ri.njobs        ? ri.job[k]
-                              : k == ri.njobs     ? "idle"
-                              : k == ri.njobs + 1 ? "other"
-                                                  : "unattributed";
-            r = emit_row(&buf, a[i].ts, a[i].channel, who, jt);
-        }
+        if (a[i].gpu < 0)
+            r = ledger_row(l, a[i].ts, a[i].channel, a[i].job, a[i].joules);
+        else if (a[i].first)
+            r = post_period(l, &ri, &per[gfirst[a[i].gpu] + (size_t)a[i].period], (size_t)a[i].gpu,
+                            a[i].ts, a[i].channel);
+    }
+    for (size_t g = 0; g < ng; g++) {
+        const struct ledger_gpu *lg = &l->gpu[g];
+        struct nsys_reattr_gpu *rg = &out->gpu[g];
+        rg->energy_j = lg->total_j;
+        rg->jobs_j = lg->jobs_j;
+        rg->idle_j = lg->idle_j;
+        rg->other_j = lg->other_j;
+        rg->unattributed_j = lg->unattr_j;
+        memcpy(rg->basis_s, lg->basis_s, sizeof rg->basis_s);
     }
     if (r < 0) {
         free(busy_total);
@@ -733,9 +756,7 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
         struct nsys_reattr_gpu *rg = &out->gpu[g];
         bool node = is_node_channel(rep, rg->channel);
         for (size_t k = 0; k < ri.njobs; k++) {
-            double nj = 0;
-            for (size_t p = 0; p < gcount[g]; p++)
-                nj += per[gfirst[g] + p].out[k];
+            double nj = k < l->njobs ? l->job[k].gpu_j[g] : 0.0;
             json_t *w = json_array_get(rws, k);
             json_t *gm = json_object_get(w, "gpu_j");
             if (!json_is_object(gm)) {
@@ -788,13 +809,11 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
         json_object_set_new(att, "gpu", json_string("nsys"));
 
     /* the files: attribution_nvml.csv kept once, then attribution.csv and report.json */
-    char apath[4200];
-    snprintf(apath, sizeof apath, "%s/attribution.csv", run_dir);
     if (!have_nvml && rename(apath, path) < 0) {
         r = carma_err_set(e, -errno, "cannot rename %s to %s: %s", apath, path, strerror(errno));
         goto out;
     }
-    if ((r = file_replace(apath, buf.data, buf.len)) < 0) {
+    if ((r = ledger_flush(l)) < 0) {
         carma_err_set(e, r, "%s: cannot write: %s (the NVML split is in %s)", apath, strerror(-r),
                       path);
         goto out;
@@ -813,7 +832,9 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
         carma_err_set(e, r, "%s: cannot write: %s (attribution.csv was rewritten)", apath,
                       strerror(-r));
 out:
-    csv_buf_free(&buf);
+    if (l)
+        ledger_done(l);
+    free(l);
     free(gfirst);
     free(gcount);
     free(per);
