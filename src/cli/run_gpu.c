@@ -22,7 +22,7 @@
 #include "core/fmt.h"
 #include "core/jsonutil.h"
 #include "core/timeutil.h"
-#include "export/srt_power.h"
+#include "srt/power.h"
 
 struct gpu_dev {
     size_t ch;          /* the channel in the sampler's set */

@@ -18,7 +18,7 @@
 
 #include "collect/promparse.h"
 #include "core/timeutil.h"
-#include "export/srt_cpu.h"
+#include "srt/cpu.h"
 
 #define MAX_TIMEOUT_NS     (5 * NS_PER_S)
 #define BACKOFF_MAX_NS     (30 * NS_PER_S)

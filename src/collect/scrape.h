@@ -1,7 +1,7 @@
 /*
  * collect/scrape: the collector's scrape engine (libcurl). Scrapes the /metrics of many
  * exporters on one clock and writes what they serve through collect/collector (samples.csv,
- * nodes.csv) and, with srt_cpu, export/srt_cpu (power/cpu/).
+ * nodes.csv) and, with srt_cpu, srt/cpu (power/cpu/).
  *
  * The clock: cycle k starts at start + k x interval on CLOCK_MONOTONIC (absolute, so nothing
  * drifts); a cycle that could not start within its slot is counted as missed, and its

@@ -1,6 +1,6 @@
 /*
- * srtlog: an srt-slurm log directory read as srt-slurm's power_energy_report reads it before it
- * integrates (see srtlog.h; formats doc srt-slurm.md §6.2-§6.4). The sections below follow the
+ * srt/log: an srt-slurm log directory read as srt-slurm's power_energy_report reads it before it
+ * integrates (see log.h; formats doc srt-slurm.md §6.2-§6.4). The sections below follow the
  * report's own order: paths and the directory walk, benchmark.out, windows and tokens, the
  * CSV stream, the series containers, the CPU leg, the GPU leg, the public entry points.
  *
@@ -10,7 +10,7 @@
  * characters), dict semantics of node series (a repeated timestamp overwrites or adds in file
  * order, starting from 0.0), stable sorts.
  */
-#include "report/srtlog.h"
+#include "srt/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -125,7 +125,7 @@ static int power_range(const char *path, size_t line, const char *col, double w,
                          line, col, w, SRT_POWER_MAX_W);
 }
 
-static int add_warning(struct srtlog *log, char *msg)
+static int add_warning(struct srt_log *log, char *msg)
 {
     if (!msg)
         return -ENOMEM;
@@ -158,7 +158,7 @@ static int issue_note(struct issue *is, char *text)
 }
 
 /* Moves the issue into log's warnings: "<first> (N such rows)" when more than one. */
-static int issue_flush(struct srtlog *log, struct issue *is)
+static int issue_flush(struct srt_log *log, struct issue *is)
 {
     int r = 0;
     if (is->count == 1)
@@ -356,7 +356,7 @@ static void strvec_free(struct strvec *sv)
 }
 
 struct srcvec {
-    struct srtlog_source *v;
+    struct srt_log_source *v;
     size_t n, cap;
 };
 
@@ -382,7 +382,7 @@ static void srcvec_free(struct srcvec *sv)
 
 static int source_cmp(const void *x, const void *y)
 {
-    const struct srtlog_source *a = x, *b = y;
+    const struct srt_log_source *a = x, *b = y;
     if (a->concurrency != b->concurrency)
         return a->concurrency < b->concurrency ? -1 : 1;
     return path_cmp(a->path, b->path);
@@ -634,22 +634,22 @@ static bool match_elapsed(const char *rest, double *ret)
     return false;
 }
 
-const char *srtlog_bench_name(enum srtlog_bench b)
+const char *srt_log_bench_name(enum srt_log_bench b)
 {
     switch (b) {
-    case SRTLOG_BENCH_SA_BENCH:
+    case SRT_LOG_BENCH_SA_BENCH:
         return "sa-bench";
-    case SRTLOG_BENCH_AIPERF:
+    case SRT_LOG_BENCH_AIPERF:
         return "aiperf";
     default:
         return "";
     }
 }
 
-int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struct carma_err *e)
+int srt_log_detect_bench(const char *benchmark_out, enum srt_log_bench *ret, struct carma_err *e)
 {
     struct linereader l;
-    int r = linereader_open(&l, benchmark_out, SRTLOG_LINE_MAX, true);
+    int r = linereader_open(&l, benchmark_out, SRT_LOG_LINE_MAX, true);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     bool aiperf = false, sabench = false;
@@ -671,7 +671,7 @@ int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struc
     if (!aiperf && !sabench)
         return carma_err_set(e, -EINVAL, "%s: matched neither aiperf nor sa-bench markers",
                              benchmark_out);
-    *ret = aiperf ? SRTLOG_BENCH_AIPERF : SRTLOG_BENCH_SA_BENCH;
+    *ret = aiperf ? SRT_LOG_BENCH_AIPERF : SRT_LOG_BENCH_SA_BENCH;
     return 0;
 }
 
@@ -701,11 +701,11 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
-int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *ret,
-                            struct carma_err *e)
+int srt_log_phase_log_timing(const char *benchmark_out, struct srt_log_reported *ret,
+                             struct carma_err *e)
 {
     struct linereader l;
-    int r = linereader_open(&l, benchmark_out, SRTLOG_LINE_MAX, true);
+    int r = linereader_open(&l, benchmark_out, SRT_LOG_LINE_MAX, true);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     size_t nstart = 0, ncomplete = 0;
@@ -839,7 +839,7 @@ static const char *number_text(const json_t *v, char buf[32])
     return buf;
 }
 
-static int sa_bench_window(struct srtlog_window *w, const char *path, struct carma_err *e)
+static int sa_bench_window(struct srt_log_window *w, const char *path, struct carma_err *e)
 {
     static const char *const keys[] = {"benchmark_start_time_unix", "benchmark_end_time_unix",
                                        "total_input_tokens", "total_output_tokens"};
@@ -916,7 +916,7 @@ static int aggregate_avg(const json_t *agg, const char *key, const char *path, j
 }
 
 /* reported_timing_from_aiperf_json. */
-static int aiperf_reported(struct srtlog_reported *rep, const json_t *agg, const char *path,
+static int aiperf_reported(struct srt_log_reported *rep, const json_t *agg, const char *path,
                            struct carma_err *e)
 {
     const json_t *dur = json_object_get(agg, "benchmark_duration");
@@ -994,12 +994,12 @@ static double nsrange_value(const struct nsrange *r, bool is_start)
     return is_start ? fmin(i, f) : fmax(i, f);
 }
 
-static int aiperf_window(struct srtlog_window *w, const char *path, const char *benchmark_out,
+static int aiperf_window(struct srt_log_window *w, const char *path, const char *benchmark_out,
                          struct carma_err *e)
 {
     struct linereader l;
     struct nsrange starts = {0}, ends = {0};
-    int r = linereader_open(&l, path, SRTLOG_LINE_MAX, false);
+    int r = linereader_open(&l, path, SRT_LOG_LINE_MAX, false);
     if (r < 0)
         return file_input_err(e, path, r);
     char *s;
@@ -1051,7 +1051,7 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
     linereader_close(&l);
     if (r == -EFBIG)
         return carma_err_set(e, r, "%s:%zu: a line longer than %u bytes", path, lineno + 1,
-                             SRTLOG_LINE_MAX);
+                             SRT_LOG_LINE_MAX);
     if (r < 0) {
         if (e && e->code == r)
             return r;
@@ -1087,7 +1087,7 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
     if (strcmp(w->reported.source, "unavailable") == 0 && is_file(benchmark_out)) {
         free(w->reported.note);
         w->reported.note = NULL;
-        if ((r = srtlog_phase_log_timing(benchmark_out, &w->reported, e)) < 0)
+        if ((r = srt_log_phase_log_timing(benchmark_out, &w->reported, e)) < 0)
             goto out;
     }
     w->start_unix = nsrange_value(&starts, true) / 1e9;
@@ -1102,7 +1102,7 @@ out:
     return r;
 }
 
-static void window_free(struct srtlog_window *w)
+static void window_free(struct srt_log_window *w)
 {
     json_decref(w->start);
     json_decref(w->end);
@@ -1254,7 +1254,7 @@ static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struc
             r->one_line = !memchr(r->buf, '\n', r->len) && !memchr(r->buf, '\r', r->len);
             continue;
         }
-        if (r->len >= SRTLOG_LINE_MAX) {
+        if (r->len >= SRT_LOG_LINE_MAX) {
             size_t p = 0, ln = r->line;
             int k;
             while ((k = csv_split(r->buf, r->len, &p, &ln, r->path, &r->f, e)) > 0)
@@ -1262,7 +1262,7 @@ static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struc
             if (k < 0)
                 return k;
             return carma_err_set(e, -EINVAL, "%s:%zu: a record longer than %u bytes", r->path,
-                                 r->line, SRTLOG_LINE_MAX);
+                                 r->line, SRT_LOG_LINE_MAX);
         }
         if (array_grow(&r->buf, &r->cap, r->len + CHUNK + 1, 1) < 0)
             return oom(e);
@@ -1320,7 +1320,7 @@ static int col_find(const struct csv_row *h, const char *name)
 
 /* What one CSV load shares: the file, the header, the warnings it collects. */
 struct csvctx {
-    struct srtlog *log;
+    struct srt_log *log;
     const char *path;
     struct csv_row header;
     bool have_header;
@@ -1728,7 +1728,7 @@ static void tsser_free(struct tsser *s)
 
 /* ---- output series ---- */
 
-static void series_free(struct srtlog_series *s)
+static void series_free(struct srt_log_series *s)
 {
     free(s->label);
     free(s->host);
@@ -1746,7 +1746,7 @@ static void series_free(struct srtlog_series *s)
     memset(s, 0, sizeof *s);
 }
 
-static void series_set_free(struct srtlog_series_set *set)
+static void series_set_free(struct srt_log_series_set *set)
 {
     for (size_t i = 0; i < set->n; i++)
         series_free(&set->v[i]);
@@ -1754,7 +1754,7 @@ static void series_set_free(struct srtlog_series_set *set)
     memset(set, 0, sizeof *set);
 }
 
-static void util_set_free(struct srtlog_util_set *set)
+static void util_set_free(struct srt_log_util_set *set)
 {
     for (size_t i = 0; i < set->n; i++) {
         free(set->v[i].label);
@@ -1789,14 +1789,14 @@ static int vec_give(struct vec *v, size_t *n, double **t, double **w)
 
 /* Appends a new series with label, host, index to set (the rest zero). NULL when out of
  * memory. */
-static struct srtlog_series *series_add(struct srtlog_series_set *set, size_t *cap, char *label,
-                                        const char *host, long long index)
+static struct srt_log_series *series_add(struct srt_log_series_set *set, size_t *cap, char *label,
+                                         const char *host, long long index)
 {
     if (!label || array_grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0) {
         free(label);
         return NULL;
     }
-    struct srtlog_series *s = &set->v[set->n];
+    struct srt_log_series *s = &set->v[set->n];
     memset(s, 0, sizeof *s);
     s->label = label;
     s->index = index;
@@ -1810,12 +1810,12 @@ static struct srtlog_series *series_add(struct srtlog_series_set *set, size_t *c
 }
 
 /* Moves v into a new utilization entry; shared_t: the device's t array that v's times are. */
-static int util_add(struct srtlog_util_set *set, size_t *cap, const char *label, const char *column,
-                    size_t series, struct vec *v, double *shared_t)
+static int util_add(struct srt_log_util_set *set, size_t *cap, const char *label,
+                    const char *column, size_t series, struct vec *v, double *shared_t)
 {
     if (array_grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0)
         return -ENOMEM;
-    struct srtlog_util *u = &set->v[set->n];
+    struct srt_log_util *u = &set->v[set->n];
     memset(u, 0, sizeof *u);
     if (!(u->label = strdup(label)))
         return -ENOMEM;
@@ -1939,7 +1939,7 @@ static enum kind classify_label(const char *label)
     return K_OTHER;
 }
 
-int srtlog_sensor_rank(const char *sensor)
+int srt_log_sensor_rank(const char *sensor)
 {
     static const struct {
         const char *suffix;
@@ -2119,7 +2119,7 @@ static int cpu_sensor(struct csock *s, const char *name, struct csens **ret)
     memset(c, 0, sizeof *c);
     if (!(c->name = strdup(name)))
         return -ENOMEM;
-    c->rank = srtlog_sensor_rank(name);
+    c->rank = srt_log_sensor_rank(name);
     s->last = s->nsens++;
     *ret = c;
     return 0;
@@ -2242,7 +2242,7 @@ static int cmp_sens(const void *x, const void *y)
 }
 
 /* Builds log's CPU sets from L. */
-static int cpu_finish(struct cload *L, struct srtlog *log)
+static int cpu_finish(struct cload *L, struct srt_log *log)
 {
     size_t *order = malloc((L->nsocks + L->hosts.n + 1) * sizeof *order);
     if (!order)
@@ -2254,7 +2254,7 @@ static int cpu_finish(struct cload *L, struct srtlog *log)
     for (size_t k = 0; k < L->nsocks && r == 0; k++) {
         struct csock *s = &L->socks[order[k]];
         const char *host = L->hosts.names[s->host];
-        struct srtlog_series *out =
+        struct srt_log_series *out =
             series_add(&log->cpu_sockets, &cap, str_printf("cpu/%s/socket%lld", host, s->socket),
                        host, s->socket);
         if (!out) {
@@ -2294,7 +2294,7 @@ static int cpu_finish(struct cload *L, struct srtlog *log)
     cap = 0;
     for (size_t k = 0; k < nh && r == 0; k++) {
         const char *host = L->hosts.names[order[k]];
-        struct srtlog_series *out =
+        struct srt_log_series *out =
             series_add(&log->cpu_nodes, &cap, str_printf("cpu/%s", host), host, -1);
         if (!out)
             r = -ENOMEM;
@@ -2327,7 +2327,7 @@ static void cload_free(struct cload *L)
     csvctx_done(&L->c);
 }
 
-static void cpu_leg_free(struct srtlog *log)
+static void cpu_leg_free(struct srt_log *log)
 {
     series_set_free(&log->cpu_sockets);
     series_set_free(&log->cpu_nodes);
@@ -2362,14 +2362,14 @@ static int cpu_header_cb(void *ud, struct carma_err *e)
     return cpu_header(ud, e);
 }
 
-int srtlog_load_cpu(struct srtlog *log, const char *path, struct carma_err *e)
+int srt_log_load_cpu(struct srt_log *log, const char *path, struct carma_err *e)
 {
     cpu_leg_free(log);
     struct cload L;
     memset(&L, 0, sizeof L);
     L.c.log = log;
     L.c.path = path;
-    L.strict = (log->flags & SRTLOG_STRICT) != 0;
+    L.strict = (log->flags & SRT_LOG_STRICT) != 0;
     struct rowfn f = {.header = cpu_header_cb, .row = cpu_row, .ud = &L};
     int r = csv_each(&L.c, rowfn_call, &f, e);
     if (r == 0 && !f.started) {
@@ -3323,7 +3323,7 @@ static int cmp_rs(const void *ctx, size_t x, size_t y)
     return c ? c : strcmp(G->hosts.names[a->host], G->hosts.names[b->host]);
 }
 
-static int gpu_finish(struct gload *G, struct srtlog *log)
+static int gpu_finish(struct gload *G, struct srt_log *log)
 {
     size_t nmax = G->ndevs > G->nrs ? G->ndevs : G->nrs;
     if (G->hosts.n > nmax)
@@ -3350,7 +3350,7 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
         r = sort_idx(order, G->hosts.n, cmp_name_id, &G->hosts);
     for (size_t k = 0; k < G->hosts.n && r == 0; k++) {
         const char *host = G->hosts.names[order[k]];
-        struct srtlog_series *out =
+        struct srt_log_series *out =
             series_add(&log->gpu_nodes, &cap, str_printf("gpu/%s", host), host, -1);
         if (!out)
             r = -ENOMEM;
@@ -3365,7 +3365,7 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
     for (size_t k = 0; k < G->ndevs && r == 0; k++) {
         struct gdev *d = &G->devs[order[k]];
         const char *host = G->hosts.names[d->host];
-        struct srtlog_series *out = series_add(
+        struct srt_log_series *out = series_add(
             &log->gpu_devices, &cap, str_printf("gpu/%s/gpu%lld", host, d->index), host, d->index);
         if (!out) {
             r = -ENOMEM;
@@ -3415,7 +3415,7 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
     for (size_t k = 0; k < G->nrs && r == 0; k++) {
         struct rser *rs = &G->rs[order[k]];
         const char *host = G->hosts.names[rs->host], *role = G->roles.names[rs->role];
-        struct srtlog_series *out =
+        struct srt_log_series *out =
             series_add(&log->gpu_roles, &cap, str_printf("gpu/%s/%s", host, role), host, -1);
         if (!out || !(out->role = strdup(role)))
             r = -ENOMEM;
@@ -3463,7 +3463,7 @@ static void gload_free(struct gload *G)
     csvctx_done(&G->c);
 }
 
-static void gpu_leg_free(struct srtlog *log)
+static void gpu_leg_free(struct srt_log *log)
 {
     series_set_free(&log->gpu_devices);
     series_set_free(&log->gpu_nodes);
@@ -3474,14 +3474,15 @@ static void gpu_leg_free(struct srtlog *log)
     log->gpu_schema = 0;
 }
 
-int srtlog_load_gpu(struct srtlog *log, const char *path, const char *manifest, struct carma_err *e)
+int srt_log_load_gpu(struct srt_log *log, const char *path, const char *manifest,
+                     struct carma_err *e)
 {
     gpu_leg_free(log);
     struct gload G;
     memset(&G, 0, sizeof G);
     G.c.log = log;
     G.c.path = path;
-    G.strict = (log->flags & SRTLOG_STRICT) != 0;
+    G.strict = (log->flags & SRT_LOG_STRICT) != 0;
     json_t *mroot = NULL;
     int r = 0;
     if (manifest) {
@@ -3520,8 +3521,8 @@ out:
 
 /* ---- entry points ---- */
 
-int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog_opts *o,
-                    struct carma_err *e)
+int srt_log_discover(struct srt_log *log, const char *log_dir, const struct srt_log_opts *o,
+                     struct carma_err *e)
 {
     memset(log, 0, sizeof *log);
     log->flags = o ? o->flags : 0;
@@ -3639,12 +3640,12 @@ int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog
         else
             free(m);
     }
-    if ((r = srtlog_detect_bench(log->benchmark_out, &log->type, e)) < 0)
+    if ((r = srt_log_detect_bench(log->benchmark_out, &log->type, e)) < 0)
         goto out;
-    struct srcvec *src = log->type == SRTLOG_BENCH_AIPERF ? &w.aiperf : &w.sabench;
+    struct srcvec *src = log->type == SRT_LOG_BENCH_AIPERF ? &w.aiperf : &w.sabench;
     if (src->n == 0) {
         r = carma_err_set(e, -ENOENT, "no %s result artifacts found below %s",
-                          srtlog_bench_name(log->type), log->log_dir);
+                          srt_log_bench_name(log->type), log->log_dir);
         goto out;
     }
     sort_n(src->v, src->n, sizeof *src->v, source_cmp);
@@ -3661,18 +3662,18 @@ out:
     return r;
 }
 
-int srtlog_load_window(const struct srtlog *log, size_t i, struct srtlog_window *w,
-                       struct carma_err *e)
+int srt_log_load_window(const struct srt_log *log, size_t i, struct srt_log_window *w,
+                        struct carma_err *e)
 {
     memset(w, 0, sizeof *w);
     if (i >= log->nsources)
         return carma_err_set(e, -EINVAL, "no source %zu", i);
-    const struct srtlog_source *s = &log->sources[i];
+    const struct srt_log_source *s = &log->sources[i];
     w->concurrency = s->concurrency;
     w->path = s->path;
     w->reported.source = "unavailable";
     bool aiperf = strcmp(base_name(s->path), "profile_export.jsonl") == 0;
-    w->type = aiperf ? SRTLOG_BENCH_AIPERF : SRTLOG_BENCH_SA_BENCH;
+    w->type = aiperf ? SRT_LOG_BENCH_AIPERF : SRT_LOG_BENCH_SA_BENCH;
     int r =
         aiperf ? aiperf_window(w, s->path, log->benchmark_out, e) : sa_bench_window(w, s->path, e);
     if (r < 0)
@@ -3680,13 +3681,13 @@ int srtlog_load_window(const struct srtlog *log, size_t i, struct srtlog_window 
     return r;
 }
 
-void srtlog_window_done(struct srtlog_window *w)
+void srt_log_window_done(struct srt_log_window *w)
 {
     if (w)
         window_free(w);
 }
 
-int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
+int srt_log_load_windows(struct srt_log *log, struct carma_err *e)
 {
     for (size_t i = 0; i < log->nwindows; i++)
         window_free(&log->windows[i]);
@@ -3698,7 +3699,7 @@ int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
     if (!(log->windows = calloc(log->nsources, sizeof *log->windows)))
         return oom(e);
     for (size_t i = 0; i < log->nsources; i++) {
-        int r = srtlog_load_window(log, i, &log->windows[i], e);
+        int r = srt_log_load_window(log, i, &log->windows[i], e);
         if (r < 0)
             return r;
         log->nwindows = i + 1;
@@ -3706,20 +3707,20 @@ int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
     return 0;
 }
 
-int srtlog_open(struct srtlog *log, const char *log_dir, const struct srtlog_opts *o,
-                struct carma_err *e)
+int srt_log_open(struct srt_log *log, const char *log_dir, const struct srt_log_opts *o,
+                 struct carma_err *e)
 {
-    int r = srtlog_discover(log, log_dir, o, e);
+    int r = srt_log_discover(log, log_dir, o, e);
     if (r == 0)
-        r = srtlog_load_windows(log, e);
+        r = srt_log_load_windows(log, e);
     if (r == 0 && log->cpu_csv)
-        r = srtlog_load_cpu(log, log->cpu_csv, e);
+        r = srt_log_load_cpu(log, log->cpu_csv, e);
     if (r == 0 && log->gpu_csv)
-        r = srtlog_load_gpu(log, log->gpu_csv, log->gpu_manifest, e);
+        r = srt_log_load_gpu(log, log->gpu_csv, log->gpu_manifest, e);
     return r;
 }
 
-void srtlog_done(struct srtlog *log)
+void srt_log_done(struct srt_log *log)
 {
     if (!log)
         return;

@@ -1,5 +1,5 @@
 /*
- * srt_cpu: srt-slurm's head-node CPU power leg, written by `carma collect --srt-cpu` from the
+ * srt/cpu: srt-slurm's head-node CPU power leg, written by `carma collect --srt-cpu` from the
  * CPU families that per-node exporters serve (srt-slurm's own cpu-power-exporter, or `carma
  * exporter --compat srtctl`), so that srt-slurm's power_energy_report reads carma's CPU data
  * as its own.
@@ -26,8 +26,8 @@
  * killed collector leaves whole cycles; a failed write cuts the file back to its last whole
  * cycle. In the steady state nothing is allocated (the row buffer keeps its largest size).
  */
-#ifndef CARMA_EXPORT_SRT_CPU_H
-#define CARMA_EXPORT_SRT_CPU_H
+#ifndef CARMA_SRT_CPU_H
+#define CARMA_SRT_CPU_H
 
 #include <stdbool.h>
 #include <stddef.h>

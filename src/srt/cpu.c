@@ -1,5 +1,5 @@
 /*
- * srt_cpu: srt-slurm's head-node CPU power leg (see srt_cpu.h).
+ * srt/cpu: srt-slurm's head-node CPU power leg (see cpu.h).
  *
  * srt_cpu_parse walks the samples of a parsed body once per family, in body order, and keeps
  * what srt-slurm's cpu_parser.py keeps. It looks labels up itself (a short linear scan) and
@@ -13,9 +13,9 @@
  * counts polls and errors and remembers the mode of its last scrape that gave rows, for
  * cpu_manifest.json.
  */
-#include "export/srt_cpu.h"
+#include "srt/cpu.h"
 #include "core/file.h"
-#include "export/srt_json.h"
+#include "srt/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
