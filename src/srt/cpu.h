@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "collect/promparse.h"
+#include "collect/scrape.h"
 #include "core/err.h"
 
 /* Readings kept per scrape (a Grace node has about 20 power_meter channels); more are
@@ -107,5 +108,12 @@ uint64_t srt_cpu_rows(const struct srt_cpu *w);
  * (NULL-safe). Returns 0 or a negative errno with e set (the first error).
  */
 int srt_cpu_finish(struct srt_cpu *w, struct carma_err *e);
+
+/*
+ * The writer as collect/scrape's sink (scrape_opts.srt_cpu): open is srt_cpu_open, node reads
+ * a scrape's parsed body with srt_cpu_parse (into the writer's own buffer) and adds it with
+ * srt_cpu_node, the others are srt_cpu_cycle_begin, srt_cpu_cycle_end and srt_cpu_finish.
+ */
+extern const struct scrape_sink srt_cpu_sink;
 
 #endif
