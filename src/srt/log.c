@@ -1,9 +1,9 @@
 /*
  * srt/log: an srt-slurm log directory read as srt-slurm's power_energy_report reads it before it
  * integrates (see log.h; formats doc srt-slurm.md §6.2-§6.4). The sections below follow the
- * report's own order: paths and the directory walk, benchmark.out, windows and tokens, the
- * CSV files (read through core/csvstream), the series containers, the CPU leg, the GPU leg, the
- * public entry points.
+ * report's own order: the directory walk (pathlib's paths and rglob: core/pathwalk),
+ * benchmark.out, windows and tokens, the CSV files (read through core/csvstream), the series
+ * containers, the CPU leg, the GPU leg, the public entry points.
  *
  * Python behaviour reproduced on purpose, where it shows in numbers or messages: pathlib's
  * path text and its component-wise ordering, rglob not descending into symlinked directories,
