@@ -1,12 +1,12 @@
 /*
- * libFuzzer harness for the CSV legs of report/srtlog (srtlog_load_gpu, srtlog_load_cpu):
+ * libFuzzer harness for the CSV legs of srt/log (srt_log_load_gpu, srt_log_load_cpu):
  * srt-slurm's GPU power/samples.csv and CPU samples.csv, read as a stream and split in place.
  *
  * Each input is written to samples.csv and loaded
  *   - as the GPU leg twice, with the fused one-pass line reader (gpu_line) and without it
  *     (CARMA_SRTLOG_NO_FAST: every row split by csv_split and read by gpu_row): the two must
  *     give the same result, error text, warnings and series, bit for bit;
- *   - as the GPU leg under SRTLOG_STRICT (every input of odd length also with a manifest that
+ *   - as the GPU leg under SRT_LOG_STRICT (every input of odd length also with a manifest that
  *     gives roles to node-a/node-b's GPUs): a strict load that succeeds must give the same
  *     series as the lenient one (strict refuses more, it never reads differently);
  *   - as the CPU leg, lenient and strict, with the same rule.
@@ -14,8 +14,9 @@
  * a line of the file); a success must hold series whose times never go back, finite times and
  * powers within +-1 GW, and utilization columns whose times are in range of their device's.
  *
- * fuzz-sources: src/report/srtlog.c src/report/series.c src/core/array.c src/core/csv.c
- * fuzz-sources: src/core/err.c src/core/file.c src/core/parse.c
+ * fuzz-sources: src/srt/log.c src/report/series.c src/core/array.c src/core/csv.c
+ * fuzz-sources: src/core/err.c src/core/file.c src/core/parse.c src/core/csvstream.c
+ * fuzz-sources: src/core/pathwalk.c
  * fuzz-sources: src/core/iso8601.c src/core/idmap.c src/core/strtab.c src/core/linereader.c
  * fuzz-libs: -ljansson -lpthread
  */
@@ -29,7 +30,7 @@
 #include <string.h>
 
 #include "fuzz_file.h"
-#include "report/srtlog.h"
+#include "srt/log.h"
 
 struct text {
     char *s;
@@ -56,10 +57,10 @@ __attribute__((format(printf, 2, 3))) static void add(struct text *t, const char
     }
 }
 
-static void add_series(struct text *t, const struct srtlog_series_set *set)
+static void add_series(struct text *t, const struct srt_log_series_set *set)
 {
     for (size_t i = 0; i < set->n; i++) {
-        const struct srtlog_series *s = &set->v[i];
+        const struct srt_log_series *s = &set->v[i];
         add(t, "%s %s %lld %s %s n=%zu", s->label, s->host, s->index, s->role ? s->role : "-",
             s->sensor ? s->sensor : "-", s->n);
         for (size_t j = 0; j < s->n_roles; j++)
@@ -73,10 +74,10 @@ static void add_series(struct text *t, const struct srtlog_series_set *set)
     }
 }
 
-static void add_util(struct text *t, const struct srtlog_util_set *set)
+static void add_util(struct text *t, const struct srt_log_util_set *set)
 {
     for (size_t i = 0; i < set->n; i++) {
-        const struct srtlog_util *u = &set->v[i];
+        const struct srt_log_util *u = &set->v[i];
         add(t, "util %s %s %zu n=%zu\n", u->label, u->column, u->series, u->n);
         for (size_t j = 0; j < u->n; j++)
             add(t, " %a %a", u->t[j], u->v[j]);
@@ -86,10 +87,10 @@ static void add_util(struct text *t, const struct srtlog_util_set *set)
 
 /* The series of a set: sorted times, finite values; a device's or socket's power (max_w > 0)
  * within max_w. */
-static void check_series(const struct srtlog_series_set *set, double max_w)
+static void check_series(const struct srt_log_series_set *set, double max_w)
 {
     for (size_t i = 0; i < set->n; i++) {
-        const struct srtlog_series *s = &set->v[i];
+        const struct srt_log_series *s = &set->v[i];
         if (!s->label || !s->host || (s->n && (!s->t || !s->w)))
             abort();
         for (size_t j = 0; j < s->n; j++) {
@@ -104,11 +105,11 @@ static void check_series(const struct srtlog_series_set *set, double max_w)
 /* Utilization columns: their device in range, sorted finite values; a GPU's column (one_per_row:
  * a row gives one power sample and at most one value a column) no longer than its series. A CPU
  * socket's column has a value per row of any sensor, its series only the chosen sensor's. */
-static void check_util(const struct srtlog_util_set *u, const struct srtlog_series_set *dev,
+static void check_util(const struct srt_log_util_set *u, const struct srt_log_series_set *dev,
                        bool one_per_row)
 {
     for (size_t i = 0; i < u->n; i++) {
-        const struct srtlog_util *x = &u->v[i];
+        const struct srt_log_util *x = &u->v[i];
         if (x->series >= dev->n || x->n == 0 || (one_per_row && x->n > dev->v[x->series].n))
             abort();
         for (size_t j = 0; j < x->n; j++) {
@@ -148,11 +149,11 @@ static void check_error(const char *msg, const char *path, size_t nlines)
 static bool load(bool gpu, bool strict, const char *path, const char *manifest, size_t nlines,
                  char **ret_all, char **ret_series)
 {
-    struct srtlog log;
+    struct srt_log log;
     memset(&log, 0, sizeof log);
-    log.flags = strict ? SRTLOG_STRICT : 0;
+    log.flags = strict ? SRT_LOG_STRICT : 0;
     struct carma_err e = {0};
-    int r = gpu ? srtlog_load_gpu(&log, path, manifest, &e) : srtlog_load_cpu(&log, path, &e);
+    int r = gpu ? srt_log_load_gpu(&log, path, manifest, &e) : srt_log_load_cpu(&log, path, &e);
     struct text all = {0}, t = {0};
     if (r < 0) {
         if (e.code != r || !e.msg[0])
@@ -182,7 +183,7 @@ static bool load(bool gpu, bool strict, const char *path, const char *manifest, 
         add_util(&t, &log.gpu_util);
         add_util(&t, &log.cpu_util);
     }
-    srtlog_done(&log);
+    srt_log_done(&log);
     add(&t, "%s", "");
     add(&all, "%s", t.s);
     *ret_all = all.s;

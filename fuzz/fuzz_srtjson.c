@@ -1,23 +1,24 @@
 /*
- * libFuzzer harness for the JSON and log readers of report/srtlog: a sa-bench
+ * libFuzzer harness for the JSON and log readers of srt/log: a sa-bench
  * results_concurrency_*.json, aiperf's profile_export.jsonl and its aggregate
- * profile_export_aiperf.json (srtlog_load_window), and benchmark.out (srtlog_detect_bench,
- * srtlog_phase_log_timing, and the phase-log fallback of an aiperf window).
+ * profile_export_aiperf.json (srt_log_load_window), and benchmark.out (srt_log_detect_bench,
+ * srt_log_phase_log_timing, and the phase-log fallback of an aiperf window).
  *
  * Each input is written, in a directory of this process's own, as
  *   - sa-bench_a/results_concurrency_4_x.json, read as a sa-bench window;
  *   - conc_2/aiperf_artifacts/profile_export.jsonl beside a good aggregate that has no timing
  *     of its own, so that the input is also read as benchmark.out for the phase-log fallback;
  *   - conc_3/aiperf_artifacts/profile_export_aiperf.json beside good records;
- *   - benchmark.out, read by srtlog_detect_bench and srtlog_phase_log_timing.
+ *   - benchmark.out, read by srt_log_detect_bench and srt_log_phase_log_timing.
  * A window that loads must hold JSON numbers for its start, end and tokens, the same values as
  * its doubles, finite, tokens >= 0, a known reported source with finite figures; one that fails
  * must name one of its files in the message. The benchmark type is sa-bench or aiperf, or a
  * "matched both/neither" error naming benchmark.out; the phase log gives a finite duration >= 0
  * or none.
  *
- * fuzz-sources: src/report/srtlog.c src/report/series.c src/core/array.c src/core/csv.c
- * fuzz-sources: src/core/err.c src/core/file.c src/core/parse.c
+ * fuzz-sources: src/srt/log.c src/report/series.c src/core/array.c src/core/csv.c
+ * fuzz-sources: src/core/err.c src/core/file.c src/core/parse.c src/core/csvstream.c
+ * fuzz-sources: src/core/pathwalk.c
  * fuzz-sources: src/core/iso8601.c src/core/idmap.c src/core/strtab.c src/core/linereader.c
  * fuzz-libs: -ljansson -lpthread
  */
@@ -31,7 +32,7 @@
 #include <string.h>
 
 #include "fuzz_file.h"
-#include "report/srtlog.h"
+#include "srt/log.h"
 
 static char dir[PATH_MAX], bench_out[PATH_MAX + 32];
 static char sa_path[PATH_MAX + 64], jsonl2[PATH_MAX + 64], agg2[PATH_MAX + 64];
@@ -79,7 +80,7 @@ static void check_number(const json_t *v, double d, bool count)
         abort();
 }
 
-static void check_reported(const struct srtlog_reported *r)
+static void check_reported(const struct srt_log_reported *r)
 {
     static const char *const sources[] = {"sa-bench-json", "aiperf-json", "aiperf-phase-log",
                                           "unavailable"};
@@ -98,16 +99,16 @@ static void check_reported(const struct srtlog_reported *r)
 /* Loads the window of source path (concurrency conc); a failure must name one of files. */
 static void window(const char *path, long long conc, const char *const *files, size_t nfiles)
 {
-    struct srtlog_source src = {conc, (char *)path};
-    struct srtlog log;
+    struct srt_log_source src = {conc, (char *)path};
+    struct srt_log log;
     memset(&log, 0, sizeof log);
     log.log_dir = dir;
     log.benchmark_out = bench_out;
     log.sources = &src;
     log.nsources = 1;
-    struct srtlog_window w;
+    struct srt_log_window w;
     struct carma_err e = {0};
-    int r = srtlog_load_window(&log, 0, &w, &e);
+    int r = srt_log_load_window(&log, 0, &w, &e);
     if (r < 0) {
         if (e.code != r || !e.msg[0])
             abort();
@@ -127,7 +128,7 @@ static void window(const char *path, long long conc, const char *const *files, s
     check_number(w.output_tokens, w.output_tokens_n, true);
     check_number(w.input_tokens, w.input_tokens_n, true);
     check_reported(&w.reported);
-    srtlog_window_done(&w);
+    srt_log_window_done(&w);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -144,20 +145,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     window(jsonl2, 2, (const char *const[]){jsonl2, agg2, bench_out}, 3);
     window(jsonl3, 3, (const char *const[]){jsonl3, agg3, bench_out}, 3);
 
-    enum srtlog_bench b = SRTLOG_BENCH_NONE;
+    enum srt_log_bench b = SRT_LOG_BENCH_NONE;
     struct carma_err e = {0};
-    int r = srtlog_detect_bench(bench_out, &b, &e);
+    int r = srt_log_detect_bench(bench_out, &b, &e);
     if (r == 0) {
-        if (b != SRTLOG_BENCH_SA_BENCH && b != SRTLOG_BENCH_AIPERF)
+        if (b != SRT_LOG_BENCH_SA_BENCH && b != SRT_LOG_BENCH_AIPERF)
             abort();
     } else if (r != -EINVAL || !starts_with(e.msg, bench_out) ||
                (!strstr(e.msg, "matched both") && !strstr(e.msg, "matched neither"))) {
-        fprintf(stderr, "srtlog_detect_bench: %d %s\n", r, e.msg);
+        fprintf(stderr, "srt_log_detect_bench: %d %s\n", r, e.msg);
         abort();
     }
 
-    struct srtlog_reported rep;
-    if (srtlog_phase_log_timing(bench_out, &rep, &e) != 0)
+    struct srt_log_reported rep;
+    if (srt_log_phase_log_timing(bench_out, &rep, &e) != 0)
         abort();
     check_reported(&rep);
     if (rep.has_duration && !(rep.duration_s >= 0))

@@ -1,5 +1,5 @@
 /*
- * bench_report: `carma report DIR`'s input side (src/report/srtlog.c) and numeric core
+ * bench_report: `carma report DIR`'s input side (src/srt/log.c) and numeric core
  * (src/report/series.c) end to end on a generated srt-slurm log directory, for
  * bench/report/run.sh to time against numpy_srtlog.py doing the same work.
  *
@@ -12,7 +12,7 @@
  *       with DIR/power/manifest.json (expected_devices: the first host's GPUs are prefill
  *       workers, the others' decode workers, GPU 0 of every host also an agg worker).
  *   bench_report run DIR OUT
- *       srtlog_discover, srtlog_load_windows, srtlog_load_cpu/gpu (what srtlog_open does),
+ *       srt_log_discover, srt_log_load_windows, srt_log_load_cpu/gpu (what srt_log_open does),
  *       then srt-slurm's snapped window (series_window_snap) of every GPU device, node and role
  *       series for every window. Writes one line per (window, series) to OUT,
  *         snap <label> <start> <end> <joules> <avg> <mean> <min> <p5> <p50> <p95> <p99> <max> <n>
@@ -23,7 +23,7 @@
  * windows, plus the JSON and text): its phases show where the time goes.
  */
 #include "report/series.h"
-#include "report/srtlog.h"
+#include "srt/log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -156,7 +156,7 @@ static int gen(const char *dir, long rows, int hosts, int gpus)
 
 /* ---- run ---- */
 
-static size_t held(const struct srtlog_series_set *s)
+static size_t held(const struct srt_log_series_set *s)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -164,7 +164,7 @@ static size_t held(const struct srtlog_series_set *s)
     return n;
 }
 
-static size_t held_util(const struct srtlog_util_set *s)
+static size_t held_util(const struct srt_log_util_set *s)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -172,11 +172,11 @@ static size_t held_util(const struct srtlog_util_set *s)
     return n;
 }
 
-static int snap_set(FILE *o, const struct srtlog_series_set *set, const struct srtlog_window *w,
+static int snap_set(FILE *o, const struct srt_log_series_set *set, const struct srt_log_window *w,
                     struct series_scratch *sc, size_t *failed)
 {
     for (size_t i = 0; i < set->n; i++) {
-        const struct srtlog_series *x = &set->v[i];
+        const struct srt_log_series *x = &set->v[i];
         struct series s = {.t = x->t, .w = x->w, .n = x->n, .cap = x->n, .sorted = true};
         struct series_window r;
         struct carma_err e = {0};
@@ -195,27 +195,27 @@ static int snap_set(FILE *o, const struct srtlog_series_set *set, const struct s
 
 static int run(const char *dir, const char *outp)
 {
-    struct srtlog log;
+    struct srt_log log;
     struct carma_err e = {0};
     double t0 = now_s();
-    int r = srtlog_discover(&log, dir, NULL, &e);
+    int r = srt_log_discover(&log, dir, NULL, &e);
     if (r == 0)
-        r = srtlog_load_windows(&log, &e);
+        r = srt_log_load_windows(&log, &e);
     double t1 = now_s();
     if (r == 0 && log.cpu_csv)
-        r = srtlog_load_cpu(&log, log.cpu_csv, &e);
+        r = srt_log_load_cpu(&log, log.cpu_csv, &e);
     if (r == 0 && log.gpu_csv)
-        r = srtlog_load_gpu(&log, log.gpu_csv, log.gpu_manifest, &e);
+        r = srt_log_load_gpu(&log, log.gpu_csv, log.gpu_manifest, &e);
     double t2 = now_s();
     if (r < 0) {
         fprintf(stderr, "bench_report: %s\n", e.msg);
-        srtlog_done(&log);
+        srt_log_done(&log);
         return 1;
     }
     FILE *o = fopen(outp, "w");
     if (!o) {
         perror(outp);
-        srtlog_done(&log);
+        srt_log_done(&log);
         return 1;
     }
     struct series_scratch sc = {0};
@@ -245,7 +245,7 @@ static int run(const char *dir, const char *outp)
     for (size_t i = 0; i < log.nwarnings; i++)
         fprintf(stderr, "warning: %s\n", log.warnings[i]);
     series_scratch_done(&sc);
-    srtlog_done(&log);
+    srt_log_done(&log);
     return 0;
 }
 

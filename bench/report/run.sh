@@ -8,7 +8,7 @@
 # bench/bench_report) and /usr/bin/python3 with numpy. It writes a log directory
 # (bench_report gen: benchmark.out, ten sa-bench result JSONs covering the run, power/samples.csv
 # v2 with ROWS rows of 2 hosts x 8 GPUs, power/manifest.json with prefill/decode/agg roles), then
-#   1. bench_report run DIR: srtlog_discover + windows + srtlog_load_gpu, then series_window_snap
+#   1. bench_report run DIR: srt_log_discover + windows + srt_log_load_gpu, then series_window_snap
 #      of every device, node and role series for every window; best of BENCH_REPS (3) runs;
 #   2. when BUILD_DIR/carma has a working `report` command: `carma report DIR --edges snap
 #      --json-out OUT`, timed the same way (wall clock, peak RSS);

@@ -36,6 +36,7 @@
 #include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
+#include "srt/cpu.h"
 #include "workload/launcher.h"
 
 #define DEFAULT_INTERVAL_NS NS_PER_S
@@ -331,7 +332,7 @@ int cmd_collect(int argc, char **argv)
         .timeout_ns = o.timeout_ns,
         .duration_ns = o.duration_ns,
         .required = o.required,
-        .srt_cpu = o.srt_cpu,
+        .srt_cpu = o.srt_cpu ? &srt_cpu_sink : NULL,
         .quiet = o.verbose < 0,
         .version = CARMA_VERSION,
         .warn = warn_line,

@@ -52,12 +52,12 @@ int follower_start(struct follower *fw, const struct follow_opts *o, const char 
         return 0;
     struct carma_err e = {0};
     const char *cpu = o->cpu_samples ? o->cpu_samples : cpu_samples;
-    if (follow_init(&fw->f, o->dir, cpu, 0, o->edges) < 0) {
+    if (srt_follow_init(&fw->f, o->dir, cpu, 0, o->edges) < 0) {
         cli_error("%s: --report-follow: out of memory", cmd);
         return -1;
     }
     fw->started = true;
-    fw->t = follow_thread_start(&fw->f, o->poll_ns, &e);
+    fw->t = srt_follow_thread_start(&fw->f, o->poll_ns, &e);
     if (!fw->t) {
         cli_error("%s: --report-follow: %s", cmd, e.msg);
         return -1;
@@ -72,19 +72,19 @@ int follower_stop(struct follower *fw, const char *cmd, bool quiet)
     int ret = 0;
     if (fw->t) {
         struct carma_err e = {0};
-        if (follow_thread_stop(fw->t, &e) < 0) {
+        if (srt_follow_thread_stop(fw->t, &e) < 0) {
             cli_error("%s: --report-follow: %s", cmd, e.msg);
             ret = -1;
         }
         fw->t = NULL;
-        const struct follow *f = &fw->f;
+        const struct srt_follow *f = &fw->f;
         if (!quiet)
             fprintf(stderr, "carma: %s: %zu benchmark window%s reported in %s%s%s\n", cmd,
                     f->emitted, f->emitted == 1 ? "" : "s", f->log_dir,
                     f->last_error[0] && !f->emitted ? "; last: " : "",
                     f->last_error[0] && !f->emitted ? f->last_error : "");
     }
-    follow_done(&fw->f);
+    srt_follow_done(&fw->f);
     fw->started = false;
     return ret;
 }

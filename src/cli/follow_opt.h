@@ -2,7 +2,7 @@
  * follow_opt: `--report-follow DIR` and its companions, for the commands that can write
  * srt-slurm's incremental reports while they run (carma collect, carma run): the options, their
  * help text, and the follower thread started and stopped around the command's work
- * (report/follow).
+ * (srt/follow).
  */
 #ifndef CARMA_CLI_FOLLOW_OPT_H
 #define CARMA_CLI_FOLLOW_OPT_H
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "report/follow.h"
+#include "srt/follow.h"
 
 struct follow_opts {
     const char *dir;         /* --report-follow: an srt-slurm log directory, or NULL */
@@ -50,8 +50,8 @@ int follow_opt_handle(struct follow_opts *o, const char *cmd, int c, const char 
 
 /* A follower thread and its state. Zero-initialise. */
 struct follower {
-    struct follow f;
-    struct follow_thread *t;
+    struct srt_follow f;
+    struct srt_follow_thread *t;
     bool started;
 };
 

@@ -1,12 +1,12 @@
 /*
  * carma report: energy, power statistics, perf-per-watt and carbon per window, for a directory
  * carma wrote (`carma run -o`, `carma stat -o`: report/runreport) or an srt-slurm log directory
- * (report/srtlog + report/srtreport: srt-slurm's power_energy_report, its JSON keys and text).
+ * (srt/log + srt/report: srt-slurm's power_energy_report, its JSON keys and text).
  *
  * As srt-slurm's report: the text goes to stdout, --json-out FILE writes the JSON list
  * (json.dumps indent 2 and a newline, atomically); an error prints `error: <message>` and
  * exits 1 having written nothing. --follow polls an srt-slurm log directory and writes each
- * finished window's report as it can (report/follow).
+ * finished window's report as it can (srt/follow).
  */
 #include "cli/cli.h"
 
@@ -23,13 +23,13 @@
 #include "cli/follow_opt.h"
 #include "core/file.h"
 #include "core/parse.h"
-#include "report/follow.h"
+#include "srt/follow.h"
 #include "report/html.h"
 #include "core/pyjson.h"
 #include "report/reportdir.h"
 #include "report/runreport.h"
-#include "report/srtlog.h"
-#include "report/srtreport.h"
+#include "srt/log.h"
+#include "srt/report.h"
 
 #define DEFAULT_POLL_NS (30 * (int64_t)1000000000)
 
@@ -95,8 +95,8 @@ static int report_error(const char *msg)
 static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
                        enum report_edges edges, int64_t poll_ns, bool once, bool quiet)
 {
-    struct follow f;
-    if (follow_init(&f, dir, cpu_samples, flags, edges) < 0)
+    struct srt_follow f;
+    if (srt_follow_init(&f, dir, cpu_samples, flags, edges) < 0)
         return report_error("out of memory");
     sigset_t set;
     sigemptyset(&set);
@@ -107,7 +107,7 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
     bool stop = false;
     for (;;) {
         struct carma_err e = {0};
-        int r = follow_poll(&f, now_unix(), stop, &e);
+        int r = srt_follow_poll(&f, now_unix(), stop, &e);
         if (r < 0) {
             /* a report that could not be written (a full disk): said, retried next poll */
             fprintf(stderr, "error: %s\n", e.msg);
@@ -128,7 +128,7 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
     if (!quiet)
         fprintf(stderr, "carma report: %zu window%s reported, %zu given up\n", f.emitted,
                 f.emitted == 1 ? "" : "s", f.dead);
-    follow_done(&f);
+    srt_follow_done(&f);
     return status;
 }
 
@@ -156,14 +156,14 @@ static int html_report(const char *dir, bool run_dir, const char *cpu_samples, u
         if (r == 0 && json_out)
             r = runreport_build(dir, &o, &list, &e);
     } else {
-        struct srtlog log;
-        struct srtlog_opts o = {.cpu_samples = cpu_samples, .flags = flags};
-        r = srtlog_open(&log, dir, &o, &e);
+        struct srt_log log;
+        struct srt_log_opts o = {.cpu_samples = cpu_samples, .flags = flags};
+        r = srt_log_open(&log, dir, &o, &e);
         if (r == 0)
-            r = srtreport_build(&log, edges, &list, &e);
+            r = srt_report_build(&log, edges, &list, &e);
         if (r == 0)
             r = html_srt(&log, list, &ho, &page, &len, &e);
-        srtlog_done(&log);
+        srt_log_done(&log);
     }
     if (r < 0) {
         json_decref(list);
@@ -253,7 +253,7 @@ int cmd_report(int argc, char **argv)
             }
             break;
         case OPT_STRICT:
-            flags |= SRTLOG_STRICT;
+            flags |= SRT_LOG_STRICT;
             break;
         case OPT_FOLLOW:
             follow = true;
@@ -322,16 +322,16 @@ int cmd_report(int argc, char **argv)
         if (!json)
             text = runreport_text(list);
     } else {
-        struct srtlog log;
-        struct srtlog_opts o = {.cpu_samples = cpu_samples, .flags = flags};
-        int r = srtlog_open(&log, dir, &o, &e);
+        struct srt_log log;
+        struct srt_log_opts o = {.cpu_samples = cpu_samples, .flags = flags};
+        int r = srt_log_open(&log, dir, &o, &e);
         if (r == 0)
-            r = srtreport_build(&log, edges, &list, &e);
-        srtlog_done(&log);
+            r = srt_report_build(&log, edges, &list, &e);
+        srt_log_done(&log);
         if (r < 0)
             return report_error(e.msg);
         if (!json)
-            text = srtreport_text(list);
+            text = srt_report_text(list);
     }
     char *js = (json || json_out) ? pyjson_dumps(list, 2) : NULL;
     json_decref(list);

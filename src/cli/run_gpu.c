@@ -22,8 +22,8 @@
 #include "core/fmt.h"
 #include "core/jsonutil.h"
 #include "core/timeutil.h"
-#include "export/srt_power.h"
 #include "rundir/rundir.h"
+#include "srt/power.h"
 
 /* GPU d of run_gpu is the splitter's GPU d, its ledger account d. */
 struct gpu_dev {

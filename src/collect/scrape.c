@@ -18,7 +18,6 @@
 
 #include "collect/promparse.h"
 #include "core/timeutil.h"
-#include "export/srt_cpu.h"
 
 #define MAX_TIMEOUT_NS     (5 * NS_PER_S)
 #define BACKOFF_MAX_NS     (30 * NS_PER_S)
@@ -67,8 +66,7 @@ struct scrape {
     uint64_t max_skip;
 
     struct collect_out *out;
-    struct srt_cpu *cpu;
-    struct srt_cpu_scrape *cpu_scrape;
+    void *cpu; /* o.srt_cpu's writer */
 
     int64_t start_mono, start_real, stop_real;
     uint64_t cycles, missed;
@@ -366,7 +364,7 @@ static int outcome(struct scrape *c, size_t i, uint64_t seq, int64_t cycle_real)
         collect_out_target(c->out, ts, node_of(t), false, t->t->name, NULL, NULL);
         /* srt-slurm counts a poll that answered, not one abandoned at the deadline */
         if (c->cpu && t->done)
-            srt_cpu_node(c->cpu, i, ts, NULL);
+            c->o.srt_cpu->node(c->cpu, i, ts, NULL);
         prom_doc_free(&doc);
         return -1;
     }
@@ -389,10 +387,8 @@ static int outcome(struct scrape *c, size_t i, uint64_t seq, int64_t cycle_real)
               "a missing value (each counted; the count is in the last line)",
               t->t->name, node_of(t));
     t->negative += info.negative;
-    if (c->cpu) {
-        srt_cpu_parse(&doc, c->cpu_scrape);
-        srt_cpu_node(c->cpu, i, ts, c->cpu_scrape);
-    }
+    if (c->cpu)
+        c->o.srt_cpu->node(c->cpu, i, ts, &doc);
     prom_doc_free(&doc);
     succeeded(c, t, seq);
     return 0;
@@ -455,7 +451,7 @@ json_t *scrape_manifest(struct scrape *c, const struct scrape_end *end, json_t *
     json_object_set_new(opt, "duration_s",
                         c->o.duration_ns ? json_real((double)c->o.duration_ns / 1e9) : json_null());
     json_object_set_new(opt, "required", json_boolean(c->o.required));
-    json_object_set_new(opt, "srt_cpu", json_boolean(c->o.srt_cpu));
+    json_object_set_new(opt, "srt_cpu", json_boolean(c->o.srt_cpu != NULL));
     json_object_set_new(opt, "max_body_bytes",
                         json_integer((json_int_t)prom_limits_default.max_bytes));
     json_object_set_new(opt, "backoff_max_cycles", json_integer((json_int_t)c->max_skip));
@@ -577,7 +573,7 @@ static size_t run_cycle(struct scrape *c, uint64_t seq, int64_t tick)
     size_t failures = 0;
     collect_out_cycle_begin(c->out, seq);
     if (c->cpu)
-        srt_cpu_cycle_begin(c->cpu);
+        c->o.srt_cpu->cycle_begin(c->cpu);
     for (size_t i = 0; i < c->n; i++)
         failures += outcome(c, i, seq, cycle_real) < 0;
     struct carma_err e = {0};
@@ -592,7 +588,7 @@ static size_t run_cycle(struct scrape *c, uint64_t seq, int64_t tick)
             warnf(c, "collect: writing the samples again (cycle %llu)", (unsigned long long)seq);
     }
     if (c->cpu) {
-        if (srt_cpu_cycle_end(c->cpu, &e) < 0) {
+        if (c->o.srt_cpu->cycle_end(c->cpu, &e) < 0) {
             c->cpu_write_failed = true;
             if (!c->cpu_write_failing)
                 warnf(c, "collect: %s; trying again every cycle", e.msg);
@@ -624,8 +620,7 @@ struct scrape *scrape_new(const struct collect_targets *ts, const struct scrape_
     c->req_timeout_ns = timeout < cap ? timeout : cap;
     c->max_skip = (uint64_t)((BACKOFF_MAX_NS + o->interval_ns - 1) / o->interval_ns);
     c->tg = calloc(c->n, sizeof *c->tg);
-    c->cpu_scrape = o->srt_cpu ? calloc(1, sizeof *c->cpu_scrape) : NULL;
-    if (!c->tg || (o->srt_cpu && !c->cpu_scrape)) {
+    if (!c->tg) {
         scrape_free(c);
         carma_err_set(e, -ENOMEM, "out of memory");
         return NULL;
@@ -648,7 +643,7 @@ int scrape_open(struct scrape *c, const char *dir, struct carma_err *e)
             return carma_err_set(e, -ENOMEM, "out of memory");
         for (size_t i = 0; i < c->n; i++)
             nodes[i] = c->targets->t[i].node;
-        c->cpu = srt_cpu_open(cpu_dir, nodes, c->n, e);
+        c->cpu = c->o.srt_cpu->open(cpu_dir, nodes, c->n, e);
         free(nodes);
         if (!c->cpu)
             return e && e->code ? e->code : -EIO;
@@ -719,7 +714,7 @@ void scrape_close(struct scrape *c)
     }
     if (c->cpu) {
         struct carma_err ce = {0};
-        if (srt_cpu_finish(c->cpu, &ce) < 0) {
+        if (c->o.srt_cpu->finish(c->cpu, &ce) < 0) {
             warnf(c, "collect: %s", ce.msg);
             c->cpu_write_failed = true;
         }
@@ -747,7 +742,8 @@ void scrape_free(struct scrape *c)
     if (!c)
         return;
     collect_out_close(c->out, NULL); /* where scrape_close was not called */
-    srt_cpu_finish(c->cpu, NULL);
+    if (c->cpu)
+        c->o.srt_cpu->finish(c->cpu, NULL);
     if (c->multi || c->headers || c->curl_global)
         http_done(c);
     for (size_t i = 0; c->tg && i < c->n; i++) {
@@ -755,6 +751,5 @@ void scrape_free(struct scrape *c)
         free(c->tg[i].node_label);
     }
     free(c->tg);
-    free(c->cpu_scrape);
     free(c);
 }

@@ -1,7 +1,7 @@
 /*
  * collect/scrape: the collector's scrape engine (libcurl). Scrapes the /metrics of many
  * exporters on one clock and writes what they serve through collect/collector (samples.csv,
- * nodes.csv) and, with srt_cpu, export/srt_cpu (power/cpu/).
+ * nodes.csv) and, with a sink (srt-slurm's CPU power leg, srt/cpu), through it (power/cpu/).
  *
  * The clock: cycle k starts at start + k x interval on CLOCK_MONOTONIC (absolute, so nothing
  * drifts); a cycle that could not start within its slot is counted as missed, and its
@@ -37,14 +37,35 @@
 /* One line of warning or note, e.g. "collect: warning: host:9405 (node n1) is down: ...". */
 typedef void (*scrape_warn_fn)(void *cls, const char *msg);
 
+/*
+ * A second writer of every cycle's scrapes, beside samples.csv: srt-slurm's CPU power leg
+ * (srt/cpu's srt_cpu_sink, which the command hands in). All called on the engine's thread.
+ *   open         at scrape_open: dir the directory to write (DIR/power/cpu), nodes[0..n) the
+ *                targets' node names in order; the writer, or NULL with e set naming the file;
+ *   cycle_begin  before a cycle's scrapes;
+ *   node         target i's scrape of the cycle, stamped real_ns: doc its parsed body, NULL
+ *                when the poll failed (no answer, an HTTP error, an unparseable body); not
+ *                called for a poll abandoned at the cycle's deadline;
+ *   cycle_end    writes the cycle: 0, or a negative errno with e set naming the file;
+ *   finish       flushes, closes and frees w (NULL-safe; e may be NULL): 0, or a negative errno
+ *                with e set (the first error).
+ */
+struct scrape_sink {
+    void *(*open)(const char *dir, const char *const *nodes, size_t n, struct carma_err *e);
+    void (*cycle_begin)(void *w);
+    void (*node)(void *w, size_t i, int64_t real_ns, const struct prom_doc *doc);
+    int (*cycle_end)(void *w, struct carma_err *e);
+    int (*finish)(void *w, struct carma_err *e);
+};
+
 struct scrape_opts {
     int64_t interval_ns;
     int64_t timeout_ns;  /* 0: min(interval, 5 s); never more than 95 % of the interval */
     int64_t duration_ns; /* 0: until a signal */
     bool required;       /* a target down in the first cycle ends the run */
-    bool srt_cpu;        /* also srt-slurm's CPU power leg */
-    bool quiet;          /* no warnings about targets */
-    const char *version; /* carma's, for the User-Agent and the manifest */
+    const struct scrape_sink *srt_cpu; /* also srt-slurm's CPU power leg (NULL: none) */
+    bool quiet;                        /* no warnings about targets */
+    const char *version;               /* carma's, for the User-Agent and the manifest */
     scrape_warn_fn warn;
     void *warn_cls;
 };
@@ -69,7 +90,7 @@ struct scrape *scrape_new(const struct collect_targets *ts, const struct scrape_
                           struct carma_err *e);
 
 /* Opens the output files in dir (which exists): samples.csv, nodes.csv, with srt_cpu
- * power/cpu/. Returns 0 or a negative errno with e set naming the file. */
+ * power/cpu/ (its open). Returns 0 or a negative errno with e set naming the file. */
 int scrape_open(struct scrape *s, const char *dir, struct carma_err *e);
 
 /* Whether scrape_open succeeded (the run has a start time, and a manifest to write). */

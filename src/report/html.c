@@ -781,7 +781,7 @@ int html_run(const char *dir, const struct runreport_opts *ro, const struct html
 /* ---- srt-slurm log directories ---- */
 
 /* One chart of a series set (node, role, socket series), x relative to t0. */
-static int srt_set_chart(FILE *f, const struct srtlog_series_set *set, const char *id,
+static int srt_set_chart(FILE *f, const struct srt_log_series_set *set, const char *id,
                          const char *title, double t0, size_t maxp)
 {
     if (set->n == 0)
@@ -809,10 +809,10 @@ static int srt_set_chart(FILE *f, const struct srtlog_series_set *set, const cha
     return r;
 }
 
-static double first_time(const struct srtlog *log)
+static double first_time(const struct srt_log *log)
 {
     double t0 = INFINITY;
-    const struct srtlog_series_set *sets[] = {&log->gpu_nodes, &log->cpu_nodes};
+    const struct srt_log_series_set *sets[] = {&log->gpu_nodes, &log->cpu_nodes};
     for (size_t i = 0; i < 2; i++)
         for (size_t k = 0; k < sets[i]->n; k++)
             if (sets[i]->v[k].n > 0 && sets[i]->v[k].t[0] < t0)
@@ -946,8 +946,8 @@ static int srt_perf_charts(FILE *f, const json_t *reports, size_t maxp)
     return r;
 }
 
-int html_srt(const struct srtlog *log, const json_t *reports, const struct html_opts *o, char **ret,
-             size_t *ret_len, struct carma_err *e)
+int html_srt(const struct srt_log *log, const json_t *reports, const struct html_opts *o,
+             char **ret, size_t *ret_len, struct carma_err *e)
 {
     size_t maxp = o && o->max_points ? o->max_points : DEFAULT_POINTS;
     char *buf = NULL;

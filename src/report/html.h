@@ -1,8 +1,8 @@
 /*
  * html: `carma report DIR --format html`: one self-contained HTML file (inline CSS, charts as
  * inline SVG from report/svg, no script, nothing fetched when it is opened) for a carma run
- * or stat directory (report/runreport) or an srt-slurm log directory (report/srtlog +
- * report/srtreport). Charts are downsampled for display; every number in a table comes from
+ * or stat directory (report/runreport) or an srt-slurm log directory (srt/log +
+ * srt/report). Charts are downsampled for display; every number in a table comes from
  * the full data (the same figures as `carma report --format json`). docs/report.md describes
  * the page.
  */
@@ -14,7 +14,7 @@
 
 #include "core/err.h"
 #include "report/runreport.h"
-#include "report/srtlog.h"
+#include "srt/log.h"
 
 struct html_opts {
     size_t max_points;   /* per chart series after downsampling (0: 1500) */
@@ -31,10 +31,10 @@ int html_run(const char *dir, const struct runreport_opts *ro, const struct html
              char **ret, size_t *ret_len, struct carma_err *e);
 
 /*
- * The HTML report of an srt-slurm log directory: log (loaded with srtlog_open) and its
- * reports (srtreport_build's array). Returns 0, or -ENOMEM with e set.
+ * The HTML report of an srt-slurm log directory: log (loaded with srt_log_open) and its
+ * reports (srt_report_build's array). Returns 0, or -ENOMEM with e set.
  */
-int html_srt(const struct srtlog *log, const json_t *reports, const struct html_opts *o, char **ret,
-             size_t *ret_len, struct carma_err *e);
+int html_srt(const struct srt_log *log, const json_t *reports, const struct html_opts *o,
+             char **ret, size_t *ret_len, struct carma_err *e);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * Unit tests for export/srt_cpu: srt-slurm's scrape parser (formats doc §5.6: ACPI first, type
+ * Unit tests for srt/cpu: srt-slurm's scrape parser (formats doc §5.6: ACPI first, type
  * and socket re-derived from oem_info, DCGM otherwise, ACPI wins, the total rules, its worked
  * example), the CPU samples.csv v1 byte for byte (CRLF, µs timestamps, total_power_w repeated
  * or blank, RFC 4180 quoting, nodes in the order given), cpu_manifest.json (srt-slurm's keys in
@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "export/srt_cpu.h"
+#include "srt/cpu.h"
 #include "sources/hwmon.h"
 
 /* ---- documents built by hand ---- */

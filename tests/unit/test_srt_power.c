@@ -1,5 +1,5 @@
 /*
- * Unit tests for export/srt_power: samples.csv byte for byte (header, rows, CRLF, µs
+ * Unit tests for srt/power: samples.csv byte for byte (header, rows, CRLF, µs
  * timestamps, blank and skipped cells, RFC 4180 quoting), a strict srt-slurm-style check of
  * every file written, manifest.json (keys in srt-slurm's order, values, SHA-256 computed
  * independently with sha256sum), errors that name the file, a failed write (file size limit)
@@ -24,7 +24,7 @@
 
 #include "core/csv.h"
 #include "core/file.h"
-#include "export/srt_power.h"
+#include "srt/power.h"
 
 /* ---- helpers ---- */
 

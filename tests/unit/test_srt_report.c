@@ -1,5 +1,5 @@
 /*
- * Unit tests for report/srtreport: srt-slurm's per-concurrency report (formats: docs/report.md;
+ * Unit tests for srt/report: srt-slurm's per-concurrency report (formats: docs/report.md;
  * the cases are srt-slurm's upstream tests as the formats doc §8 lists them, with the figures
  * worked out by hand): perf/W with and without a CPU leg, statistics over a node's summed
  * series, role rows and their order, utilization rows and groups, warnings and their order,
@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "core/pyjson.h"
-#include "report/srtlog.h"
-#include "report/srtreport.h"
+#include "srt/log.h"
+#include "srt/report.h"
 
 #define GPU_HDR                                                                                    \
     "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,"   \
@@ -26,7 +26,7 @@
     "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w\r\n"
 #define SA_OUT "============ Serving Benchmark Result ============\nSuccessful requests: 10\n"
 
-static struct srtlog L;
+static struct srt_log L;
 static struct carma_err E;
 
 /* GPU rows: one GPU node-a gpu0 at w watts every second from t0 to t1. */
@@ -58,15 +58,15 @@ static void put_flat_cpu(int t0, int t1, double w)
 
 static json_t *build(enum report_edges edges)
 {
-    srtlog_done(&L);
+    srt_log_done(&L);
     carma_err_clear(&E);
-    int r = srtlog_open(&L, tu_dir, NULL, &E);
+    int r = srt_log_open(&L, tu_dir, NULL, &E);
     if (r < 0)
-        fail_msg("srtlog_open: %s", E.msg);
+        fail_msg("srt_log_open: %s", E.msg);
     json_t *list = NULL;
-    r = srtreport_build(&L, edges, &list, &E);
+    r = srt_report_build(&L, edges, &list, &E);
     if (r < 0)
-        fail_msg("srtreport_build: %s", E.msg);
+        fail_msg("srt_report_build: %s", E.msg);
     return list;
 }
 
@@ -136,10 +136,10 @@ static void test_perf_per_watt_gpu_only(void **state)
     /* warnings: no roles, then no CPU leg */
     const json_t *w = json_object_get(r, "warnings");
     assert_int_equal(json_array_size(w), 2);
-    assert_string_equal(json_string_value(json_array_get(w, 0)), SRTREPORT_WARN_NO_ROLES);
-    assert_string_equal(json_string_value(json_array_get(w, 1)), SRTREPORT_WARN_NO_CPU);
+    assert_string_equal(json_string_value(json_array_get(w, 0)), SRT_REPORT_WARN_NO_ROLES);
+    assert_string_equal(json_string_value(json_array_get(w, 1)), SRT_REPORT_WARN_NO_CPU);
 
-    char *text = srtreport_text(list);
+    char *text = srt_report_text(list);
     assert_non_null(text);
     assert_line(text, "[sa-bench concurrency=4] window=10.00s");
     assert_line(text, "  cpu total:      0.00 J");
@@ -152,7 +152,7 @@ static void test_perf_per_watt_gpu_only(void **state)
                       "output 0.1250 tok/s/W, total 0.5000 tok/s/W | combined: n/a");
     assert_line(text, "    gpu/node-a/gpu0: 4,000.00 J (400.00 W avg; p50=400.00 p95=400.00 "
                       "p99=400.00 max=400.00 W)");
-    assert_line(text, "  warning: " SRTREPORT_WARN_NO_CPU);
+    assert_line(text, "  warning: " SRT_REPORT_WARN_NO_CPU);
     assert_non_null(strstr(text, "\n\ntotal energy across all concurrency points: 4,000.00 J\n"));
     free(text);
     json_decref(list);
@@ -186,8 +186,8 @@ static void test_perf_per_watt_combined(void **state)
                         "result JSON has no 'duration' field");
     const json_t *w = json_object_get(r, "warnings");
     assert_int_equal(json_array_size(w), 1);
-    assert_string_equal(json_string_value(json_array_get(w, 0)), SRTREPORT_WARN_NO_ROLES);
-    char *text = srtreport_text(list);
+    assert_string_equal(json_string_value(json_array_get(w, 0)), SRT_REPORT_WARN_NO_ROLES);
+    char *text = srt_report_text(list);
     assert_line(text, "  perf/W: output=50.00 tok/s total=200.00 tok/s | gpu avg=400.00 W -> "
                       "output 0.1250 tok/s/W, total 0.5000 tok/s/W | combined avg=500.00 W -> "
                       "output 0.1000 tok/s/W, total 0.4000 tok/s/W");
@@ -235,7 +235,7 @@ static void test_node_stats_on_summed_series(void **state)
     const json_t *pw = json_object_get(r, "perf_per_watt");
     tu_assert_near(dnum(pw, "output_tokens_per_second"), 0.0, 0);
     tu_assert_near(dnum(pw, "output_tokens_per_second_per_gpu_watt"), 0.0, 0);
-    char *text = srtreport_text(list);
+    char *text = srt_report_text(list);
     assert_line(text, "  J/output-token: n/a");
     free(text);
     json_decref(list);
@@ -283,7 +283,7 @@ static void test_roles_and_utilization(void **state)
     }
     tu_assert_near(dnum(json_array_get(u, 2), "max"), 80.0, 0);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(u, 2), "samples")), 2);
-    char *text = srtreport_text(list);
+    char *text = srt_report_text(list);
     assert_line(text, "    gpu/node-a/gpu0 utilization: gpu_util_pct mean=60.00 max=60.00");
     assert_line(text, "    gpu/node-a utilization: gpu_util_pct mean=70.00 max=80.00");
     assert_line(text, "    gpu/node-a/decode: 52.50 J (52.50 W avg; p50=52.50 p95=54.75 "
@@ -343,14 +343,14 @@ static void test_breakdown_error_aborts(void **state)
            "{\"benchmark_start_time_unix\": 100, \"benchmark_end_time_unix\": 120, "
            "\"total_input_tokens\": 1500, \"total_output_tokens\": 500}");
     put_flat_gpu("power/samples.csv", 100, 110, 400.0);
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), 0);
     json_t *list = NULL;
-    assert_int_equal(srtreport_build(&L, REPORT_EDGES_SNAP, &list, &E), -ENODATA);
+    assert_int_equal(srt_report_build(&L, REPORT_EDGES_SNAP, &list, &E), -ENODATA);
     assert_null(list);
     assert_string_equal(
         E.msg, "gpu/node-a/gpu0: nearest sample to window end is 10.000s away, no coverage");
     carma_err_clear(&E);
-    assert_int_equal(srtreport_build(&L, REPORT_EDGES_INTERPOLATE, &list, &E), -ENODATA);
+    assert_int_equal(srt_report_build(&L, REPORT_EDGES_INTERPOLATE, &list, &E), -ENODATA);
     assert_string_equal(E.msg, "gpu/node-a/gpu0: last sample is 10.000s before window end, no "
                                "coverage");
 }
@@ -440,7 +440,7 @@ static void test_json_key_order(void **state)
 
 static int teardown(void **state)
 {
-    srtlog_done(&L);
+    srt_log_done(&L);
     return tu_teardown(state);
 }
 

@@ -1,11 +1,11 @@
 /*
- * srt_json: the files both srt-slurm legs write: JSON files as its Python writes them
+ * srt/json: the files both srt-slurm legs write: JSON files as its Python writes them
  * (json.dumps(indent=2) and a final newline, \uXXXX escapes in lowercase), replaced atomically: a
  * temporary file, fsync, rename, then a best-effort fsync of the directory. Shared by the GPU and
  * CPU leg writers.
  */
-#ifndef CARMA_EXPORT_SRT_JSON_H
-#define CARMA_EXPORT_SRT_JSON_H
+#ifndef CARMA_SRT_JSON_H
+#define CARMA_SRT_JSON_H
 
 #include <jansson.h>
 

@@ -1,5 +1,5 @@
 /*
- * srt_power: carma's GPU samples as srt-slurm's GPU power leg (see srt_power.h).
+ * srt/power: carma's GPU samples as srt-slurm's GPU power leg (see power.h).
  *
  * Layout of the work: srt_power_open copies everything the manifest needs, opens samples.csv,
  * writes its header and a "running" manifest, and sizes one row buffer for a scrape of
@@ -14,9 +14,9 @@
  * file, so the manifest describes samples.csv as it is. srt_power_finish syncs samples.csv,
  * digests it (SHA-256 of the bytes on disk, read back), and writes the final manifest.
  */
-#include "export/srt_power.h"
+#include "srt/power.h"
 #include "core/file.h"
-#include "export/srt_json.h"
+#include "srt/json.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,9 @@
 /*
- * srtlog: an srt-slurm log directory read as srt-slurm's power_energy_report reads it before it
- * integrates (see srtlog.h; formats doc srt-slurm.md §6.2-§6.4). The sections below follow the
- * report's own order: paths and the directory walk, benchmark.out, windows and tokens, the
- * CSV stream, the series containers, the CPU leg, the GPU leg, the public entry points.
+ * srt/log: an srt-slurm log directory read as srt-slurm's power_energy_report reads it before it
+ * integrates (see log.h; formats doc srt-slurm.md §6.2-§6.4). The sections below follow the
+ * report's own order: the directory walk (pathlib's paths and rglob: core/pathwalk),
+ * benchmark.out, windows and tokens, the CSV files (read through core/csvstream), the series
+ * containers, the CPU leg, the GPU leg, the public entry points.
  *
  * Python behaviour reproduced on purpose, where it shows in numbers or messages: pathlib's
  * path text and its component-wise ordering, rglob not descending into symlinked directories,
@@ -10,11 +11,9 @@
  * characters), dict semantics of node series (a repeated timestamp overwrites or adds in file
  * order, starting from 0.0), stable sorts.
  */
-#include "report/srtlog.h"
+#include "srt/log.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -23,23 +22,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/csv.h"
+#include "core/csvstream.h"
 #include "core/fastnum.h"
 #include "core/file.h"
 #include "core/idmap.h"
 #include "core/iso8601.h"
 #include "core/linereader.h"
 #include "core/parse.h"
+#include "core/pathwalk.h"
 #include "core/strtab.h"
 #include "core/array.h"
 #include "report/series.h"
 
-/* Bytes read from a file at a time. */
-#define CHUNK (1u << 20)
 /* How much of a cell an error message quotes. */
 #define CELL_QUOTE 40
 
@@ -125,7 +122,7 @@ static int power_range(const char *path, size_t line, const char *col, double w,
                          line, col, w, SRT_POWER_MAX_W);
 }
 
-static int add_warning(struct srtlog *log, char *msg)
+static int add_warning(struct srt_log *log, char *msg)
 {
     if (!msg)
         return -ENOMEM;
@@ -158,7 +155,7 @@ static int issue_note(struct issue *is, char *text)
 }
 
 /* Moves the issue into log's warnings: "<first> (N such rows)" when more than one. */
-static int issue_flush(struct srtlog *log, struct issue *is)
+static int issue_flush(struct srt_log *log, struct issue *is)
 {
     int r = 0;
     if (is->count == 1)
@@ -178,123 +175,7 @@ static void issue_free(struct issue *is)
     is->first = NULL;
 }
 
-/* ---- paths, as Python's pathlib prints and orders them ---- */
-
-/* PurePosixPath(s) as text: repeated and trailing slashes and "." parts dropped, "" is ".",
- * a leading "//" (exactly two) kept. NULL when out of memory. */
-static char *path_norm(const char *s)
-{
-    size_t n = strlen(s);
-    char *out = malloc(n + 2);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    const char *p = s;
-    if (p[0] == '/') {
-        out[o++] = '/';
-        if (p[1] == '/' && p[2] != '/')
-            out[o++] = '/';
-    }
-    size_t root = o;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        const char *q = p;
-        while (*q && *q != '/')
-            q++;
-        size_t len = (size_t)(q - p);
-        if (len > 0 && !(len == 1 && p[0] == '.')) {
-            if (o > root)
-                out[o++] = '/';
-            memcpy(out + o, p, len);
-            o += len;
-        }
-        p = q;
-    }
-    if (o == 0)
-        out[o++] = '.';
-    out[o] = '\0';
-    return out;
-}
-
-/* base / name (name one component, or a relative path already normalised). */
-static char *path_join(const char *base, const char *name)
-{
-    if (strcmp(base, ".") == 0)
-        return strdup(name);
-    size_t bl = strlen(base);
-    if (bl > 0 && base[bl - 1] == '/')
-        return str_printf("%s%s", base, name);
-    return str_printf("%s/%s", base, name);
-}
-
-/* path.with_name(name): the last part of path replaced. */
-static char *path_with_name(const char *path, const char *name)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return strdup(name);
-    return str_printf("%.*s/%s", (int)(slash - path), path, name);
-}
-
-/* The name of the parent directory of path ("" when the parent is "." or the root). */
-static void path_parent_name(const char *path, const char **ret, size_t *ret_len)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        *ret = "";
-        *ret_len = 0;
-        return;
-    }
-    const char *b = slash;
-    while (b > path && b[-1] != '/')
-        b--;
-    *ret = b;
-    *ret_len = (size_t)(slash - b);
-}
-
-/* Compares two paths part by part (pathlib's ordering: "a/b" < "a-x"). */
-static int path_cmp(const char *a, const char *b)
-{
-    for (;;) {
-        size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
-        size_t m = la < lb ? la : lb;
-        int c = memcmp(a, b, m);
-        if (c != 0)
-            return c;
-        if (la != lb)
-            return la < lb ? -1 : 1;
-        a += la;
-        b += lb;
-        if (!*a || !*b)
-            return *a ? 1 : *b ? -1 : 0;
-        a++;
-        b++;
-    }
-}
-
-static int path_cmp_qsort(const void *x, const void *y)
-{
-    return path_cmp(*(char *const *)x, *(char *const *)y);
-}
-
-static bool is_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static bool is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
+/* ---- Python's repr ---- */
 
 /* Appends Python's repr() of s (a str) to *buf. */
 static int py_repr_append(char **buf, size_t *len, size_t *cap, const char *s)
@@ -330,7 +211,7 @@ static int py_repr_append(char **buf, size_t *len, size_t *cap, const char *s)
     return 0;
 }
 
-/* ---- the directory walk (rglob) ---- */
+/* ---- the directory walk (rglob: core/pathwalk) ---- */
 
 struct strvec {
     char **v;
@@ -356,7 +237,7 @@ static void strvec_free(struct strvec *sv)
 }
 
 struct srcvec {
-    struct srtlog_source *v;
+    struct srt_log_source *v;
     size_t n, cap;
 };
 
@@ -382,10 +263,10 @@ static void srcvec_free(struct srcvec *sv)
 
 static int source_cmp(const void *x, const void *y)
 {
-    const struct srtlog_source *a = x, *b = y;
+    const struct srt_log_source *a = x, *b = y;
     if (a->concurrency != b->concurrency)
         return a->concurrency < b->concurrency ? -1 : 1;
-    return path_cmp(a->path, b->path);
+    return pathwalk_cmp(a->path, b->path);
 }
 
 struct walk {
@@ -437,101 +318,50 @@ static long long match_result_file(const char *name)
     return parse_conc(p, n);
 }
 
-/* sa-bench_X: its results_concurrency_*.json entries. */
-static int walk_sabench(struct walk *w, const char *dir)
+/* sa-bench_X: its results_concurrency_*.json entries (pathwalk_list's fn). */
+static int walk_sabench(void *ud, const char *name, const char *path)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    struct walk *w = ud;
+    size_t len = strlen(name);
+    if (!has_prefix(name, "results_concurrency_") || len < 25 ||
+        strcmp(name + len - 5, ".json") != 0)
         return 0;
-    int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *name = de->d_name;
-        size_t len = strlen(name);
-        if (!has_prefix(name, "results_concurrency_") || len < 25 ||
-            strcmp(name + len - 5, ".json") != 0)
-            continue;
-        char *path = path_join(dir, name);
-        if (!path) {
-            r = -ENOMEM;
-            break;
-        }
-        long long conc = match_result_file(name);
-        if (conc < 0 || !exists(path)) {
-            free(path);
-            continue;
-        }
-        if ((r = srcvec_push(&w->sabench, conc, path)) < 0)
-            break;
-    }
-    closedir(d);
-    return r;
+    long long conc = match_result_file(name);
+    if (conc < 0 || !pathwalk_exists(path))
+        return 0;
+    return srcvec_push(&w->sabench, conc, strdup(path));
 }
 
-/* One directory of the walk: what matches in it, then its real subdirectories. Unreadable
- * directories are skipped, as pathlib does. */
-static int walk_dir(struct walk *w, const char *dir)
+/* One entry of the walk (pathwalk_rglob's fn, which then descends into the real
+ * subdirectories): what matches at it. */
+static int walk_entry(void *ud, const char *name, const char *path)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int r = 0;
-    struct strvec subdirs = {0};
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *name = de->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        char *path = path_join(dir, name);
-        if (!path) {
-            r = -ENOMEM;
-            break;
+    struct walk *w = ud;
+    int r;
+    if (strcmp(name, "samples.csv") == 0 && pathwalk_exists(path) &&
+        (r = strvec_push(&w->samples, strdup(path))) < 0)
+        return r;
+    if (has_prefix(name, "conc_") && pathwalk_is_dir(path)) {
+        char *art = str_printf("%s/aiperf_artifacts", path);
+        char *jsonl = art ? str_printf("%s/profile_export.jsonl", art) : NULL;
+        if (!jsonl) {
+            free(art);
+            return -ENOMEM;
         }
-        if (strcmp(name, "samples.csv") == 0 && exists(path)) {
-            char *copy = strdup(path);
-            if ((r = strvec_push(&w->samples, copy)) < 0) {
-                free(path);
-                break;
-            }
-        }
-        if (has_prefix(name, "conc_") && is_dir(path)) {
-            char *art = str_printf("%s/aiperf_artifacts", path);
-            char *jsonl = art ? str_printf("%s/profile_export.jsonl", art) : NULL;
-            if (!jsonl) {
-                free(art);
-                free(path);
-                r = -ENOMEM;
-                break;
-            }
-            long long conc = match_conc_dir(name);
-            if (conc >= 0 && is_dir(art) && exists(jsonl)) {
-                if ((r = srcvec_push(&w->aiperf, conc, jsonl)) < 0) {
-                    free(art);
-                    free(path);
-                    break;
-                }
-            } else {
-                free(jsonl);
-            }
+        long long conc = match_conc_dir(name);
+        if (conc >= 0 && pathwalk_is_dir(art) && pathwalk_exists(jsonl)) {
+            r = srcvec_push(&w->aiperf, conc, jsonl);
+            free(art);
+            if (r < 0)
+                return r;
+        } else {
+            free(jsonl);
             free(art);
         }
-        if (has_prefix(name, "sa-bench_") && is_dir(path) && (r = walk_sabench(w, path)) < 0) {
-            free(path);
-            break;
-        }
-        struct stat st;
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if ((r = strvec_push(&subdirs, path)) < 0)
-                break;
-        } else {
-            free(path);
-        }
     }
-    closedir(d);
-    for (size_t i = 0; r == 0 && i < subdirs.n; i++)
-        r = walk_dir(w, subdirs.v[i]);
-    strvec_free(&subdirs);
-    return r;
+    if (has_prefix(name, "sa-bench_") && pathwalk_is_dir(path))
+        return pathwalk_list(path, walk_sabench, w);
+    return 0;
 }
 
 /* ---- benchmark.out ---- */
@@ -634,22 +464,22 @@ static bool match_elapsed(const char *rest, double *ret)
     return false;
 }
 
-const char *srtlog_bench_name(enum srtlog_bench b)
+const char *srt_log_bench_name(enum srt_log_bench b)
 {
     switch (b) {
-    case SRTLOG_BENCH_SA_BENCH:
+    case SRT_LOG_BENCH_SA_BENCH:
         return "sa-bench";
-    case SRTLOG_BENCH_AIPERF:
+    case SRT_LOG_BENCH_AIPERF:
         return "aiperf";
     default:
         return "";
     }
 }
 
-int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struct carma_err *e)
+int srt_log_detect_bench(const char *benchmark_out, enum srt_log_bench *ret, struct carma_err *e)
 {
     struct linereader l;
-    int r = linereader_open(&l, benchmark_out, SRTLOG_LINE_MAX, true);
+    int r = linereader_open(&l, benchmark_out, SRT_LOG_LINE_MAX, true);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     bool aiperf = false, sabench = false;
@@ -671,7 +501,7 @@ int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struc
     if (!aiperf && !sabench)
         return carma_err_set(e, -EINVAL, "%s: matched neither aiperf nor sa-bench markers",
                              benchmark_out);
-    *ret = aiperf ? SRTLOG_BENCH_AIPERF : SRTLOG_BENCH_SA_BENCH;
+    *ret = aiperf ? SRT_LOG_BENCH_AIPERF : SRT_LOG_BENCH_SA_BENCH;
     return 0;
 }
 
@@ -695,17 +525,11 @@ static double time_of_day_s(const char *stamp)
     return (double)(h * 3600 + m * 60) + strtod(sec, NULL);
 }
 
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *ret,
-                            struct carma_err *e)
+int srt_log_phase_log_timing(const char *benchmark_out, struct srt_log_reported *ret,
+                             struct carma_err *e)
 {
     struct linereader l;
-    int r = linereader_open(&l, benchmark_out, SRTLOG_LINE_MAX, true);
+    int r = linereader_open(&l, benchmark_out, SRT_LOG_LINE_MAX, true);
     if (r < 0)
         return file_input_err(e, benchmark_out, r);
     size_t nstart = 0, ncomplete = 0;
@@ -737,14 +561,14 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
     if (nstart != 1 || ncomplete != 1) {
         size_t count = nstart > ncomplete ? nstart : ncomplete;
         ret->note = str_printf("%zu profiling phases in %s; cannot pair them to one concurrency",
-                               count, base_name(benchmark_out));
+                               count, pathwalk_name(benchmark_out));
         return ret->note ? 0 : oom(e);
     }
     double d = elapsed;
     if (!has_elapsed && (!is_time_of_day(start) || !is_time_of_day(complete))) {
         /* srt-slurm's arithmetic would give a negative duration or one over a day */
         ret->note = str_printf("phase started %s, complete %s in %s: not a time of day", start,
-                               complete, base_name(benchmark_out));
+                               complete, pathwalk_name(benchmark_out));
         return ret->note ? 0 : oom(e);
     }
     if (!has_elapsed) {
@@ -839,7 +663,7 @@ static const char *number_text(const json_t *v, char buf[32])
     return buf;
 }
 
-static int sa_bench_window(struct srtlog_window *w, const char *path, struct carma_err *e)
+static int sa_bench_window(struct srt_log_window *w, const char *path, struct carma_err *e)
 {
     static const char *const keys[] = {"benchmark_start_time_unix", "benchmark_end_time_unix",
                                        "total_input_tokens", "total_output_tokens"};
@@ -916,7 +740,7 @@ static int aggregate_avg(const json_t *agg, const char *key, const char *path, j
 }
 
 /* reported_timing_from_aiperf_json. */
-static int aiperf_reported(struct srtlog_reported *rep, const json_t *agg, const char *path,
+static int aiperf_reported(struct srt_log_reported *rep, const json_t *agg, const char *path,
                            struct carma_err *e)
 {
     const json_t *dur = json_object_get(agg, "benchmark_duration");
@@ -994,12 +818,12 @@ static double nsrange_value(const struct nsrange *r, bool is_start)
     return is_start ? fmin(i, f) : fmax(i, f);
 }
 
-static int aiperf_window(struct srtlog_window *w, const char *path, const char *benchmark_out,
+static int aiperf_window(struct srt_log_window *w, const char *path, const char *benchmark_out,
                          struct carma_err *e)
 {
     struct linereader l;
     struct nsrange starts = {0}, ends = {0};
-    int r = linereader_open(&l, path, SRTLOG_LINE_MAX, false);
+    int r = linereader_open(&l, path, SRT_LOG_LINE_MAX, false);
     if (r < 0)
         return file_input_err(e, path, r);
     char *s;
@@ -1051,7 +875,7 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
     linereader_close(&l);
     if (r == -EFBIG)
         return carma_err_set(e, r, "%s:%zu: a line longer than %u bytes", path, lineno + 1,
-                             SRTLOG_LINE_MAX);
+                             SRT_LOG_LINE_MAX);
     if (r < 0) {
         if (e && e->code == r)
             return r;
@@ -1060,10 +884,10 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
     if (!starts.any)
         return carma_err_set(e, -EINVAL, "%s: no successful profiling-phase records", path);
 
-    char *agg_path = path_with_name(path, "profile_export_aiperf.json");
+    char *agg_path = pathwalk_with_name(path, "profile_export_aiperf.json");
     if (!agg_path)
         return oom(e);
-    if (!is_file(agg_path)) {
+    if (!pathwalk_is_file(agg_path)) {
         r = carma_err_set(e, -ENOENT, "%s: not found (expected alongside %s)", agg_path, path);
         free(agg_path);
         return r;
@@ -1084,10 +908,10 @@ static int aiperf_window(struct srtlog_window *w, const char *path, const char *
     w->input_tokens_n = json_number_value(w->input_tokens);
     if ((r = aiperf_reported(&w->reported, agg, agg_path, e)) < 0)
         goto out;
-    if (strcmp(w->reported.source, "unavailable") == 0 && is_file(benchmark_out)) {
+    if (strcmp(w->reported.source, "unavailable") == 0 && pathwalk_is_file(benchmark_out)) {
         free(w->reported.note);
         w->reported.note = NULL;
-        if ((r = srtlog_phase_log_timing(benchmark_out, &w->reported, e)) < 0)
+        if ((r = srt_log_phase_log_timing(benchmark_out, &w->reported, e)) < 0)
             goto out;
     }
     w->start_unix = nsrange_value(&starts, true) / 1e9;
@@ -1102,7 +926,7 @@ out:
     return r;
 }
 
-static void window_free(struct srtlog_window *w)
+static void window_free(struct srt_log_window *w)
 {
     json_decref(w->start);
     json_decref(w->end);
@@ -1112,201 +936,7 @@ static void window_free(struct srtlog_window *w)
     memset(w, 0, sizeof *w);
 }
 
-/* ---- the CSV stream: chunks of whole records, split in place ---- */
-
-/*
- * The file is read CHUNK bytes at a time into buf; a scan finds where the last whole record in
- * buf ends (cut; quote-aware, memchr/memrchr when the new bytes hold no quote), and the records
- * before it are split in place (csv_split: no allocation per field) and handed out one at a
- * time. The partial record after cut moves to the front before the next read. At the end of
- * the file what is left (one record without a line end, or nothing) is split last (final).
- * A reader may instead take the plain lines of a chunk without quotes as they are (csvr_line:
- * the GPU leg's fused one-pass reader, gpu_line); whatever it does not take is split as above.
- */
-struct csvr {
-    int fd;
-    const char *path;
-    char *buf;
-    size_t len, cap;
-    size_t pos;    /* the next record in buf */
-    size_t scan;   /* bytes of buf looked at for record ends */
-    bool inq;      /* the scan is inside a quoted field */
-    size_t cut;    /* end of the last whole record in buf (0: none yet) */
-    size_t line;   /* the line number at pos */
-    uint64_t off;  /* the file offset of buf[0] */
-    uint64_t size; /* the file's size when opened (0: unknown) */
-    bool eof, final, one_line;
-    struct csv_fields f;
-    bool torn_unparsed; /* the file ends in an unterminated quoted field on one line */
-    size_t torn_line;
-    /* what csvr_line may hand out of the records in [pos, cut): unknown (not looked at since
-     * cut last moved), none (they hold a quote), lines (the lines before lines_end) */
-    enum { LINES_UNKNOWN, LINES_NONE, LINES } lines;
-    size_t lines_end; /* just after the last \n in [pos, cut) */
-};
-
-static int csvr_open(struct csvr *r, const char *path, struct carma_err *e)
-{
-    memset(r, 0, sizeof *r);
-    r->path = path;
-    r->line = 1;
-    struct stat st;
-    r->fd = file_open_input(AT_FDCWD, path, &st);
-    if (r->fd < 0) {
-        int err = r->fd;
-        r->fd = -1;
-        return file_input_err(e, path, err);
-    }
-    r->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
-    return 0;
-}
-
-/* How much of the file the rows handed out so far cover, and ahead bytes more, 0 to 1 (0 when
- * unknown). */
-static double csvr_progress(const struct csvr *r, size_t ahead)
-{
-    return r->size > 0 ? (double)(r->off + r->pos + ahead) / (double)r->size : 0.0;
-}
-
-static void csvr_close(struct csvr *r)
-{
-    if (r->fd >= 0)
-        close(r->fd);
-    free(r->buf);
-    csv_fields_free(&r->f);
-    r->fd = -1;
-    r->buf = NULL;
-}
-
-static void csvr_scan(struct csvr *r)
-{
-    size_t i = r->scan;
-    r->lines = LINES_UNKNOWN;
-    if (!r->inq && i < r->len && !memchr(r->buf + i, '"', r->len - i)) {
-        /* no quote: the last \n ends a record; only the bytes after it need a closer look */
-        const char *nl = memrchr(r->buf + i, '\n', r->len - i);
-        if (nl) {
-            r->cut = (size_t)(nl - r->buf) + 1;
-            i = r->cut;
-        }
-    }
-    for (; i < r->len; i++) {
-        char c = r->buf[i];
-        if (c == '"') {
-            r->inq = !r->inq;
-        } else if (c == '\n') {
-            if (!r->inq)
-                r->cut = i + 1;
-        } else if (c == '\r' && !r->inq) {
-            if (i + 1 == r->len && !r->eof)
-                break; /* is a \n next? */
-            if (i + 1 == r->len || r->buf[i + 1] != '\n')
-                r->cut = i + 1;
-        }
-    }
-    r->scan = i;
-}
-
-/*
- * The next row (blank lines skipped) into *ret, valid until the next call (its fields point
- * into the read buffer); *ret_torn when it is the file's last line and has no line end.
- * Returns 1, 0 at the end of the file, or a negative errno with e set. After 0,
- * r->torn_unparsed says that the file ended in an unterminated quoted field (at r->torn_line)
- * that was not returned.
- */
-static int csvr_next(struct csvr *r, struct csv_row **ret, bool *ret_torn, struct carma_err *e)
-{
-    for (;;) {
-        if (r->pos < r->cut) {
-            size_t line0 = r->line;
-            int k = csv_split(r->buf, r->cut, &r->pos, &r->line, r->path, &r->f, e);
-            if (k == -EINVAL && r->final && r->inq && r->one_line) {
-                carma_err_clear(e);
-                r->torn_unparsed = true;
-                r->torn_line = line0;
-                r->pos = r->cut;
-                continue;
-            }
-            if (k < 0)
-                return k;
-            if (k > 0) {
-                *ret = &r->f.row;
-                *ret_torn = r->final;
-                return 1;
-            }
-            continue;
-        }
-        if (r->final)
-            return 0;
-        if (r->cut > 0) {
-            memmove(r->buf, r->buf + r->cut, r->len - r->cut);
-            r->off += r->cut;
-            r->len -= r->cut;
-            r->scan -= r->cut;
-            r->pos = 0;
-            r->cut = 0;
-            r->lines = LINES_UNKNOWN;
-        }
-        if (r->eof) {
-            r->final = true;
-            r->cut = r->len;
-            r->lines = LINES_UNKNOWN;
-            r->one_line = !memchr(r->buf, '\n', r->len) && !memchr(r->buf, '\r', r->len);
-            continue;
-        }
-        if (r->len >= SRTLOG_LINE_MAX) {
-            size_t p = 0, ln = r->line;
-            int k;
-            while ((k = csv_split(r->buf, r->len, &p, &ln, r->path, &r->f, e)) > 0)
-                ;
-            if (k < 0)
-                return k;
-            return carma_err_set(e, -EINVAL, "%s:%zu: a record longer than %u bytes", r->path,
-                                 r->line, SRTLOG_LINE_MAX);
-        }
-        if (array_grow(&r->buf, &r->cap, r->len + CHUNK + 1, 1) < 0)
-            return oom(e);
-        ssize_t n = read(r->fd, r->buf + r->len, CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int err = -errno;
-            return carma_err_set(e, err, "%s: %s", r->path, strerror(-err));
-        }
-        if (n == 0)
-            r->eof = true;
-        r->len += (size_t)n;
-        csvr_scan(r);
-    }
-}
-
-/*
- * The records at pos as plain lines, for a reader that splits them itself: when the records
- * left in [pos, cut) hold no quote and no NUL byte and the next one is not blank, *ret is its
- * first byte and [*ret, *ret + *ret_avail) whole records, the last byte a \n: a reader that
- * stops at \n (and at \r, to take CRLF whole and leave a lone CR) never reads past it, and a
- * record it reads as a line of fields split at commas has exactly csv_split's fields. Else
- * false: csvr_next reads the record (csv_split refuses a NUL byte, naming its line). Nothing
- * moves.
- */
-static bool csvr_line(struct csvr *r, const char **ret, size_t *ret_avail)
-{
-    if (r->pos >= r->cut)
-        return false;
-    const char *s = r->buf + r->pos;
-    if (r->lines == LINES_UNKNOWN) {
-        const char *nl = NULL;
-        if (!memchr(s, '"', r->cut - r->pos) && !memchr(s, '\0', r->cut - r->pos))
-            nl = memrchr(s, '\n', r->cut - r->pos);
-        r->lines = nl ? LINES : LINES_NONE;
-        r->lines_end = nl ? (size_t)(nl - r->buf) + 1 : 0;
-    }
-    if (r->lines == LINES_NONE || r->pos >= r->lines_end || s[0] == '\n' || s[0] == '\r')
-        return false;
-    *ret = s;
-    *ret_avail = r->lines_end - r->pos;
-    return true;
-}
+/* ---- the CSV files (core/csvstream) ---- */
 
 /* The index of column name in the header (the last one when repeated, as DictReader), or -1. */
 static int col_find(const struct csv_row *h, const char *name)
@@ -1320,14 +950,14 @@ static int col_find(const struct csv_row *h, const char *name)
 
 /* What one CSV load shares: the file, the header, the warnings it collects. */
 struct csvctx {
-    struct srtlog *log;
+    struct srt_log *log;
     const char *path;
     struct csv_row header;
     bool have_header;
     struct issue torn;
-    const struct csvr *r; /* the stream, while csv_each runs */
+    const struct csvstream *r; /* the stream, while csv_each runs */
     /*
-     * Optional: the data records that csvr_line hands out (s, avail bytes; the first at line
+     * Optional: the data records that csvstream_lines hands out (s, avail bytes; the first at line
      * number line), offered before the first is split: the bytes of the first record when it
      * was taken (line end included; read as fn would read its split row, with the same
      * effects), 0 when fn is to have it split, or a negative errno with e set.
@@ -1386,8 +1016,8 @@ static int cell_int(const struct csvctx *c, const struct csv_row *row, int col, 
 static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, struct carma_err *),
                     void *ud, struct carma_err *e)
 {
-    struct csvr r;
-    int ret = csvr_open(&r, c->path, e);
+    struct csvstream r;
+    int ret = csvstream_open(&r, c->path, SRT_LOG_LINE_MAX, e);
     if (ret < 0)
         return ret;
     c->r = &r;
@@ -1396,19 +1026,18 @@ static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, 
     for (;;) {
         const char *ls;
         size_t avail;
-        if (c->line_fn && c->have_header && csvr_line(&r, &ls, &avail)) {
+        if (c->line_fn && c->have_header && csvstream_lines(&r, &ls, &avail)) {
             long k = c->line_fn(c->line_ud, ls, avail, r.line, e);
             if (k < 0) {
                 ret = (int)k;
                 break;
             }
             if (k > 0) {
-                r.pos += (size_t)k;
-                r.line++;
+                csvstream_took(&r, (size_t)k);
                 continue;
             }
         }
-        if ((ret = csvr_next(&r, &row, &torn, e)) <= 0)
+        if ((ret = csvstream_next(&r, &row, &torn, e)) <= 0)
             break;
         if (!c->have_header) {
             if (!(c->header.fields = calloc(row->n, sizeof *c->header.fields))) {
@@ -1449,7 +1078,7 @@ static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, 
                                         "unterminated quoted field (cut short); skipped",
                                         c->path, r.torn_line)) < 0)
         ret = oom(e);
-    csvr_close(&r);
+    csvstream_close(&r);
     c->r = NULL;
     if (ret == 0 && !c->have_header)
         ret = add_warning(c->log, str_printf("%s: empty file (no header); no series", c->path));
@@ -1728,7 +1357,7 @@ static void tsser_free(struct tsser *s)
 
 /* ---- output series ---- */
 
-static void series_free(struct srtlog_series *s)
+static void series_free(struct srt_log_series *s)
 {
     free(s->label);
     free(s->host);
@@ -1746,7 +1375,7 @@ static void series_free(struct srtlog_series *s)
     memset(s, 0, sizeof *s);
 }
 
-static void series_set_free(struct srtlog_series_set *set)
+static void series_set_free(struct srt_log_series_set *set)
 {
     for (size_t i = 0; i < set->n; i++)
         series_free(&set->v[i]);
@@ -1754,7 +1383,7 @@ static void series_set_free(struct srtlog_series_set *set)
     memset(set, 0, sizeof *set);
 }
 
-static void util_set_free(struct srtlog_util_set *set)
+static void util_set_free(struct srt_log_util_set *set)
 {
     for (size_t i = 0; i < set->n; i++) {
         free(set->v[i].label);
@@ -1789,14 +1418,14 @@ static int vec_give(struct vec *v, size_t *n, double **t, double **w)
 
 /* Appends a new series with label, host, index to set (the rest zero). NULL when out of
  * memory. */
-static struct srtlog_series *series_add(struct srtlog_series_set *set, size_t *cap, char *label,
-                                        const char *host, long long index)
+static struct srt_log_series *series_add(struct srt_log_series_set *set, size_t *cap, char *label,
+                                         const char *host, long long index)
 {
     if (!label || array_grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0) {
         free(label);
         return NULL;
     }
-    struct srtlog_series *s = &set->v[set->n];
+    struct srt_log_series *s = &set->v[set->n];
     memset(s, 0, sizeof *s);
     s->label = label;
     s->index = index;
@@ -1810,12 +1439,12 @@ static struct srtlog_series *series_add(struct srtlog_series_set *set, size_t *c
 }
 
 /* Moves v into a new utilization entry; shared_t: the device's t array that v's times are. */
-static int util_add(struct srtlog_util_set *set, size_t *cap, const char *label, const char *column,
-                    size_t series, struct vec *v, double *shared_t)
+static int util_add(struct srt_log_util_set *set, size_t *cap, const char *label,
+                    const char *column, size_t series, struct vec *v, double *shared_t)
 {
     if (array_grow(&set->v, cap, set->n + 1, sizeof *set->v) < 0)
         return -ENOMEM;
-    struct srtlog_util *u = &set->v[set->n];
+    struct srt_log_util *u = &set->v[set->n];
     memset(u, 0, sizeof *u);
     if (!(u->label = strdup(label)))
         return -ENOMEM;
@@ -1939,7 +1568,7 @@ static enum kind classify_label(const char *label)
     return K_OTHER;
 }
 
-int srtlog_sensor_rank(const char *sensor)
+int srt_log_sensor_rank(const char *sensor)
 {
     static const struct {
         const char *suffix;
@@ -2119,7 +1748,7 @@ static int cpu_sensor(struct csock *s, const char *name, struct csens **ret)
     memset(c, 0, sizeof *c);
     if (!(c->name = strdup(name)))
         return -ENOMEM;
-    c->rank = srtlog_sensor_rank(name);
+    c->rank = srt_log_sensor_rank(name);
     s->last = s->nsens++;
     *ret = c;
     return 0;
@@ -2242,7 +1871,7 @@ static int cmp_sens(const void *x, const void *y)
 }
 
 /* Builds log's CPU sets from L. */
-static int cpu_finish(struct cload *L, struct srtlog *log)
+static int cpu_finish(struct cload *L, struct srt_log *log)
 {
     size_t *order = malloc((L->nsocks + L->hosts.n + 1) * sizeof *order);
     if (!order)
@@ -2254,7 +1883,7 @@ static int cpu_finish(struct cload *L, struct srtlog *log)
     for (size_t k = 0; k < L->nsocks && r == 0; k++) {
         struct csock *s = &L->socks[order[k]];
         const char *host = L->hosts.names[s->host];
-        struct srtlog_series *out =
+        struct srt_log_series *out =
             series_add(&log->cpu_sockets, &cap, str_printf("cpu/%s/socket%lld", host, s->socket),
                        host, s->socket);
         if (!out) {
@@ -2294,7 +1923,7 @@ static int cpu_finish(struct cload *L, struct srtlog *log)
     cap = 0;
     for (size_t k = 0; k < nh && r == 0; k++) {
         const char *host = L->hosts.names[order[k]];
-        struct srtlog_series *out =
+        struct srt_log_series *out =
             series_add(&log->cpu_nodes, &cap, str_printf("cpu/%s", host), host, -1);
         if (!out)
             r = -ENOMEM;
@@ -2327,7 +1956,7 @@ static void cload_free(struct cload *L)
     csvctx_done(&L->c);
 }
 
-static void cpu_leg_free(struct srtlog *log)
+static void cpu_leg_free(struct srt_log *log)
 {
     series_set_free(&log->cpu_sockets);
     series_set_free(&log->cpu_nodes);
@@ -2362,14 +1991,14 @@ static int cpu_header_cb(void *ud, struct carma_err *e)
     return cpu_header(ud, e);
 }
 
-int srtlog_load_cpu(struct srtlog *log, const char *path, struct carma_err *e)
+int srt_log_load_cpu(struct srt_log *log, const char *path, struct carma_err *e)
 {
     cpu_leg_free(log);
     struct cload L;
     memset(&L, 0, sizeof L);
     L.c.log = log;
     L.c.path = path;
-    L.strict = (log->flags & SRTLOG_STRICT) != 0;
+    L.strict = (log->flags & SRT_LOG_STRICT) != 0;
     struct rowfn f = {.header = cpu_header_cb, .row = cpu_row, .ud = &L};
     int r = csv_each(&L.c, rowfn_call, &f, e);
     if (r == 0 && !f.started) {
@@ -2894,7 +2523,7 @@ static void gpu_prefault(struct gload *G)
  */
 static int gpu_reserve(struct gload *G, size_t ahead)
 {
-    double done = csvr_progress(G->c.r, ahead);
+    double done = csvstream_progress(G->c.r, ahead);
     if (!(done > 0.0) || done >= 0.9)
         return 0;
     double scale = 1.05 / done;
@@ -3032,7 +2661,7 @@ static inline const char *line_digits(const char *p, int max, uint64_t *ret)
     return p == s ? NULL : p;
 }
 
-/* A byte that ends a cell of a plain line (csvr_line): comma, line end, a lone CR, or a NUL
+/* A byte that ends a cell of a plain line (csvstream_lines): comma, line end, a lone CR, or a NUL
  * (which csv_split refuses: gpu_line leaves such a line to it). */
 static inline bool cell_end(char c)
 {
@@ -3040,7 +2669,7 @@ static inline bool cell_end(char c)
 }
 
 /*
- * csv_each's line_fn for the GPU CSV: the row at s (see csvr_line) read in one pass, with the
+ * csv_each's line_fn for the GPU CSV: the row at s (see csvstream_lines) read in one pass, with the
  * same numbers and effects as gpu_row gives its split row, when every cell is one that gpu_row
  * reads without a message and by the fast routes (fastnum_double's exact fast path,
  * fastnum_i64's and fastnum_u64's plain digits, schema_version the header's generation as one
@@ -3234,13 +2863,13 @@ static int gpu_second_pass(struct gload *G, struct carma_err *e)
             !(d->line = malloc(d->p.n * sizeof *d->line)))
             return oom(e);
     }
-    struct csvr r;
-    int ret = csvr_open(&r, G->c.path, e);
+    struct csvstream r;
+    int ret = csvstream_open(&r, G->c.path, SRT_LOG_LINE_MAX, e);
     if (ret < 0)
         return ret;
     struct csv_row *row;
     bool torn, header = true;
-    while ((ret = csvr_next(&r, &row, &torn, e)) > 0) {
+    while ((ret = csvstream_next(&r, &row, &torn, e)) > 0) {
         if (header || row->n != G->c.header.n) {
             header = false;
             continue;
@@ -3263,7 +2892,7 @@ static int gpu_second_pass(struct gload *G, struct carma_err *e)
         d->seq[d->nseq] = seq;
         d->line[d->nseq++] = row->line > UINT32_MAX ? UINT32_MAX : (uint32_t)row->line;
     }
-    csvr_close(&r);
+    csvstream_close(&r);
     for (size_t i = 0; i < G->ndevs && ret == 0; i++)
         if (G->devs[i].chk.broken && G->devs[i].nseq != G->devs[i].p.n)
             ret = carma_err_set(e, -EIO, "%s: changed while it was read", G->c.path);
@@ -3323,7 +2952,7 @@ static int cmp_rs(const void *ctx, size_t x, size_t y)
     return c ? c : strcmp(G->hosts.names[a->host], G->hosts.names[b->host]);
 }
 
-static int gpu_finish(struct gload *G, struct srtlog *log)
+static int gpu_finish(struct gload *G, struct srt_log *log)
 {
     size_t nmax = G->ndevs > G->nrs ? G->ndevs : G->nrs;
     if (G->hosts.n > nmax)
@@ -3350,7 +2979,7 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
         r = sort_idx(order, G->hosts.n, cmp_name_id, &G->hosts);
     for (size_t k = 0; k < G->hosts.n && r == 0; k++) {
         const char *host = G->hosts.names[order[k]];
-        struct srtlog_series *out =
+        struct srt_log_series *out =
             series_add(&log->gpu_nodes, &cap, str_printf("gpu/%s", host), host, -1);
         if (!out)
             r = -ENOMEM;
@@ -3365,7 +2994,7 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
     for (size_t k = 0; k < G->ndevs && r == 0; k++) {
         struct gdev *d = &G->devs[order[k]];
         const char *host = G->hosts.names[d->host];
-        struct srtlog_series *out = series_add(
+        struct srt_log_series *out = series_add(
             &log->gpu_devices, &cap, str_printf("gpu/%s/gpu%lld", host, d->index), host, d->index);
         if (!out) {
             r = -ENOMEM;
@@ -3415,7 +3044,7 @@ static int gpu_finish(struct gload *G, struct srtlog *log)
     for (size_t k = 0; k < G->nrs && r == 0; k++) {
         struct rser *rs = &G->rs[order[k]];
         const char *host = G->hosts.names[rs->host], *role = G->roles.names[rs->role];
-        struct srtlog_series *out =
+        struct srt_log_series *out =
             series_add(&log->gpu_roles, &cap, str_printf("gpu/%s/%s", host, role), host, -1);
         if (!out || !(out->role = strdup(role)))
             r = -ENOMEM;
@@ -3463,7 +3092,7 @@ static void gload_free(struct gload *G)
     csvctx_done(&G->c);
 }
 
-static void gpu_leg_free(struct srtlog *log)
+static void gpu_leg_free(struct srt_log *log)
 {
     series_set_free(&log->gpu_devices);
     series_set_free(&log->gpu_nodes);
@@ -3474,14 +3103,15 @@ static void gpu_leg_free(struct srtlog *log)
     log->gpu_schema = 0;
 }
 
-int srtlog_load_gpu(struct srtlog *log, const char *path, const char *manifest, struct carma_err *e)
+int srt_log_load_gpu(struct srt_log *log, const char *path, const char *manifest,
+                     struct carma_err *e)
 {
     gpu_leg_free(log);
     struct gload G;
     memset(&G, 0, sizeof G);
     G.c.log = log;
     G.c.path = path;
-    G.strict = (log->flags & SRTLOG_STRICT) != 0;
+    G.strict = (log->flags & SRT_LOG_STRICT) != 0;
     json_t *mroot = NULL;
     int r = 0;
     if (manifest) {
@@ -3520,8 +3150,8 @@ out:
 
 /* ---- entry points ---- */
 
-int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog_opts *o,
-                    struct carma_err *e)
+int srt_log_discover(struct srt_log *log, const char *log_dir, const struct srt_log_opts *o,
+                     struct carma_err *e)
 {
     memset(log, 0, sizeof *log);
     log->flags = o ? o->flags : 0;
@@ -3531,24 +3161,24 @@ int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog
     char *listing = NULL;
     size_t llen = 0, lcap = 0;
     int r = 0;
-    if (!(log->log_dir = path_norm(log_dir)) ||
-        !(log->benchmark_out = path_join(log->log_dir, "benchmark.out"))) {
+    if (!(log->log_dir = pathwalk_norm(log_dir)) ||
+        !(log->benchmark_out = pathwalk_join(log->log_dir, "benchmark.out"))) {
         r = oom(e);
         goto out;
     }
-    if (!is_file(log->benchmark_out)) {
+    if (!pathwalk_is_file(log->benchmark_out)) {
         r = carma_err_set(e, -ENOENT, "%s: not found", log->benchmark_out);
         goto out;
     }
-    if ((r = walk_dir(&w, log->log_dir)) < 0) {
+    if ((r = pathwalk_rglob(log->log_dir, walk_entry, &w)) < 0) {
         r = oom(e);
         goto out;
     }
-    sort_n(w.samples.v, w.samples.n, sizeof *w.samples.v, path_cmp_qsort);
+    sort_n(w.samples.v, w.samples.n, sizeof *w.samples.v, pathwalk_cmp_ptr);
     for (size_t i = 0; i < w.samples.n; i++) {
         const char *pn;
         size_t pl;
-        path_parent_name(w.samples.v[i], &pn, &pl);
+        pathwalk_parent_name(w.samples.v[i], &pn, &pl);
         bool is_cpu =
             (pl == 3 && memcmp(pn, "cpu", 3) == 0) || (pl == 9 && memcmp(pn, "cpu_power", 9) == 0);
         if (strvec_push(is_cpu ? &cpu : &gpu, w.samples.v[i]) < 0) {
@@ -3559,11 +3189,11 @@ int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog
         w.samples.v[i] = NULL;
     }
     if (o && o->cpu_samples) {
-        if (!(log->cpu_csv = path_norm(o->cpu_samples))) {
+        if (!(log->cpu_csv = pathwalk_norm(o->cpu_samples))) {
             r = oom(e);
             goto out;
         }
-        if (!is_file(log->cpu_csv)) {
+        if (!pathwalk_is_file(log->cpu_csv)) {
             r = carma_err_set(e, -ENOENT, "%s: not found", log->cpu_csv);
             goto out;
         }
@@ -3629,22 +3259,22 @@ int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog
         goto out;
     }
     if (log->gpu_csv) {
-        char *m = path_with_name(log->gpu_csv, "manifest.json");
+        char *m = pathwalk_with_name(log->gpu_csv, "manifest.json");
         if (!m) {
             r = oom(e);
             goto out;
         }
-        if (is_file(m))
+        if (pathwalk_is_file(m))
             log->gpu_manifest = m;
         else
             free(m);
     }
-    if ((r = srtlog_detect_bench(log->benchmark_out, &log->type, e)) < 0)
+    if ((r = srt_log_detect_bench(log->benchmark_out, &log->type, e)) < 0)
         goto out;
-    struct srcvec *src = log->type == SRTLOG_BENCH_AIPERF ? &w.aiperf : &w.sabench;
+    struct srcvec *src = log->type == SRT_LOG_BENCH_AIPERF ? &w.aiperf : &w.sabench;
     if (src->n == 0) {
         r = carma_err_set(e, -ENOENT, "no %s result artifacts found below %s",
-                          srtlog_bench_name(log->type), log->log_dir);
+                          srt_log_bench_name(log->type), log->log_dir);
         goto out;
     }
     sort_n(src->v, src->n, sizeof *src->v, source_cmp);
@@ -3661,18 +3291,18 @@ out:
     return r;
 }
 
-int srtlog_load_window(const struct srtlog *log, size_t i, struct srtlog_window *w,
-                       struct carma_err *e)
+int srt_log_load_window(const struct srt_log *log, size_t i, struct srt_log_window *w,
+                        struct carma_err *e)
 {
     memset(w, 0, sizeof *w);
     if (i >= log->nsources)
         return carma_err_set(e, -EINVAL, "no source %zu", i);
-    const struct srtlog_source *s = &log->sources[i];
+    const struct srt_log_source *s = &log->sources[i];
     w->concurrency = s->concurrency;
     w->path = s->path;
     w->reported.source = "unavailable";
-    bool aiperf = strcmp(base_name(s->path), "profile_export.jsonl") == 0;
-    w->type = aiperf ? SRTLOG_BENCH_AIPERF : SRTLOG_BENCH_SA_BENCH;
+    bool aiperf = strcmp(pathwalk_name(s->path), "profile_export.jsonl") == 0;
+    w->type = aiperf ? SRT_LOG_BENCH_AIPERF : SRT_LOG_BENCH_SA_BENCH;
     int r =
         aiperf ? aiperf_window(w, s->path, log->benchmark_out, e) : sa_bench_window(w, s->path, e);
     if (r < 0)
@@ -3680,13 +3310,13 @@ int srtlog_load_window(const struct srtlog *log, size_t i, struct srtlog_window 
     return r;
 }
 
-void srtlog_window_done(struct srtlog_window *w)
+void srt_log_window_done(struct srt_log_window *w)
 {
     if (w)
         window_free(w);
 }
 
-int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
+int srt_log_load_windows(struct srt_log *log, struct carma_err *e)
 {
     for (size_t i = 0; i < log->nwindows; i++)
         window_free(&log->windows[i]);
@@ -3698,7 +3328,7 @@ int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
     if (!(log->windows = calloc(log->nsources, sizeof *log->windows)))
         return oom(e);
     for (size_t i = 0; i < log->nsources; i++) {
-        int r = srtlog_load_window(log, i, &log->windows[i], e);
+        int r = srt_log_load_window(log, i, &log->windows[i], e);
         if (r < 0)
             return r;
         log->nwindows = i + 1;
@@ -3706,20 +3336,20 @@ int srtlog_load_windows(struct srtlog *log, struct carma_err *e)
     return 0;
 }
 
-int srtlog_open(struct srtlog *log, const char *log_dir, const struct srtlog_opts *o,
-                struct carma_err *e)
+int srt_log_open(struct srt_log *log, const char *log_dir, const struct srt_log_opts *o,
+                 struct carma_err *e)
 {
-    int r = srtlog_discover(log, log_dir, o, e);
+    int r = srt_log_discover(log, log_dir, o, e);
     if (r == 0)
-        r = srtlog_load_windows(log, e);
+        r = srt_log_load_windows(log, e);
     if (r == 0 && log->cpu_csv)
-        r = srtlog_load_cpu(log, log->cpu_csv, e);
+        r = srt_log_load_cpu(log, log->cpu_csv, e);
     if (r == 0 && log->gpu_csv)
-        r = srtlog_load_gpu(log, log->gpu_csv, log->gpu_manifest, e);
+        r = srt_log_load_gpu(log, log->gpu_csv, log->gpu_manifest, e);
     return r;
 }
 
-void srtlog_done(struct srtlog *log)
+void srt_log_done(struct srt_log *log)
 {
     if (!log)
         return;

@@ -1,10 +1,10 @@
 /*
- * srtreport: srt-slurm's per-concurrency report assembly and text form (see srtreport.h;
+ * srt/report: srt-slurm's per-concurrency report assembly and text form (see report.h;
  * formats doc srt-slurm.md §6.6-§6.8). Arithmetic on the values srt-slurm passes through from
  * the result files follows Python's: int - int stays an int, anything with a float is a float,
  * true division is always a float, sum() starts from the integer 0 and adds left to right.
  */
-#include "report/srtreport.h"
+#include "srt/report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -86,7 +86,7 @@ static json_t *row_json(const char *label, const struct series_window *w)
 }
 
 /* The window of one power series by the chosen edges. */
-static int window_of(const struct srtlog_series *x, double start, double end,
+static int window_of(const struct srt_log_series *x, double start, double end,
                      enum report_edges edges, struct series_scratch *sc, struct series_window *w,
                      struct carma_err *e)
 {
@@ -101,7 +101,7 @@ static int window_of(const struct srtlog_series *x, double start, double end,
  * Appends one row per series of set to arr; *total = Python's sum of their joules (int 0 when
  * there are none, as sum([]) is). min_start and max_end follow the rows' sample spans.
  */
-static int breakdown(const struct srtlog_series_set *set, double start, double end,
+static int breakdown(const struct srt_log_series_set *set, double start, double end,
                      enum report_edges edges, struct series_scratch *sc, json_t *arr,
                      json_t **total, double *min_start, double *max_end, struct carma_err *e)
 {
@@ -251,13 +251,13 @@ static int warn(json_t *warnings, const char *fmt, ...)
  * gpu selects the grouping: GPU devices roll up into gpu/<host> and gpu/<host>/<role> for each
  * of their roles; CPU sockets into cpu/<host>.
  */
-static int utilization(const struct srtlog_util_set *u, const struct srtlog_series_set *devices,
+static int utilization(const struct srt_log_util_set *u, const struct srt_log_series_set *devices,
                        bool gpu, double start, double end, json_t *out, json_t *warnings)
 {
     struct util_groups g = {0};
     int r = 0;
     for (size_t i = 0; i < u->n && r == 0; i++) {
-        const struct srtlog_util *x = &u->v[i];
+        const struct srt_log_util *x = &u->v[i];
         struct util_stat st = {.label = x->label, .column = x->column};
         /* the samples inside the window, start <= t <= end: x->t is sorted */
         size_t lo = first_at_or_after(x->t, x->n, start, false);
@@ -278,7 +278,7 @@ static int utilization(const struct srtlog_util_set *u, const struct srtlog_seri
         r = push(out, util_json(x->label, x->column, st.mean, st.max, st.samples));
         if (r)
             break;
-        const struct srtlog_series *d = &devices->v[x->series];
+        const struct srt_log_series *d = &devices->v[x->series];
         char *label = NULL;
         if (asprintf(&label, "%s/%s", gpu ? "gpu" : "cpu", d->host) < 0) {
             r = -ENOMEM;
@@ -322,7 +322,7 @@ static json_t *per(const json_t *x, double d)
     return d > 0 ? jsonutil_real(num(x) / d) : json_null();
 }
 
-static json_t *timing_json(const struct srtlog_window *w, const json_t *duration, double cov_start,
+static json_t *timing_json(const struct srt_log_window *w, const json_t *duration, double cov_start,
                            double cov_end, bool have_cov)
 {
     json_t *t = json_object(), *c = json_object(), *rep = json_object(), *cov = json_object();
@@ -331,7 +331,7 @@ static json_t *timing_json(const struct srtlog_window *w, const json_t *duration
         r |= put(c, "start_unix", json_deep_copy(w->start));
         r |= put(c, "end_unix", json_deep_copy(w->end));
         r |= put(c, "duration_seconds", json_deep_copy(duration));
-        const struct srtlog_reported *p = &w->reported;
+        const struct srt_log_reported *p = &w->reported;
         r |= put(rep, "source", json_string(p->source));
         r |= put(rep, "start_unix", p->has_start ? json_real(p->start_unix) : json_null());
         r |= put(rep, "end_unix", p->has_end ? json_real(p->end_unix) : json_null());
@@ -359,9 +359,9 @@ static json_t *timing_json(const struct srtlog_window *w, const json_t *duration
     return t;
 }
 
-int srtreport_window(const struct srtlog *log, const struct srtlog_window *w,
-                     enum report_edges edges, struct series_scratch *sc, json_t **ret,
-                     struct carma_err *e)
+int srt_report_window(const struct srt_log *log, const struct srt_log_window *w,
+                      enum report_edges edges, struct series_scratch *sc, json_t **ret,
+                      struct carma_err *e)
 {
     const double start = w->start_unix, end = w->end_unix;
     const bool cpu_leg = log->cpu_csv != NULL, gpu_leg = log->gpu_csv != NULL;
@@ -404,11 +404,11 @@ int srtreport_window(const struct srtlog *log, const struct srtlog_window *w,
     if (cpu_leg)
         r = utilization(&log->cpu_util, &log->cpu_sockets, false, start, end, cpu_util, warnings);
     if (r == 0 && gpu_leg && log->gpu_roles.n == 0)
-        r = warn(warnings, "%s", SRTREPORT_WARN_NO_ROLES);
+        r = warn(warnings, "%s", SRT_REPORT_WARN_NO_ROLES);
     if (r == 0 && gpu_leg)
         r = utilization(&log->gpu_util, &log->gpu_devices, true, start, end, gpu_util, warnings);
     if (r == 0 && gpu_leg && !cpu_leg)
-        r = warn(warnings, "%s", SRTREPORT_WARN_NO_CPU);
+        r = warn(warnings, "%s", SRT_REPORT_WARN_NO_CPU);
     if (r < 0) {
         r = carma_err_set(e, -ENOMEM, "out of memory");
         goto out;
@@ -430,7 +430,7 @@ int srtreport_window(const struct srtlog *log, const struct srtlog_window *w,
         json_array_size(gpu_node) && json_array_size(cpu_node) ? per(combined, d) : json_null();
     const double out_tok = num(w->output_tokens), all_tok = num(tokens_total);
 
-    r |= put(o, "benchmark_type", json_string(srtlog_bench_name(w->type)));
+    r |= put(o, "benchmark_type", json_string(srt_log_bench_name(w->type)));
     r |= put(o, "concurrency", json_integer(w->concurrency));
     r |= put(o, "start_unix", json_deep_copy(w->start));
     r |= put(o, "end_unix", json_deep_copy(w->end));
@@ -495,8 +495,8 @@ out:
     return 0;
 }
 
-int srtreport_build(const struct srtlog *log, enum report_edges edges, json_t **ret,
-                    struct carma_err *e)
+int srt_report_build(const struct srt_log *log, enum report_edges edges, json_t **ret,
+                     struct carma_err *e)
 {
     json_t *list = json_array();
     if (!list)
@@ -505,7 +505,7 @@ int srtreport_build(const struct srtlog *log, enum report_edges edges, json_t **
     int r = 0;
     for (size_t i = 0; i < log->nwindows && r == 0; i++) {
         json_t *one;
-        r = srtreport_window(log, &log->windows[i], edges, &sc, &one, e);
+        r = srt_report_window(log, &log->windows[i], edges, &sc, &one, e);
         if (r == 0 && json_array_append_new(list, one) != 0)
             r = carma_err_set(e, -ENOMEM, "out of memory");
     }
@@ -710,7 +710,7 @@ static void text_one(struct text *t, const json_t *r)
     text_util(t, json_object_get(r, "cpu_utilization"), json_object_get(r, "gpu_utilization"));
 }
 
-char *srtreport_text(const json_t *reports)
+char *srt_report_text(const json_t *reports)
 {
     struct text t = {0};
     double total = 0.0;

@@ -1,5 +1,5 @@
 /*
- * Unit tests for report/srtlog: an srt-slurm log directory read as srt-slurm's
+ * Unit tests for srt/log: an srt-slurm log directory read as srt-slurm's
  * power_energy_report reads it (formats doc srt-slurm.md §6.2-§6.4, cases from its upstream
  * tests in §8): every discovery error message exactly, the benchmark type markers, windows and
  * tokens of both benchmark types (values passed through as stored, the reported timing, the
@@ -25,7 +25,7 @@
 
 #include "core/csv.h"
 #include "core/parse.h"
-#include "report/srtlog.h"
+#include "srt/log.h"
 
 #define GPU_HDR_V2                                                                                 \
     "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,"   \
@@ -41,7 +41,7 @@
     "{\"benchmark_start_time_unix\": 100, \"benchmark_end_time_unix\": 110.0, "                    \
     "\"total_input_tokens\": 1500, \"total_output_tokens\": 500, \"duration\": 9.8}\n"
 
-static struct srtlog L;
+static struct srt_log L;
 static struct carma_err E;
 
 /* A path below the scratch directory (one of a few rotating buffers). */
@@ -63,7 +63,7 @@ static const char *fixture(const char *name)
 
 static void reset(void)
 {
-    srtlog_done(&L);
+    srt_log_done(&L);
     carma_err_clear(&E);
 }
 
@@ -75,7 +75,7 @@ static void put_sabench_run(void)
     tu_put("sa-bench_a/results_concurrency_4_x.json", SA_RESULT);
 }
 
-static void assert_series(const struct srtlog_series *s, const char *label, size_t n,
+static void assert_series(const struct srt_log_series *s, const char *label, size_t n,
                           const double *t, const double *w)
 {
     assert_string_equal(s->label, label);
@@ -88,7 +88,7 @@ static void assert_series(const struct srtlog_series *s, const char *label, size
     }
 }
 
-static void assert_util(const struct srtlog_util *u, const char *label, const char *column,
+static void assert_util(const struct srt_log_util *u, const char *label, const char *column,
                         size_t n, const double *t, const double *v)
 {
     assert_string_equal(u->label, label);
@@ -118,7 +118,7 @@ static int load_gpu(const char *csv, const char *m, unsigned flags)
     reset();
     tu_put("g/samples.csv", csv);
     L.flags = flags;
-    return srtlog_load_gpu(&L, tp("g/samples.csv"), m ? tp(m) : NULL, &E);
+    return srt_log_load_gpu(&L, tp("g/samples.csv"), m ? tp(m) : NULL, &E);
 }
 
 static int load_cpu(const char *csv, unsigned flags)
@@ -126,7 +126,7 @@ static int load_cpu(const char *csv, unsigned flags)
     reset();
     tu_put("cpu/samples.csv", csv);
     L.flags = flags;
-    return srtlog_load_cpu(&L, tp("cpu/samples.csv"), &E);
+    return srt_log_load_cpu(&L, tp("cpu/samples.csv"), &E);
 }
 
 static void assert_err(int r, int code, const char *msg)
@@ -141,45 +141,45 @@ static void assert_err(int r, int code, const char *msg)
 static void test_detect_markers(void **state)
 {
     (void)state;
-    enum srtlog_bench b;
+    enum srt_log_bench b;
     tu_put("a.out", "17:59:31.680 NOTICE   Phase profiling (profiling) started | target: 3600.0s "
                     "duration (runner.py:593)\n");
-    assert_int_equal(srtlog_detect_bench(tp("a.out"), &b, &E), 0);
-    assert_int_equal(b, SRTLOG_BENCH_AIPERF);
-    assert_string_equal(srtlog_bench_name(b), "aiperf");
+    assert_int_equal(srt_log_detect_bench(tp("a.out"), &b, &E), 0);
+    assert_int_equal(b, SRT_LOG_BENCH_AIPERF);
+    assert_string_equal(srt_log_bench_name(b), "aiperf");
 
     tu_put("s.out", "============ Serving Benchmark Result ============\n");
-    assert_int_equal(srtlog_detect_bench(tp("s.out"), &b, &E), 0);
-    assert_int_equal(b, SRTLOG_BENCH_SA_BENCH);
-    assert_string_equal(srtlog_bench_name(b), "sa-bench");
+    assert_int_equal(srt_log_detect_bench(tp("s.out"), &b, &E), 0);
+    assert_int_equal(b, SRT_LOG_BENCH_SA_BENCH);
+    assert_string_equal(srt_log_bench_name(b), "sa-bench");
     tu_put("s2.out", "x\r\nSuccessful requests: 10\r\n");
-    assert_int_equal(srtlog_detect_bench(tp("s2.out"), &b, &E), 0);
-    assert_int_equal(b, SRTLOG_BENCH_SA_BENCH);
+    assert_int_equal(srt_log_detect_bench(tp("s2.out"), &b, &E), 0);
+    assert_int_equal(b, SRT_LOG_BENCH_SA_BENCH);
 
     /* a line with both kinds counts as aiperf only (elif), as upstream */
     tu_put("one.out", "Phase x (profiling) complete; Successful requests: 3\n");
-    assert_int_equal(srtlog_detect_bench(tp("one.out"), &b, &E), 0);
-    assert_int_equal(b, SRTLOG_BENCH_AIPERF);
+    assert_int_equal(srt_log_detect_bench(tp("one.out"), &b, &E), 0);
+    assert_int_equal(b, SRT_LOG_BENCH_AIPERF);
 
     /* \r alone ends a line too (a progress bar), so the marker is found after it */
     tu_put("cr.out", "progress 10%\rprogress 100%\rPhase p (profiling) started\r");
-    assert_int_equal(srtlog_detect_bench(tp("cr.out"), &b, &E), 0);
-    assert_int_equal(b, SRTLOG_BENCH_AIPERF);
+    assert_int_equal(srt_log_detect_bench(tp("cr.out"), &b, &E), 0);
+    assert_int_equal(b, SRT_LOG_BENCH_AIPERF);
 
     char want[1200];
     tu_put("both.out", "12:00:00.000 NOTICE Phase profiling (profiling) started\n"
                        "Successful requests: 10\n");
     snprintf(want, sizeof want, "%s: matched both aiperf and sa-bench markers", tp("both.out"));
-    assert_err(srtlog_detect_bench(tp("both.out"), &b, &E), -EINVAL, want);
+    assert_err(srt_log_detect_bench(tp("both.out"), &b, &E), -EINVAL, want);
 
     tu_put("none.out", "nothing relevant here\n");
     snprintf(want, sizeof want, "%s: matched neither aiperf nor sa-bench markers", tp("none.out"));
-    assert_err(srtlog_detect_bench(tp("none.out"), &b, &E), -EINVAL, want);
+    assert_err(srt_log_detect_bench(tp("none.out"), &b, &E), -EINVAL, want);
 
     /* near misses: no word before (profiling), "(warmup)", "Phase  x" */
     tu_put("near.out", "Phase  (profiling) started\nPhase warmup (warmup) started\n"
                        "Phase x (profiling)started\n");
-    assert_int_equal(srtlog_detect_bench(tp("near.out"), &b, &E), -EINVAL);
+    assert_int_equal(srt_log_detect_bench(tp("near.out"), &b, &E), -EINVAL);
 }
 
 static void test_discover_errors(void **state)
@@ -188,19 +188,19 @@ static void test_discover_errors(void **state)
     char want[1200];
     /* no benchmark.out */
     snprintf(want, sizeof want, "%s/benchmark.out: not found", tu_dir);
-    assert_err(srtlog_discover(&L, tu_dir, NULL, &E), -ENOENT, want);
+    assert_err(srt_log_discover(&L, tu_dir, NULL, &E), -ENOENT, want);
     reset();
     /* benchmark.out is a directory: not a file */
     tu_mkdirs("d/benchmark.out/");
     snprintf(want, sizeof want, "%s/d/benchmark.out: not found", tu_dir);
-    assert_err(srtlog_discover(&L, tp("d"), NULL, &E), -ENOENT, want);
+    assert_err(srt_log_discover(&L, tp("d"), NULL, &E), -ENOENT, want);
     reset();
 
     /* no samples.csv anywhere (nodes/<host>.csv is never one) */
     put_sabench_run();
     tu_put("cpu_power/nodes/node-a.csv", HOST_HDR_V3);
     snprintf(want, sizeof want, "no power samples.csv (CPU or GPU) found below %s", tu_dir);
-    assert_err(srtlog_discover(&L, tu_dir, NULL, &E), -ENOENT, want);
+    assert_err(srt_log_discover(&L, tu_dir, NULL, &E), -ENOENT, want);
     reset();
 
     /* two CPU candidates */
@@ -210,18 +210,18 @@ static void test_discover_errors(void **state)
              "multiple CPU power samples.csv found below %s: %s/cpu_power/samples.csv, "
              "%s/power/cpu/samples.csv; pick one with --cpu-samples",
              tu_dir, tu_dir, tu_dir);
-    assert_err(srtlog_discover(&L, tu_dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_discover(&L, tu_dir, NULL, &E), -EINVAL, want);
     reset();
 
     /* --cpu-samples settles it; one that is not a file */
-    struct srtlog_opts o = {.cpu_samples = tp("power/cpu/samples.csv")};
-    assert_int_equal(srtlog_discover(&L, tu_dir, &o, &E), 0);
+    struct srt_log_opts o = {.cpu_samples = tp("power/cpu/samples.csv")};
+    assert_int_equal(srt_log_discover(&L, tu_dir, &o, &E), 0);
     assert_string_equal(L.cpu_csv, tp("power/cpu/samples.csv"));
     assert_null(L.gpu_csv);
     reset();
     o.cpu_samples = tp("nope//x.csv");
     snprintf(want, sizeof want, "%s/nope/x.csv: not found", tu_dir);
-    assert_err(srtlog_discover(&L, tu_dir, &o, &E), -ENOENT, want);
+    assert_err(srt_log_discover(&L, tu_dir, &o, &E), -ENOENT, want);
     reset();
 
     /* two GPU candidates: Python prints the list of PosixPath */
@@ -232,7 +232,7 @@ static void test_discover_errors(void **state)
              "multiple GPU power samples.csv found below %s: [PosixPath(\"%s/old's/samples.csv\"), "
              "PosixPath('%s/power/samples.csv')]",
              tu_dir, tu_dir, tu_dir);
-    assert_err(srtlog_discover(&L, tu_dir, &o, &E), -EINVAL, want);
+    assert_err(srt_log_discover(&L, tu_dir, &o, &E), -EINVAL, want);
     reset();
 }
 
@@ -242,13 +242,13 @@ static void test_discover_fixture_errors(void **state)
     char dir[1024], want[2400];
     snprintf(dir, sizeof dir, "%s", fixture("srt/err-both-markers"));
     snprintf(want, sizeof want, "%s/benchmark.out: matched both aiperf and sa-bench markers", dir);
-    assert_err(srtlog_discover(&L, dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_discover(&L, dir, NULL, &E), -EINVAL, want);
     reset();
 
     snprintf(dir, sizeof dir, "%s", fixture("srt/err-neither"));
     snprintf(want, sizeof want, "%s/benchmark.out: matched neither aiperf nor sa-bench markers",
              dir);
-    assert_err(srtlog_discover(&L, dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_discover(&L, dir, NULL, &E), -EINVAL, want);
     reset();
 
     snprintf(dir, sizeof dir, "%s", fixture("srt/err-multi-cpu"));
@@ -256,7 +256,7 @@ static void test_discover_fixture_errors(void **state)
              "multiple CPU power samples.csv found below %s: %s/cpu_power/samples.csv, "
              "%s/power/cpu/samples.csv; pick one with --cpu-samples",
              dir, dir, dir);
-    assert_err(srtlog_discover(&L, dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_discover(&L, dir, NULL, &E), -EINVAL, want);
     reset();
 
     snprintf(dir, sizeof dir, "%s", fixture("srt/err-multi-gpu"));
@@ -264,23 +264,23 @@ static void test_discover_fixture_errors(void **state)
              "multiple GPU power samples.csv found below %s: [PosixPath('%s/old_run/power/"
              "samples.csv'), PosixPath('%s/power/samples.csv')]",
              dir, dir, dir);
-    assert_err(srtlog_discover(&L, dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_discover(&L, dir, NULL, &E), -EINVAL, want);
     reset();
 
     snprintf(dir, sizeof dir, "%s", fixture("srt/err-no-artifacts"));
     snprintf(want, sizeof want, "no sa-bench result artifacts found below %s", dir);
-    assert_err(srtlog_discover(&L, dir, NULL, &E), -ENOENT, want);
+    assert_err(srt_log_discover(&L, dir, NULL, &E), -ENOENT, want);
     reset();
 
     snprintf(dir, sizeof dir, "%s", fixture("srt/err-missing-field"));
-    assert_int_equal(srtlog_discover(&L, dir, NULL, &E), 0);
+    assert_int_equal(srt_log_discover(&L, dir, NULL, &E), 0);
     snprintf(want, sizeof want,
              "%s/sa-bench_x/results_concurrency_2_a.json: missing required field "
              "'total_output_tokens'",
              dir);
-    assert_err(srtlog_load_windows(&L, &E), -EINVAL, want);
+    assert_err(srt_log_load_windows(&L, &E), -EINVAL, want);
     reset();
-    assert_err(srtlog_open(&L, dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_open(&L, dir, NULL, &E), -EINVAL, want);
     reset();
 }
 
@@ -291,7 +291,7 @@ static void test_discover_sources(void **state)
     tu_put("benchmark.out", "18:00:00.000 NOTICE Phase profiling (profiling) started\n");
     tu_put("power/samples.csv", GPU_HDR_V2);
     snprintf(want, sizeof want, "no aiperf result artifacts found below %s", tu_dir);
-    assert_err(srtlog_discover(&L, tu_dir, NULL, &E), -ENOENT, want);
+    assert_err(srt_log_discover(&L, tu_dir, NULL, &E), -ENOENT, want);
     reset();
 
     const char *rec = "{\"metadata\": {\"benchmark_phase\": \"profiling\", "
@@ -306,8 +306,8 @@ static void test_discover_sources(void **state)
     tu_put("conc_3/artifacts/profile_export.jsonl", rec);         /* wrong folder */
     tu_put("conc_5/aiperf_artifacts/profile_export.json", rec);   /* wrong name */
     tu_mkdirs("conc_6/aiperf_artifacts/profile_export.jsonl/");   /* a directory: exists */
-    assert_int_equal(srtlog_discover(&L, tu_dir, NULL, &E), 0);
-    assert_int_equal(L.type, SRTLOG_BENCH_AIPERF);
+    assert_int_equal(srt_log_discover(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(L.type, SRT_LOG_BENCH_AIPERF);
     assert_int_equal(L.nsources, 6);
     static const struct {
         long long c;
@@ -339,8 +339,8 @@ static void test_discover_sources(void **state)
     tu_put("power/windows/results_concurrency_4_w.json", "{}");
     tu_put("sabench_c/results_concurrency_5_x.json", SA_RESULT); /* not sa-bench_* */
     tu_put("power/manifest.json", "{}");
-    assert_int_equal(srtlog_discover(&L, tu_dir, NULL, &E), 0);
-    assert_int_equal(L.type, SRTLOG_BENCH_SA_BENCH);
+    assert_int_equal(srt_log_discover(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(L.type, SRT_LOG_BENCH_SA_BENCH);
     assert_int_equal(L.nsources, 2);
     assert_int_equal(L.sources[0].concurrency, 4);
     assert_string_equal(L.sources[0].path, tp("sa-bench_a/results_concurrency_4_x.json"));
@@ -368,14 +368,14 @@ static void test_discover_paths(void **state)
              "multiple GPU power samples.csv found below %s: [PosixPath('%s/power/.hidden/"
              "samples.csv'), PosixPath('%s/power/samples.csv')]",
              tu_dir, tu_dir, tu_dir);
-    assert_err(srtlog_discover(&L, tu_dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_discover(&L, tu_dir, NULL, &E), -EINVAL, want);
     reset();
     assert_int_equal(unlink(tp("power/.hidden/samples.csv")), 0);
 
     /* the log dir printed as pathlib prints it */
     char dir[1100];
     snprintf(dir, sizeof dir, "%s//./", tu_dir);
-    assert_int_equal(srtlog_discover(&L, dir, NULL, &E), 0);
+    assert_int_equal(srt_log_discover(&L, dir, NULL, &E), 0);
     assert_string_equal(L.log_dir, tu_dir);
     assert_string_equal(L.gpu_csv, tp("power/samples.csv"));
     assert_int_equal(L.nsources, 2);
@@ -386,14 +386,14 @@ static void test_discover_paths(void **state)
     char cwd[1024];
     assert_non_null(getcwd(cwd, sizeof cwd));
     assert_int_equal(chdir(tu_dir), 0);
-    assert_int_equal(srtlog_discover(&L, ".", NULL, &E), 0);
+    assert_int_equal(srt_log_discover(&L, ".", NULL, &E), 0);
     assert_string_equal(L.log_dir, ".");
     assert_string_equal(L.benchmark_out, "benchmark.out");
     assert_string_equal(L.gpu_csv, "power/samples.csv");
     assert_string_equal(L.sources[0].path, "sa-bench_a/results_concurrency_4_x.json");
     reset();
     assert_int_equal(unlink("benchmark.out"), 0);
-    assert_err(srtlog_discover(&L, "./", NULL, &E), -ENOENT, "benchmark.out: not found");
+    assert_err(srt_log_discover(&L, "./", NULL, &E), -ENOENT, "benchmark.out: not found");
     reset();
     assert_int_equal(chdir(cwd), 0);
 }
@@ -405,11 +405,11 @@ static void test_window_sabench(void **state)
     (void)state;
     put_sabench_run();
     tu_put("power/samples.csv", GPU_HDR_V2);
-    assert_int_equal(srtlog_discover(&L, tu_dir, NULL, &E), 0);
-    assert_int_equal(srtlog_load_windows(&L, &E), 0);
+    assert_int_equal(srt_log_discover(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(srt_log_load_windows(&L, &E), 0);
     assert_int_equal(L.nwindows, 1);
-    const struct srtlog_window *w = &L.windows[0];
-    assert_int_equal(w->type, SRTLOG_BENCH_SA_BENCH);
+    const struct srt_log_window *w = &L.windows[0];
+    assert_int_equal(w->type, SRT_LOG_BENCH_SA_BENCH);
     assert_int_equal(w->concurrency, 4);
     /* values as stored: 100 stays an int, 110.0 a real */
     assert_true(json_is_integer(w->start));
@@ -429,7 +429,7 @@ static void test_window_sabench(void **state)
     tu_put("sa-bench_a/results_concurrency_4_x.json",
            "{\"benchmark_start_time_unix\": 1.5, \"benchmark_end_time_unix\": 2, "
            "\"total_input_tokens\": 3.0, \"total_output_tokens\": 4, \"duration\": null}");
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), 0);
     w = &L.windows[0];
     assert_false(w->reported.has_duration);
     assert_string_equal(w->reported.note, "result JSON has no 'duration' field");
@@ -439,7 +439,7 @@ static void test_window_sabench(void **state)
     tu_put("sa-bench_a/results_concurrency_4_x.json",
            "{\"benchmark_start_time_unix\": 1, \"benchmark_end_time_unix\": 2, "
            "\"total_input_tokens\": 3, \"total_output_tokens\": 4, \"duration\": \"1.25\"}");
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), 0);
     assert_true(L.windows[0].reported.duration_s == 1.25);
     reset();
 
@@ -456,24 +456,24 @@ static void test_window_sabench(void **state)
         tu_put("sa-bench_a/results_concurrency_4_x.json", body);
         snprintf(want, sizeof want, "%s: missing required field '%s'",
                  tp("sa-bench_a/results_concurrency_4_x.json"), keys[k]);
-        assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+        assert_err(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL, want);
         reset();
     }
     char want[1200];
     tu_put("sa-bench_a/results_concurrency_4_x.json", "[1, 2]");
     snprintf(want, sizeof want, "%s: not a JSON object",
              tp("sa-bench_a/results_concurrency_4_x.json"));
-    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL, want);
     reset();
     tu_put("sa-bench_a/results_concurrency_4_x.json",
            "{\"benchmark_start_time_unix\": \"100\", \"benchmark_end_time_unix\": 2, "
            "\"total_input_tokens\": 3, \"total_output_tokens\": 4}");
     snprintf(want, sizeof want, "%s: field 'benchmark_start_time_unix' is not a number",
              tp("sa-bench_a/results_concurrency_4_x.json"));
-    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL, want);
     reset();
     tu_put("sa-bench_a/results_concurrency_4_x.json", "{\"benchmark_start_time_unix\": NaN}");
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL);
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL);
     assert_non_null(strstr(E.msg, "invalid JSON (line 1"));
     reset();
     /* a negative token count is refused with the file and field, as a count that is not a
@@ -491,12 +491,12 @@ static void test_window_sabench(void **state)
         tu_put("sa-bench_a/results_concurrency_4_x.json", body);
         snprintf(want, sizeof want, "%s: field %s", tp("sa-bench_a/results_concurrency_4_x.json"),
                  neg[k].bad);
-        assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+        assert_err(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL, want);
         reset();
     }
 }
 
-/* One source's window alone: the same window as srtlog_load_windows gives, and a broken
+/* One source's window alone: the same window as srt_log_load_windows gives, and a broken
  * source fails alone. */
 static void test_load_window_alone(void **state)
 {
@@ -504,22 +504,22 @@ static void test_load_window_alone(void **state)
     put_sabench_run();
     tu_put("sa-bench_a/results_concurrency_8_x.json", "{\"benchmark_start_time_unix\": 1");
     tu_put("power/samples.csv", GPU_HDR_V2);
-    assert_int_equal(srtlog_discover(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(srt_log_discover(&L, tu_dir, NULL, &E), 0);
     assert_int_equal(L.nsources, 2);
-    struct srtlog_window w;
-    assert_int_equal(srtlog_load_window(&L, 0, &w, &E), 0);
+    struct srt_log_window w;
+    assert_int_equal(srt_log_load_window(&L, 0, &w, &E), 0);
     assert_int_equal(w.concurrency, 4);
     assert_ptr_equal(w.path, L.sources[0].path);
     assert_true(w.start_unix == 100.0 && w.end_unix == 110.0);
     assert_int_equal(json_integer_value(w.start), 100);
-    srtlog_window_done(&w);
-    assert_true(srtlog_load_window(&L, 1, &w, &E) < 0);
+    srt_log_window_done(&w);
+    assert_true(srt_log_load_window(&L, 1, &w, &E) < 0);
     assert_non_null(strstr(E.msg, "results_concurrency_8_x.json"));
-    srtlog_window_done(&w); /* nothing held: safe */
+    srt_log_window_done(&w); /* nothing held: safe */
     carma_err_clear(&E);
-    assert_int_equal(srtlog_load_window(&L, 2, &w, &E), -EINVAL);
+    assert_int_equal(srt_log_load_window(&L, 2, &w, &E), -EINVAL);
     /* all of them: the broken one stops the list */
-    assert_true(srtlog_load_windows(&L, &E) < 0);
+    assert_true(srt_log_load_windows(&L, &E) < 0);
 }
 
 static const char *const AIPERF_REC =
@@ -553,9 +553,9 @@ static void test_window_aiperf(void **state)
                           ", \"error\": {\"code\": 1}");
     o += (size_t)snprintf(jsonl + o, sizeof jsonl - o, "{\"error\": \"\", \"metadata\": {}}\n");
     put_aiperf(jsonl, "{\"total_osl\": {\"avg\": 42}, \"total_isl\": {\"avg\": 7}}", NULL);
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), 0);
-    const struct srtlog_window *w = &L.windows[0];
-    assert_int_equal(w->type, SRTLOG_BENCH_AIPERF);
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), 0);
+    const struct srt_log_window *w = &L.windows[0];
+    assert_int_equal(w->type, SRT_LOG_BENCH_AIPERF);
     assert_true(w->start_unix == 0.5 && w->end_unix == 3.0);
     assert_true(json_is_real(w->start) && json_real_value(w->start) == 0.5);
     assert_true(json_is_real(w->end) && json_real_value(w->end) == 3.0);
@@ -572,14 +572,14 @@ static void test_window_aiperf(void **state)
     put_aiperf(jsonl, "{\"total_osl\": {\"avg\": 42}, \"total_isl\": {\"avg\": -7}}", NULL);
     snprintf(want, sizeof want, "%s: 'total_isl.avg' is negative (-7)",
              tp("conc_4/aiperf_artifacts/profile_export_aiperf.json"));
-    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL, want);
     reset();
     /* no profiling record */
     snprintf(jsonl, sizeof jsonl, AIPERF_REC, "warmup", "1", "2", "");
     put_aiperf(jsonl, "{}", NULL);
     snprintf(want, sizeof want, "%s: no successful profiling-phase records",
              tp("conc_4/aiperf_artifacts/profile_export.jsonl"));
-    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL, want);
     reset();
     /* the aggregate missing */
     snprintf(jsonl, sizeof jsonl, AIPERF_REC, "profiling", "1", "2", "");
@@ -588,17 +588,17 @@ static void test_window_aiperf(void **state)
     snprintf(want, sizeof want, "%s: not found (expected alongside %s)",
              tp("conc_4/aiperf_artifacts/profile_export_aiperf.json"),
              tp("conc_4/aiperf_artifacts/profile_export.jsonl"));
-    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -ENOENT, want);
+    assert_err(srt_log_open(&L, tu_dir, NULL, &E), -ENOENT, want);
     reset();
     /* the aggregate without total_isl.avg */
     put_aiperf(jsonl, "{\"total_osl\": {\"avg\": 1}, \"total_isl\": {}}", NULL);
     snprintf(want, sizeof want, "%s: missing 'total_isl.avg'",
              tp("conc_4/aiperf_artifacts/profile_export_aiperf.json"));
-    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL, want);
     reset();
     /* a record that is not JSON, and one without request_end_ns: file and line */
     put_aiperf("\n{\"metadata\": {}}\n{oops\n", "{}", NULL);
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL);
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL);
     snprintf(want, sizeof want, "%s:3: invalid JSON",
              tp("conc_4/aiperf_artifacts/profile_export.jsonl"));
     assert_memory_equal(E.msg, want, strlen(want));
@@ -607,7 +607,7 @@ static void test_window_aiperf(void **state)
                "{}", NULL);
     snprintf(want, sizeof want, "%s:1: profiling record has no metadata.request_end_ns",
              tp("conc_4/aiperf_artifacts/profile_export.jsonl"));
-    assert_err(srtlog_open(&L, tu_dir, NULL, &E), -EINVAL, want);
+    assert_err(srt_log_open(&L, tu_dir, NULL, &E), -EINVAL, want);
     reset();
 }
 
@@ -624,8 +624,8 @@ static void test_window_aiperf_reported(void **state)
                "\"start_time\": \"2026-09-06T14:32:00.646759\", "
                "\"end_time\": \"2026-09-06T14:33:40.146759\"}",
                NULL);
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), 0);
-    const struct srtlog_window *w = &L.windows[0];
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), 0);
+    const struct srt_log_window *w = &L.windows[0];
     assert_true(w->end_unix - w->start_unix == 100.0);
     assert_string_equal(w->reported.source, "aiperf-json");
     assert_true(w->reported.has_duration && w->reported.duration_s == 99.5);
@@ -643,7 +643,7 @@ static void test_window_aiperf_reported(void **state)
                "\"benchmark_duration\": 12, \"start_time\": \"2026-09-06T14:32:00+02:00\", "
                "\"end_time\": \"yesterday\"}",
                NULL);
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), 0);
     w = &L.windows[0];
     assert_true(w->reported.has_start && w->reported.start_unix == 1788697920.0);
     assert_false(w->reported.has_end);
@@ -654,13 +654,13 @@ static void test_window_aiperf_reported(void **state)
 static void test_phase_log(void **state)
 {
     (void)state;
-    struct srtlog_reported rep;
+    struct srt_log_reported rep;
     /* §8: elapsed=1200.50s on the complete line */
     tu_put("p1.out", "22:09:07.432 NOTICE   Phase profiling (profiling) started | target\n"
                      "22:29:00.000 NOTICE   Phase profiling (profiling) sending complete\n"
                      "22:29:07.932 NOTICE   Phase profiling (profiling) complete elapsed=1200.50s "
                      "(runner.py:700)\n");
-    assert_int_equal(srtlog_phase_log_timing(tp("p1.out"), &rep, &E), 0);
+    assert_int_equal(srt_log_phase_log_timing(tp("p1.out"), &rep, &E), 0);
     assert_string_equal(rep.source, "aiperf-phase-log");
     assert_true(rep.has_duration && rep.duration_s == 1200.5);
     assert_false(rep.has_start || rep.has_end);
@@ -670,7 +670,7 @@ static void test_phase_log(void **state)
     /* no elapsed: the stamps, across midnight */
     tu_put("p2.out", "23:59:00.000 NOTICE\tPhase profiling (profiling) started\r\n"
                      "00:01:00.000 NOTICE Phase profiling (profiling) complete.\r\n");
-    assert_int_equal(srtlog_phase_log_timing(tp("p2.out"), &rep, &E), 0);
+    assert_int_equal(srt_log_phase_log_timing(tp("p2.out"), &rep, &E), 0);
     assert_string_equal(rep.source, "aiperf-phase-log");
     assert_true(rep.duration_s == 120.0);
     free(rep.note);
@@ -678,7 +678,7 @@ static void test_phase_log(void **state)
     tu_put("p3.out", "10:00:00.000 NOTICE Phase profiling (profiling) started\n"
                      "10:01:00.000 NOTICE Phase profiling (profiling) complete elapsed=60.0s\n"
                      "10:02:00.000 NOTICE Phase profiling (profiling) started\n");
-    assert_int_equal(srtlog_phase_log_timing(tp("p3.out"), &rep, &E), 0);
+    assert_int_equal(srt_log_phase_log_timing(tp("p3.out"), &rep, &E), 0);
     assert_string_equal(rep.source, "unavailable");
     assert_string_equal(rep.note,
                         "2 profiling phases in p3.out; cannot pair them to one concurrency");
@@ -688,14 +688,14 @@ static void test_phase_log(void **state)
                      "10:00:00.000 NOTICE Phase profiling (profiling) completed\n"
                      "10:00:00.000 INFO Phase profiling (profiling) started\n"
                      "10:00:00.00 NOTICE Phase profiling (profiling) started\n");
-    assert_int_equal(srtlog_phase_log_timing(tp("p4.out"), &rep, &E), 0);
+    assert_int_equal(srt_log_phase_log_timing(tp("p4.out"), &rep, &E), 0);
     assert_string_equal(rep.source, "unavailable");
     assert_null(rep.note);
     /* a stamp that is no time of day (hour 48): no duration (srt-slurm's arithmetic gives
      * -28769.5 s), said in the note; with elapsed= the stamps are not used */
     tu_put("p5.out", "48:59:31.680 NOTICE Phase profiling (profiling) started\n"
                      "17:00:02.180 NOTICE Phase profiling (profiling) complete\n");
-    assert_int_equal(srtlog_phase_log_timing(tp("p5.out"), &rep, &E), 0);
+    assert_int_equal(srt_log_phase_log_timing(tp("p5.out"), &rep, &E), 0);
     assert_string_equal(rep.source, "unavailable");
     assert_false(rep.has_duration);
     assert_string_equal(rep.note, "phase started 48:59:31.680, complete 17:00:02.180 in p5.out: "
@@ -703,7 +703,7 @@ static void test_phase_log(void **state)
     free(rep.note);
     tu_put("p6.out", "10:00:00.000 NOTICE Phase profiling (profiling) started\n"
                      "10:00:61.500 NOTICE Phase profiling (profiling) complete elapsed=61.5s\n");
-    assert_int_equal(srtlog_phase_log_timing(tp("p6.out"), &rep, &E), 0);
+    assert_int_equal(srt_log_phase_log_timing(tp("p6.out"), &rep, &E), 0);
     assert_string_equal(rep.source, "aiperf-phase-log");
     assert_true(rep.has_duration && rep.duration_s == 61.5);
     free(rep.note);
@@ -713,7 +713,7 @@ static void test_phase_log(void **state)
     put_aiperf(jsonl, "{\"total_osl\": {\"avg\": 1}, \"total_isl\": {\"avg\": 2}}",
                "22:09:07.432 NOTICE   Phase profiling (profiling) started\n"
                "22:29:07.932 NOTICE   Phase profiling (profiling) complete elapsed=1200.50s\n");
-    assert_int_equal(srtlog_open(&L, tu_dir, NULL, &E), 0);
+    assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), 0);
     assert_string_equal(L.windows[0].reported.source, "aiperf-phase-log");
     assert_true(L.windows[0].reported.duration_s == 1200.5);
     reset();
@@ -726,8 +726,8 @@ static void test_fixture_sabench(void **state)
     (void)state;
     char dir[1024], p[1200];
     snprintf(dir, sizeof dir, "%s", fixture("srt/sabench"));
-    assert_int_equal(srtlog_open(&L, dir, NULL, &E), 0);
-    assert_int_equal(L.type, SRTLOG_BENCH_SA_BENCH);
+    assert_int_equal(srt_log_open(&L, dir, NULL, &E), 0);
+    assert_int_equal(L.type, SRT_LOG_BENCH_SA_BENCH);
     snprintf(p, sizeof p, "%s/power/cpu/samples.csv", dir);
     assert_string_equal(L.cpu_csv, p);
     snprintf(p, sizeof p, "%s/power/samples.csv", dir);
@@ -737,7 +737,7 @@ static void test_fixture_sabench(void **state)
     assert_int_equal(L.nsources, 2);
     assert_int_equal(L.nwindows, 2);
 
-    const struct srtlog_window *w = &L.windows[0];
+    const struct srt_log_window *w = &L.windows[0];
     assert_int_equal(w->concurrency, 4);
     snprintf(p, sizeof p,
              "%s/sa-bench_isl_1024_osl_128/results_concurrency_4_gpus_3_ctx_1_gen_1.json", dir);
@@ -827,8 +827,8 @@ static void test_fixture_aiperf(void **state)
     (void)state;
     char dir[1024], p[1200];
     snprintf(dir, sizeof dir, "%s", fixture("srt/aiperf"));
-    assert_int_equal(srtlog_open(&L, dir, NULL, &E), 0);
-    assert_int_equal(L.type, SRTLOG_BENCH_AIPERF);
+    assert_int_equal(srt_log_open(&L, dir, NULL, &E), 0);
+    assert_int_equal(L.type, SRT_LOG_BENCH_AIPERF);
     assert_null(L.gpu_csv);
     assert_false(L.gpu_loaded);
     snprintf(p, sizeof p, "%s/cpu_power/samples.csv", dir);
@@ -841,7 +841,7 @@ static void test_fixture_aiperf(void **state)
         snprintf(p, sizeof p, "%s/%s/aiperf_artifacts/profile_export.jsonl", dir, rel[i]);
         assert_string_equal(L.windows[i].path, p);
     }
-    const struct srtlog_window *w = &L.windows[0];
+    const struct srt_log_window *w = &L.windows[0];
     assert_true(w->start_unix == 1000.0 && w->end_unix == 1030.0);
     assert_true(json_is_real(w->output_tokens) && w->output_tokens_n == 42.0);
     assert_true(json_is_integer(w->input_tokens) && w->input_tokens_n == 7.0);
@@ -1127,9 +1127,9 @@ static void test_sensor_rank(void **state)
         {"CPU0:", 6},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (srtlog_sensor_rank(cases[i].sensor) != cases[i].rank)
+        if (srt_log_sensor_rank(cases[i].sensor) != cases[i].rank)
             fail_msg("'%s': rank %d, expected %d", cases[i].sensor,
-                     srtlog_sensor_rank(cases[i].sensor), cases[i].rank);
+                     srt_log_sensor_rank(cases[i].sensor), cases[i].rank);
 }
 
 /* ---- malformed inputs ---- */
@@ -1231,8 +1231,8 @@ static void test_malformed(void **state)
     /* a directory, a missing file */
     tu_mkdirs("dir.csv/");
     reset();
-    assert_int_equal(srtlog_load_gpu(&L, tp("dir.csv"), NULL, &E), -EISDIR);
-    assert_int_equal(srtlog_load_cpu(&L, tp("none.csv"), &E), -ENOENT);
+    assert_int_equal(srt_log_load_gpu(&L, tp("dir.csv"), NULL, &E), -EISDIR);
+    assert_int_equal(srt_log_load_cpu(&L, tp("none.csv"), &E), -ENOENT);
     reset();
 }
 
@@ -1313,8 +1313,8 @@ static void test_strict(void **state)
     assert_string_equal(warning_with("timestamp_non_monotonic"), want);
     assert_series(&L.gpu_nodes.v[0], "gpu/h", 4, (const double[]){10, 10.5, 11, 12},
                   (const double[]){100, 100, 100, 101});
-    /* SRTLOG_STRICT: errors */
-    assert_int_equal(load_gpu(csv, NULL, SRTLOG_STRICT), -EINVAL);
+    /* SRT_LOG_STRICT: errors */
+    assert_int_equal(load_gpu(csv, NULL, SRT_LOG_STRICT), -EINVAL);
     assert_non_null(strstr(E.msg, "duplicate_sample_row"));
     assert_false(L.gpu_loaded);
     snprintf(want, sizeof want,
@@ -1322,33 +1322,34 @@ static void test_strict(void **state)
              "scrape_seq 0 (line 2)",
              g);
     assert_err(
-        load_gpu(GPU_HDR_V1 "1,10.0,0,h,0,u,1.0\r\n1,9.0,1,h,0,u,1.0\r\n", NULL, SRTLOG_STRICT),
+        load_gpu(GPU_HDR_V1 "1,10.0,0,h,0,u,1.0\r\n1,9.0,1,h,0,u,1.0\r\n", NULL, SRT_LOG_STRICT),
         -EINVAL, want);
     /* the schema generation: warned, or refused */
     assert_int_equal(load_gpu(GPU_HDR_V2 "1,10.0,0,h,0,u,1.0,,\r\n", NULL, 0), 0);
     warning_with("schema_version '1' in a v2 file");
     snprintf(want, sizeof want, "%s:2: samples_csv_malformed: schema_version '1' in a v2 file", g);
-    assert_err(load_gpu(GPU_HDR_V2 "1,10.0,0,h,0,u,1.0,,\r\n", NULL, SRTLOG_STRICT), -EINVAL, want);
+    assert_err(load_gpu(GPU_HDR_V2 "1,10.0,0,h,0,u,1.0,,\r\n", NULL, SRT_LOG_STRICT), -EINVAL,
+               want);
     snprintf(want, sizeof want,
              "%s:1: samples_csv_header_mismatch: not srt-slurm's samples v1 or v2 header", g);
     assert_err(load_gpu("timestamp_unix,hostname,gpu_index,power_w\r\n1.0,h,0,1.0\r\n", NULL,
-                        SRTLOG_STRICT),
+                        SRT_LOG_STRICT),
                -EINVAL, want);
     assert_int_equal(
         load_gpu("timestamp_unix,hostname,gpu_index,power_w\r\n1.0,h,0,1.0\r\n", NULL, 0), 0);
     assert_int_equal(L.gpu_schema, 0);
     snprintf(want, sizeof want, "%s:2: invalid_power_value: power_w '-1.0'", g);
-    assert_err(load_gpu(GPU_HDR_V1 "1,10.0,0,h,0,u,-1.0\r\n", NULL, SRTLOG_STRICT), -EINVAL, want);
+    assert_err(load_gpu(GPU_HDR_V1 "1,10.0,0,h,0,u,-1.0\r\n", NULL, SRT_LOG_STRICT), -EINVAL, want);
     assert_int_equal(load_gpu(GPU_HDR_V1 "1,10.0,0,h,0,u,-1.0\r\n", NULL, 0), 0);
     /* an unusable scrape_seq turns the checks off, with a warning */
     assert_int_equal(load_gpu(GPU_HDR_V1 "1,10.0,x,h,0,u,1.0\r\n1,10.0,x,h,0,u,1.0\r\n", NULL, 0),
                      0);
     warning_with("scrape_seq 'x' is not a number; duplicate and monotonic checks skipped");
     /* CPU strict: a known header, the row's schema_version */
-    assert_int_equal(load_cpu(CPU_HDR_V1 "2,1.0,h,acpi,s,0,1.0,\r\n", SRTLOG_STRICT), -EINVAL);
+    assert_int_equal(load_cpu(CPU_HDR_V1 "2,1.0,h,acpi,s,0,1.0,\r\n", SRT_LOG_STRICT), -EINVAL);
     assert_non_null(strstr(E.msg, ":2: cpu_samples_csv_malformed: schema_version '2' in a v1"));
     assert_int_equal(
-        load_cpu("timestamp_unix,hostname,socket_id,power_w,total_power_w\n", SRTLOG_STRICT),
+        load_cpu("timestamp_unix,hostname,socket_id,power_w,total_power_w\n", SRT_LOG_STRICT),
         -EINVAL);
     assert_non_null(strstr(E.msg, ":1: cpu_samples_csv_header_mismatch"));
     reset();
@@ -1545,7 +1546,7 @@ static void test_malformed_more(void **state)
                                    "1,2.0,2,h,1,u,1.0\n"
                                    "1,0.5,2,h,0,u,1.0\n"
                                    "1,3.0,1,h,1,u,1.0\n",
-                        NULL, SRTLOG_STRICT),
+                        NULL, SRT_LOG_STRICT),
                -EINVAL, want);
 
     /* a quoted field holding a comma and a line end, the last field of a CRLF file, and a
@@ -1568,7 +1569,7 @@ static void test_malformed_more(void **state)
 }
 
 /* A very long line: a 3 MiB quoted cell across read chunks is one cell; one past
- * SRTLOG_LINE_MAX is an error naming its line. */
+ * SRT_LOG_LINE_MAX is an error naming its line. */
 static void test_long_line(void **state)
 {
     (void)state;
@@ -1586,7 +1587,7 @@ static void test_long_line(void **state)
                   (const double[]){10, 11});
     free(csv);
 
-    size_t huge = SRTLOG_LINE_MAX + (1u << 20);
+    size_t huge = SRT_LOG_LINE_MAX + (1u << 20);
     csv = malloc(huge + 256);
     assert_non_null(csv);
     o = (size_t)sprintf(csv, GPU_HDR_V1 "1,1.0,0,h,0,u,10.0\n1,1.0,0,h,0,");
@@ -1595,7 +1596,7 @@ static void test_long_line(void **state)
     sprintf(csv + o, ",10.0\n");
     char want[1200];
     snprintf(want, sizeof want, "%s:3: a record longer than %u bytes", tp("g/samples.csv"),
-             SRTLOG_LINE_MAX);
+             SRT_LOG_LINE_MAX);
     assert_err(load_gpu(csv, NULL, 0), -EINVAL, want);
     free(csv);
     reset();
@@ -1785,10 +1786,10 @@ static void text_add(struct text *t, const char *fmt, ...)
     t->n += (size_t)k;
 }
 
-static void text_series(struct text *t, const struct srtlog_series_set *set)
+static void text_series(struct text *t, const struct srt_log_series_set *set)
 {
     for (size_t i = 0; i < set->n; i++) {
-        const struct srtlog_series *s = &set->v[i];
+        const struct srt_log_series *s = &set->v[i];
         text_add(t, "%s %s %lld %s n=%zu roles", s->label, s->host, s->index,
                  s->role ? s->role : "-", s->n);
         for (size_t j = 0; j < s->n_roles; j++)
@@ -1812,7 +1813,7 @@ static char *gpu_snapshot(int r)
     text_series(&t, &L.gpu_nodes);
     text_series(&t, &L.gpu_roles);
     for (size_t i = 0; i < L.gpu_util.n; i++) {
-        const struct srtlog_util *u = &L.gpu_util.v[i];
+        const struct srt_log_util *u = &L.gpu_util.v[i];
         text_add(&t, "util %s %s %zu shared=%d n=%zu\n", u->label, u->column, u->series,
                  u->t_shared, u->n);
         for (size_t j = 0; j < u->n; j++)
@@ -2013,7 +2014,7 @@ static int load_gpu_n(const char *csv, size_t len, const char *m, unsigned flags
     assert_int_equal(fwrite(csv, 1, len, f), len);
     assert_int_equal(fclose(f), 0);
     L.flags = flags;
-    return srtlog_load_gpu(&L, tp("g/samples.csv"), m ? tp(m) : NULL, &E);
+    return srt_log_load_gpu(&L, tp("g/samples.csv"), m ? tp(m) : NULL, &E);
 }
 
 /*
@@ -2104,7 +2105,7 @@ static void test_gpu_lines_differential(void **state)
         char want[TU_DIR_MAX + 64];
         snprintf(want, sizeof want, "%s:4: a NUL byte (not text)", tp("g/samples.csv"));
         assert_err(load_gpu_n(csv, len, NULL, 0), -EINVAL, want);
-        srtlog_done(&L);
+        srt_log_done(&L);
     }
 #undef ROW0
 
@@ -2112,7 +2113,7 @@ static void test_gpu_lines_differential(void **state)
     for (int k = 0; k < 600; k++) {
         struct text t = {0};
         rnd_gpu_csv(&t, 1 + rnd(80));
-        gpu_same_both_ways(t.s, k % 3 == 0 ? "m.json" : NULL, k % 17 == 0 ? SRTLOG_STRICT : 0);
+        gpu_same_both_ways(t.s, k % 3 == 0 ? "m.json" : NULL, k % 17 == 0 ? SRT_LOG_STRICT : 0);
         free(t.s);
     }
     /* files past one read chunk (1 MiB) and past the row count that sizes the series */
@@ -2136,13 +2137,13 @@ static void test_gpu_lines_differential(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    srtlog_done(&L);
+    srt_log_done(&L);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    srtlog_done(&L);
+    srt_log_done(&L);
     return tu_teardown(state);
 }
 

@@ -1,5 +1,5 @@
 /*
- * srt_power: carma's GPU samples written as srt-slurm's GPU power leg, so that srt-slurm's
+ * srt/power: carma's GPU samples written as srt-slurm's GPU power leg, so that srt-slurm's
  * tooling (power_energy_report and friends) reads carma's GPU data as its own.
  *
  * Writes DIR/samples.csv (srt-slurm samples schema v2: schema_version, timestamp_unix,
@@ -20,8 +20,8 @@
  * sized at open for SRT_POWER_DEVICES_MAX rows), except that a row with a UUID not given at
  * open for its GPU copies it once (for observed_devices).
  */
-#ifndef CARMA_EXPORT_SRT_POWER_H
-#define CARMA_EXPORT_SRT_POWER_H
+#ifndef CARMA_SRT_POWER_H
+#define CARMA_SRT_POWER_H
 
 #include <stdbool.h>
 #include <stddef.h>

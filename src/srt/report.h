@@ -1,5 +1,5 @@
 /*
- * srtreport: srt-slurm's power_energy_report built from an srtlog (formats doc srt-slurm.md
+ * srt/report: srt-slurm's power_energy_report built from an srt/log (formats doc srt-slurm.md
  * §6.5-§6.8): per concurrency window the energy and power statistics per CPU socket and node
  * and per GPU device, node and role, the CPU+GPU totals, J/token, tokens/s per watt, the
  * computed / reported / coverage timelines, utilization means and maxima, and warnings.
@@ -14,40 +14,40 @@
  * checks every gap inside the window (series_window_interpolate). Any breakdown that fails
  * aborts its window's report, as srt-slurm's does: the error names the series and why.
  */
-#ifndef CARMA_REPORT_SRTREPORT_H
-#define CARMA_REPORT_SRTREPORT_H
+#ifndef CARMA_SRT_REPORT_H
+#define CARMA_SRT_REPORT_H
 
 #include <jansson.h>
 
 #include "core/err.h"
 #include "report/runreport.h"
 #include "report/series.h"
-#include "report/srtlog.h"
+#include "srt/log.h"
 
 /* The fixed text of the warnings srt-slurm's report can give (besides utilization ones). */
-#define SRTREPORT_WARN_NO_ROLES                                                                    \
+#define SRT_REPORT_WARN_NO_ROLES                                                                   \
     "GPU role breakdown unavailable (no manifest.json / expected_devices)"
-#define SRTREPORT_WARN_NO_CPU                                                                      \
+#define SRT_REPORT_WARN_NO_CPU                                                                     \
     "combined perf/W unavailable: no CPU power leg in this run (GPU-only figures reported)"
 
 /*
- * The report of window w over the series of log (loaded: srtlog_open, or srtlog_load_cpu/gpu
- * with w from srtlog_load_window) into *ret (a new JSON object, srt-slurm §6.7). sc:
+ * The report of window w over the series of log (loaded: srt_log_open, or srt_log_load_cpu/gpu
+ * with w from srt_log_load_window) into *ret (a new JSON object, srt-slurm §6.7). sc:
  * percentile scratch reused across calls (NULL: one per call). Returns 0, or a negative errno
  * with e set (*ret untouched).
  */
-int srtreport_window(const struct srtlog *log, const struct srtlog_window *w,
-                     enum report_edges edges, struct series_scratch *sc, json_t **ret,
-                     struct carma_err *e);
+int srt_report_window(const struct srt_log *log, const struct srt_log_window *w,
+                      enum report_edges edges, struct series_scratch *sc, json_t **ret,
+                      struct carma_err *e);
 
 /* Every window's report, in source order, as a JSON array. Stops at the first error. */
-int srtreport_build(const struct srtlog *log, enum report_edges edges, json_t **ret,
-                    struct carma_err *e);
+int srt_report_build(const struct srt_log *log, enum report_edges edges, json_t **ret,
+                     struct carma_err *e);
 
 /*
  * srt-slurm's text report of a list of reports (§6.8), malloc'ed, ending with '\n'; NULL when
  * out of memory.
  */
-char *srtreport_text(const json_t *reports);
+char *srt_report_text(const json_t *reports);
 
 #endif

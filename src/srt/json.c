@@ -1,5 +1,5 @@
-/* srt_json: srt-slurm-style JSON files, replaced atomically (see srt_json.h). */
-#include "export/srt_json.h"
+/* srt/json: srt-slurm-style JSON files, replaced atomically (see json.h). */
+#include "srt/json.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /*
- * srt_cpu: srt-slurm's head-node CPU power leg (see srt_cpu.h).
+ * srt/cpu: srt-slurm's head-node CPU power leg (see cpu.h).
  *
  * srt_cpu_parse walks the samples of a parsed body once per family, in body order, and keeps
  * what srt-slurm's cpu_parser.py keeps. It looks labels up itself (a short linear scan) and
@@ -13,9 +13,9 @@
  * counts polls and errors and remembers the mode of its last scrape that gave rows, for
  * cpu_manifest.json.
  */
-#include "export/srt_cpu.h"
+#include "srt/cpu.h"
 #include "core/file.h"
-#include "export/srt_json.h"
+#include "srt/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -178,7 +178,8 @@ struct srt_cpu {
     size_t nnodes;
     struct node *nodes;
 
-    struct csv_buf buf; /* rows of the current cycle */
+    struct csv_buf buf;           /* rows of the current cycle */
+    struct srt_cpu_scrape parsed; /* the scrape being added (srt_cpu_sink) */
     bool in_cycle;
     bool cycle_oom;
     uint64_t rows_pending, rows_written;
@@ -461,3 +462,42 @@ int srt_cpu_finish(struct srt_cpu *w, struct carma_err *e)
     free_all(w);
     return ret;
 }
+
+static void *sink_open(const char *dir, const char *const *nodes, size_t n, struct carma_err *e)
+{
+    return srt_cpu_open(dir, nodes, n, e);
+}
+
+static void sink_cycle_begin(void *w)
+{
+    srt_cpu_cycle_begin(w);
+}
+
+static void sink_node(void *w, size_t i, int64_t real_ns, const struct prom_doc *doc)
+{
+    struct srt_cpu *c = w;
+    if (!doc) {
+        srt_cpu_node(c, i, real_ns, NULL);
+        return;
+    }
+    srt_cpu_parse(doc, &c->parsed);
+    srt_cpu_node(c, i, real_ns, &c->parsed);
+}
+
+static int sink_cycle_end(void *w, struct carma_err *e)
+{
+    return srt_cpu_cycle_end(w, e);
+}
+
+static int sink_finish(void *w, struct carma_err *e)
+{
+    return srt_cpu_finish(w, e);
+}
+
+const struct scrape_sink srt_cpu_sink = {
+    .open = sink_open,
+    .cycle_begin = sink_cycle_begin,
+    .node = sink_node,
+    .cycle_end = sink_cycle_end,
+    .finish = sink_finish,
+};

@@ -1,5 +1,5 @@
 /*
- * srt_cpu: srt-slurm's head-node CPU power leg, written by `carma collect --srt-cpu` from the
+ * srt/cpu: srt-slurm's head-node CPU power leg, written by `carma collect --srt-cpu` from the
  * CPU families that per-node exporters serve (srt-slurm's own cpu-power-exporter, or `carma
  * exporter --compat srtctl`), so that srt-slurm's power_energy_report reads carma's CPU data
  * as its own.
@@ -26,14 +26,15 @@
  * killed collector leaves whole cycles; a failed write cuts the file back to its last whole
  * cycle. In the steady state nothing is allocated (the row buffer keeps its largest size).
  */
-#ifndef CARMA_EXPORT_SRT_CPU_H
-#define CARMA_EXPORT_SRT_CPU_H
+#ifndef CARMA_SRT_CPU_H
+#define CARMA_SRT_CPU_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "collect/promparse.h"
+#include "collect/scrape.h"
 #include "core/err.h"
 
 /* Readings kept per scrape (a Grace node has about 20 power_meter channels); more are
@@ -107,5 +108,12 @@ uint64_t srt_cpu_rows(const struct srt_cpu *w);
  * (NULL-safe). Returns 0 or a negative errno with e set (the first error).
  */
 int srt_cpu_finish(struct srt_cpu *w, struct carma_err *e);
+
+/*
+ * The writer as collect/scrape's sink (scrape_opts.srt_cpu): open is srt_cpu_open, node reads
+ * a scrape's parsed body with srt_cpu_parse (into the writer's own buffer) and adds it with
+ * srt_cpu_node, the others are srt_cpu_cycle_begin, srt_cpu_cycle_end and srt_cpu_finish.
+ */
+extern const struct scrape_sink srt_cpu_sink;
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * srtlog: the input side of `carma report DIR` for an srt-slurm log directory. Everything
+ * srt/log: the input side of `carma report DIR` for an srt-slurm log directory. Everything
  * srt-slurm's power_energy_report does before it integrates anything (formats doc
  * srt-slurm.md §6.2-§6.4), with its exact error messages, so that the report built on top
  * gets the same windows, tokens and series that srt-slurm would:
@@ -27,7 +27,7 @@
  * strtod). Columns are found by name, as srt-slurm's DictReader does. Where srt-slurm would crash
  * (a missing column, a cell that is not a number, `None`, NaN, a row with too few or too many
  * fields, a line cut short) this module returns -EINVAL with the file and line in the message, or,
- * where the intent is clear, skips and says so in srtlog.warnings:
+ * where the intent is clear, skips and says so in srt_log.warnings:
  *   - a last line with no line end and fewer fields than the header (a writer killed mid-row)
  *     is skipped;
  *   - total_power_w `None` (the host collector writes repr(None) when its aggregate is
@@ -40,7 +40,7 @@
  * duplicate (scrape_seq, hostname, gpu_index) (duplicate_sample_row: the report adds both rows
  * into the node series), a device whose timestamps go back in scrape_seq order
  * (timestamp_non_monotonic), a row whose schema_version is not the header's generation; a
- * header that is not samples v1/v2 shows only as gpu_schema 0. SRTLOG_STRICT makes these
+ * header that is not samples v1/v2 shows only as gpu_schema 0. SRT_LOG_STRICT makes these
  * errors naming the reason code, and adds the strict reader's other rules (scrape_seq and
  * gpu_index non-negative integers, gpu_uuid present, power_w >= 0) and, for the CPU CSV, a
  * known header and its schema_version on every row.
@@ -63,8 +63,8 @@
  *             field, a malformed CSV row, a JSON syntax error, ...)
  *   -ENOMEM, or the errno of a failed open/read.
  */
-#ifndef CARMA_REPORT_SRTLOG_H
-#define CARMA_REPORT_SRTLOG_H
+#ifndef CARMA_SRT_LOG_H
+#define CARMA_SRT_LOG_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -73,28 +73,28 @@
 #include "core/err.h"
 
 /* Refuse (instead of warn about) what srt-slurm's strict samples readers refuse; see above. */
-#define SRTLOG_STRICT 0x1u
+#define SRT_LOG_STRICT 0x1u
 
 /* The longest CSV record, JSONL record or benchmark.out line read whole (longer log lines are
  * cut there; longer CSV/JSONL records are an error). */
-#define SRTLOG_LINE_MAX (16u << 20)
+#define SRT_LOG_LINE_MAX (16u << 20)
 
-enum srtlog_bench {
-    SRTLOG_BENCH_NONE = 0,
-    SRTLOG_BENCH_SA_BENCH, /* "sa-bench" */
-    SRTLOG_BENCH_AIPERF,   /* "aiperf" */
+enum srt_log_bench {
+    SRT_LOG_BENCH_NONE = 0,
+    SRT_LOG_BENCH_SA_BENCH, /* "sa-bench" */
+    SRT_LOG_BENCH_AIPERF,   /* "aiperf" */
 };
 
 /* "sa-bench", "aiperf" (srt-slurm's benchmark_type strings), or "" for NONE. */
-const char *srtlog_bench_name(enum srtlog_bench b);
+const char *srt_log_bench_name(enum srt_log_bench b);
 
-struct srtlog_opts {
+struct srt_log_opts {
     const char *cpu_samples; /* --cpu-samples: this CSV is the CPU leg; NULL: discover it */
-    unsigned flags;          /* SRTLOG_STRICT */
+    unsigned flags;          /* SRT_LOG_STRICT */
 };
 
 /* One result artifact: one report per source, in this order. */
-struct srtlog_source {
+struct srt_log_source {
     long long concurrency;
     char *path; /* as srt-slurm prints it (below log_dir) */
 };
@@ -105,7 +105,7 @@ struct srtlog_source {
  * each number is valid only when its has_ flag is set (null in srt-slurm's JSON otherwise);
  * note is NULL when there is none.
  */
-struct srtlog_reported {
+struct srt_log_reported {
     const char *source; /* static string */
     bool has_start, has_end, has_duration;
     double start_unix, end_unix, duration_s;
@@ -120,31 +120,31 @@ struct srtlog_reported {
  * (integer or real), owned by the window (one reference). The doubles are the same numbers as
  * json_number_value() gives them, for arithmetic.
  */
-struct srtlog_window {
-    enum srtlog_bench type;
+struct srt_log_window {
+    enum srt_log_bench type;
     long long concurrency;
-    const char *path; /* the source artifact (points into srtlog.sources) */
+    const char *path; /* the source artifact (points into srt_log.sources) */
     json_t *start, *end;
     json_t *output_tokens, *input_tokens;
     double start_unix, end_unix;
     double output_tokens_n, input_tokens_n;
-    struct srtlog_reported reported;
+    struct srt_log_reported reported;
 };
 
 /*
  * One power series: n samples, t (unix seconds) sorted non-decreasing, w watts; t and w are
  * malloc'ed arrays (NULL when n is 0) that a caller may take over (set them to NULL and n to 0
- * before srtlog_done).
+ * before srt_log_done).
  *   GPU device:  label gpu/<host>/gpu<index>, index = gpu_index, roles = its roles from the
  *                manifest (sorted, unique; what its utilization rolls up into)
  *   GPU node:    label gpu/<host>, index -1
  *   GPU role:    label gpu/<host>/<role>, role set, index -1
  *   CPU socket:  label cpu/<host>/socket<N>, index = socket_id, sensor = the sensor chosen for
- *                it (long layout: best-ranked, see srtlog_sensor_rank; wide layout:
+ *                it (long layout: best-ranked, see srt_log_sensor_rank; wide layout:
  *                "power_w"), other_sensors = the ones not chosen, in rank order
  *   CPU node:    label cpu/<host>, index -1 (from total_power_w)
  */
-struct srtlog_series {
+struct srt_log_series {
     char *label;
     char *host;
     long long index;
@@ -167,7 +167,7 @@ struct srtlog_series {
 
 /* One utilization column of one GPU or socket (§6.4): values v at times t (sorted, stable),
  * only non-blank cells; a column never populated for that device has no entry. */
-struct srtlog_util {
+struct srt_log_util {
     char *label;        /* the device's label (gpu/<host>/gpu<i>, cpu/<host>/socket<N>) */
     const char *column; /* static: gpu_util_pct, sm_active, cpu_util_total, ... */
     size_t series;      /* index of the device in gpu_devices / cpu_sockets */
@@ -182,101 +182,101 @@ struct srtlog_util {
     bool t_shared;
 };
 
-struct srtlog_series_set {
-    struct srtlog_series *v;
+struct srt_log_series_set {
+    struct srt_log_series *v;
     size_t n;
 };
 
-struct srtlog_util_set {
-    struct srtlog_util *v;
+struct srt_log_util_set {
+    struct srt_log_util *v;
     size_t n;
 };
 
-struct srtlog {
+struct srt_log {
     unsigned flags;
-    /* discovery (srtlog_discover) */
+    /* discovery (srt_log_discover) */
     char *log_dir;       /* as srt-slurm prints it */
     char *benchmark_out; /* <log_dir>/benchmark.out */
     char *cpu_csv;       /* NULL: no CPU leg */
     char *gpu_csv;       /* NULL: no GPU leg */
     char *gpu_manifest;  /* manifest.json next to gpu_csv when it is a file, else NULL */
-    enum srtlog_bench type;
-    struct srtlog_source *sources;
+    enum srt_log_bench type;
+    struct srt_log_source *sources;
     size_t nsources;
-    /* windows (srtlog_load_windows): one per source, same order */
-    struct srtlog_window *windows;
+    /* windows (srt_log_load_windows): one per source, same order */
+    struct srt_log_window *windows;
     size_t nwindows;
-    /* CPU leg (srtlog_load_cpu) */
+    /* CPU leg (srt_log_load_cpu) */
     bool cpu_loaded;
     bool cpu_wide;          /* header has cpu_rail_w, soc_w and dram_w: one row per socket */
     const char *cpu_layout; /* which known header: "scraper-v1/host-v1", "scraper-v2",
                                "scraper-v2-module", "host-v2", "host-v3", "host-v4",
                                "empty" or "unknown" */
-    struct srtlog_series_set cpu_sockets; /* sorted by (host, socket) */
-    struct srtlog_series_set cpu_nodes;   /* sorted by host */
-    struct srtlog_util_set cpu_util;      /* sorted by (host, socket), then column name */
-    /* GPU leg (srtlog_load_gpu) */
+    struct srt_log_series_set cpu_sockets; /* sorted by (host, socket) */
+    struct srt_log_series_set cpu_nodes;   /* sorted by host */
+    struct srt_log_util_set cpu_util;      /* sorted by (host, socket), then column name */
+    /* GPU leg (srt_log_load_gpu) */
     bool gpu_loaded;
     bool gpu_roles_known; /* a manifest was read (roles may still be empty) */
     int gpu_schema;       /* 1 or 2: the header is samples v1/v2 exactly; 0: something else */
-    struct srtlog_series_set gpu_devices; /* sorted by (host, index) */
-    struct srtlog_series_set gpu_nodes;   /* sorted by host */
-    struct srtlog_series_set gpu_roles;   /* sorted by role, then host */
-    struct srtlog_util_set gpu_util;      /* sorted by (host, index), then column name */
+    struct srt_log_series_set gpu_devices; /* sorted by (host, index) */
+    struct srt_log_series_set gpu_nodes;   /* sorted by host */
+    struct srt_log_series_set gpu_roles;   /* sorted by role, then host */
+    struct srt_log_util_set gpu_util;      /* sorted by (host, index), then column name */
     /* what was skipped or is suspicious, one line each, in the order met */
     char **warnings;
     size_t nwarnings;
 };
 
 /*
- * Discovery (§6.2) of log_dir into *log, which is initialised first (srtlog_done is safe on it
+ * Discovery (§6.2) of log_dir into *log, which is initialised first (srt_log_done is safe on it
  * whatever this returns). o may be NULL (no --cpu-samples, no flags). The checks run in
  * srt-slurm's order: benchmark.out, the CSVs (--cpu-samples must be a file; several CPU or
  * several GPU candidates; none at all), the benchmark type, the sources. Returns 0 or a
  * negative errno with e set to srt-slurm's message.
  */
-int srtlog_discover(struct srtlog *log, const char *log_dir, const struct srtlog_opts *o,
-                    struct carma_err *e);
+int srt_log_discover(struct srt_log *log, const char *log_dir, const struct srt_log_opts *o,
+                     struct carma_err *e);
 
 /* Reads the window of every source (§6.3), in order. The first failure stops it: returns 0 or
  * a negative errno with e set. */
-int srtlog_load_windows(struct srtlog *log, struct carma_err *e);
+int srt_log_load_windows(struct srt_log *log, struct carma_err *e);
 
 /*
- * Reads the window of source i alone into *w (zeroed first; free with srtlog_window_done), for
+ * Reads the window of source i alone into *w (zeroed first; free with srt_log_window_done), for
  * a caller that goes on when one source fails (an incremental report: a result file still
  * being written holds back only its own window). w->path points into log->sources. Returns 0,
  * or a negative errno with e set (*w then holds nothing to free).
  */
-int srtlog_load_window(const struct srtlog *log, size_t i, struct srtlog_window *w,
-                       struct carma_err *e);
+int srt_log_load_window(const struct srt_log *log, size_t i, struct srt_log_window *w,
+                        struct carma_err *e);
 
-/* Frees what a window read by srtlog_load_window holds (NULL-safe). */
-void srtlog_window_done(struct srtlog_window *w);
+/* Frees what a window read by srt_log_load_window holds (NULL-safe). */
+void srt_log_window_done(struct srt_log_window *w);
 
 /*
  * Loads the CPU CSV at path into log's CPU leg (§6.4 CPU, #453 socket selection). Usually
  * path = log->cpu_csv; usable alone on a zeroed log. Returns 0 or a negative errno with e set
  * (the leg is left empty on failure).
  */
-int srtlog_load_cpu(struct srtlog *log, const char *path, struct carma_err *e);
+int srt_log_load_cpu(struct srt_log *log, const char *path, struct carma_err *e);
 
 /*
  * Loads the GPU CSV at path, with the roles of manifest (NULL: none), into log's GPU leg
  * (§6.4 GPU). Returns 0 or a negative errno with e set (the leg is left empty on failure).
  */
-int srtlog_load_gpu(struct srtlog *log, const char *path, const char *manifest,
-                    struct carma_err *e);
+int srt_log_load_gpu(struct srt_log *log, const char *path, const char *manifest,
+                     struct carma_err *e);
 
 /*
  * All of it in srt-slurm's order (build_reports): discover, windows, CPU leg, GPU leg.
  * Returns 0 or the first error.
  */
-int srtlog_open(struct srtlog *log, const char *log_dir, const struct srtlog_opts *o,
-                struct carma_err *e);
+int srt_log_open(struct srt_log *log, const char *log_dir, const struct srt_log_opts *o,
+                 struct carma_err *e);
 
 /* Frees everything log holds and zeroes it (NULL-safe, safe on a zeroed log). */
-void srtlog_done(struct srtlog *log);
+void srt_log_done(struct srt_log *log);
 
 /*
  * The benchmark type from benchmark.out (§6.2 step 4), lines split as Python's text mode does
@@ -284,14 +284,14 @@ void srtlog_done(struct srtlog *log);
  * sa-bench markers` / `<path>: matched neither aiperf nor sa-bench markers`, or an open/read
  * errno.
  */
-int srtlog_detect_bench(const char *benchmark_out, enum srtlog_bench *ret, struct carma_err *e);
+int srt_log_detect_bench(const char *benchmark_out, enum srt_log_bench *ret, struct carma_err *e);
 
 /*
  * The phase-log fallback of §6.3 over benchmark.out into *ret (note allocated; free with
  * free(ret->note)). Returns 0, or a negative errno when the file cannot be read.
  */
-int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *ret,
-                            struct carma_err *e);
+int srt_log_phase_log_timing(const char *benchmark_out, struct srt_log_reported *ret,
+                             struct carma_err *e);
 
 /*
  * srt-slurm's preference of a CPU sensor name in a long-format file (cpu_rails.py): 0 total
@@ -301,6 +301,6 @@ int srtlog_phase_log_timing(const char *benchmark_out, struct srtlog_reported *r
  * (case-insensitive, words separated by whitespace, a word boundary before the first word and
  * after the socket number).
  */
-int srtlog_sensor_rank(const char *sensor);
+int srt_log_sensor_rank(const char *sensor);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * follow: incremental per-window reports of an srt-slurm log directory (see follow.h).
+ * srt/follow: incremental per-window reports of an srt-slurm log directory (see follow.h).
  */
-#include "report/follow.h"
+#include "srt/follow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,22 +17,22 @@
 
 #include "core/file.h"
 #include "core/pyjson.h"
-#include "report/srtreport.h"
+#include "srt/report.h"
 
-int follow_init(struct follow *f, const char *log_dir, const char *cpu_samples, unsigned flags,
-                enum report_edges edges)
+int srt_follow_init(struct srt_follow *f, const char *log_dir, const char *cpu_samples,
+                    unsigned flags, enum report_edges edges)
 {
-    *f = (struct follow){.flags = flags, .edges = edges};
+    *f = (struct srt_follow){.flags = flags, .edges = edges};
     f->log_dir = strdup(log_dir);
     f->cpu_samples = cpu_samples ? strdup(cpu_samples) : NULL;
     if (!f->log_dir || (cpu_samples && !f->cpu_samples)) {
-        follow_done(f);
+        srt_follow_done(f);
         return -ENOMEM;
     }
     return 0;
 }
 
-void follow_done(struct follow *f)
+void srt_follow_done(struct srt_follow *f)
 {
     if (!f)
         return;
@@ -41,18 +41,18 @@ void follow_done(struct follow *f)
     for (size_t i = 0; i < f->nsrc; i++)
         free(f->src[i].path);
     free(f->src);
-    *f = (struct follow){0};
+    *f = (struct srt_follow){0};
 }
 
 /* The follower's record of a source (added when first seen); NULL when out of memory. */
-static struct follow_source *source_of(struct follow *f, const struct srtlog_source *s)
+static struct srt_follow_source *source_of(struct srt_follow *f, const struct srt_log_source *s)
 {
     for (size_t i = 0; i < f->nsrc; i++)
         if (strcmp(f->src[i].path, s->path) == 0)
             return &f->src[i];
     if (f->nsrc == f->cap) {
         size_t nc = f->cap ? 2 * f->cap : 16;
-        struct follow_source *p = realloc(f->src, nc * sizeof *p);
+        struct srt_follow_source *p = realloc(f->src, nc * sizeof *p);
         if (!p)
             return NULL;
         f->src = p;
@@ -61,15 +61,15 @@ static struct follow_source *source_of(struct follow *f, const struct srtlog_sou
     char *path = strdup(s->path);
     if (!path)
         return NULL;
-    f->src[f->nsrc] = (struct follow_source){.path = path, .concurrency = s->concurrency};
+    f->src[f->nsrc] = (struct srt_follow_source){.path = path, .concurrency = s->concurrency};
     return &f->src[f->nsrc++];
 }
 
 /* The newest power sample of any series loaded (-INFINITY when none). */
-static double newest_sample(const struct srtlog *log)
+static double newest_sample(const struct srt_log *log)
 {
-    const struct srtlog_series_set *sets[] = {&log->cpu_sockets, &log->cpu_nodes, &log->gpu_devices,
-                                              &log->gpu_nodes};
+    const struct srt_log_series_set *sets[] = {&log->cpu_sockets, &log->cpu_nodes,
+                                               &log->gpu_devices, &log->gpu_nodes};
     double t = -INFINITY;
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
         for (size_t i = 0; i < sets[k]->n; i++)
@@ -81,7 +81,7 @@ static double newest_sample(const struct srtlog *log)
 static char *report_path(const char *artifact, long long concurrency);
 
 /* Writes the payload next to its artifact and appends its line to the JSONL file. */
-static int emit(const struct follow *f, const char *artifact, long long concurrency,
+static int emit(const struct srt_follow *f, const char *artifact, long long concurrency,
                 json_t *payload, struct carma_err *e)
 {
     char *pretty = pyjson_dumps(payload, 2), *line = pyjson_dumps(payload, -1);
@@ -148,7 +148,7 @@ static char *report_path(const char *artifact, long long concurrency)
     return path;
 }
 
-static bool report_exists(const struct srtlog_source *s)
+static bool report_exists(const struct srt_log_source *s)
 {
     char *path = report_path(s->path, s->concurrency);
     bool yes = path && access(path, F_OK) == 0;
@@ -162,10 +162,10 @@ static bool report_exists(const struct srtlog_source *s)
  * (or final), and written. Returns 1 when it was written, 0 when not (why: f->last_error), or
  * a negative errno with e set when a built report could not be written.
  */
-static int poll_source(struct follow *f, const struct srtlog *log, size_t i, double newest,
+static int poll_source(struct srt_follow *f, const struct srt_log *log, size_t i, double newest,
                        bool final, double now, struct series_scratch *sc, struct carma_err *e)
 {
-    struct follow_source *fs = source_of(f, &log->sources[i]);
+    struct srt_follow_source *fs = source_of(f, &log->sources[i]);
     if (!fs)
         return carma_err_set(e, -ENOMEM, "out of memory");
     if (fs->emitted || fs->dead)
@@ -175,9 +175,9 @@ static int poll_source(struct follow *f, const struct srtlog *log, size_t i, dou
         fs->emitted = true;
         return 0;
     }
-    struct srtlog_window w;
+    struct srt_log_window w;
     struct carma_err we = {0};
-    if (srtlog_load_window(log, i, &w, &we) < 0) {
+    if (srt_log_load_window(log, i, &w, &we) < 0) {
         snprintf(f->last_error, sizeof f->last_error, "%s", we.msg);
         return 0;
     }
@@ -187,9 +187,9 @@ static int poll_source(struct follow *f, const struct srtlog *log, size_t i, dou
         /* no sample at or past the window's end yet: a later one may still change it */
         snprintf(f->last_error, sizeof f->last_error,
                  "%s: samples reach %.3f, the window ends at %.3f", fs->path, newest, w.end_unix);
-    } else if (srtreport_window(log, &w, f->edges, sc, &rep, &we) < 0) {
+    } else if (srt_report_window(log, &w, f->edges, sc, &rep, &we) < 0) {
         snprintf(f->last_error, sizeof f->last_error, "%s", we.msg);
-        if (newest > w.end_unix + FOLLOW_DEAD_AFTER_S) {
+        if (newest > w.end_unix + SRT_FOLLOW_DEAD_AFTER_S) {
             fs->dead = true;
             f->dead++;
         }
@@ -202,32 +202,32 @@ static int poll_source(struct follow *f, const struct srtlog *log, size_t i, dou
         r = 1;
     }
     json_decref(rep);
-    srtlog_window_done(&w);
+    srt_log_window_done(&w);
     return r;
 }
 
-int follow_poll(struct follow *f, double now, bool final, struct carma_err *e)
+int srt_follow_poll(struct srt_follow *f, double now, bool final, struct carma_err *e)
 {
-    struct srtlog log;
+    struct srt_log log;
     struct carma_err le = {0};
-    struct srtlog_opts o = {.cpu_samples = f->cpu_samples, .flags = f->flags};
+    struct srt_log_opts o = {.cpu_samples = f->cpu_samples, .flags = f->flags};
     f->last_error[0] = '\0';
-    int r = srtlog_discover(&log, f->log_dir, &o, &le);
+    int r = srt_log_discover(&log, f->log_dir, &o, &le);
     if (r == 0 && log.cpu_csv)
-        r = srtlog_load_cpu(&log, log.cpu_csv, &le);
+        r = srt_log_load_cpu(&log, log.cpu_csv, &le);
     if (r == 0 && log.gpu_csv)
-        r = srtlog_load_gpu(&log, log.gpu_csv, log.gpu_manifest, &le);
+        r = srt_log_load_gpu(&log, log.gpu_csv, log.gpu_manifest, &le);
     if (r < 0) {
         /* not ready: the run has not written what discovery needs yet */
         snprintf(f->last_error, sizeof f->last_error, "%s", le.msg);
-        srtlog_done(&log);
+        srt_log_done(&log);
         return 0;
     }
     if ((log.cpu_csv && log.cpu_sockets.n + log.cpu_nodes.n == 0) ||
         (log.gpu_csv && log.gpu_devices.n + log.gpu_nodes.n == 0)) {
         snprintf(f->last_error, sizeof f->last_error, "%s: no samples yet",
                  log.gpu_csv && log.gpu_devices.n == 0 ? log.gpu_csv : log.cpu_csv);
-        srtlog_done(&log);
+        srt_log_done(&log);
         return 0;
     }
     const double newest = newest_sample(&log);
@@ -239,14 +239,14 @@ int follow_poll(struct follow *f, double now, bool final, struct carma_err *e)
         emitted += r > 0;
     }
     series_scratch_done(&sc);
-    srtlog_done(&log);
+    srt_log_done(&log);
     return r < 0 ? r : emitted;
 }
 
 /* ---- on a thread ---- */
 
-struct follow_thread {
-    struct follow *f;
+struct srt_follow_thread {
+    struct srt_follow *f;
     long long period_ns;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -263,9 +263,9 @@ static double wall_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void *follow_main(void *arg)
+static void *srt_follow_main(void *arg)
 {
-    struct follow_thread *t = arg;
+    struct srt_follow_thread *t = arg;
     pthread_mutex_lock(&t->lock);
     for (;;) {
         struct timespec until;
@@ -278,7 +278,7 @@ static void *follow_main(void *arg)
         bool final = t->stop;
         pthread_mutex_unlock(&t->lock);
         struct carma_err e = {0};
-        int r = follow_poll(t->f, wall_now(), final, &e);
+        int r = srt_follow_poll(t->f, wall_now(), final, &e);
         pthread_mutex_lock(&t->lock);
         t->last_r = r < 0 ? r : 0;
         if (r < 0)
@@ -290,10 +290,10 @@ static void *follow_main(void *arg)
     return NULL;
 }
 
-struct follow_thread *follow_thread_start(struct follow *f, long long period_ns,
-                                          struct carma_err *e)
+struct srt_follow_thread *srt_follow_thread_start(struct srt_follow *f, long long period_ns,
+                                                  struct carma_err *e)
 {
-    struct follow_thread *t = calloc(1, sizeof *t);
+    struct srt_follow_thread *t = calloc(1, sizeof *t);
     if (!t) {
         carma_err_set(e, -ENOMEM, "out of memory");
         return NULL;
@@ -311,7 +311,7 @@ struct follow_thread *follow_thread_start(struct follow *f, long long period_ns,
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int r = pthread_create(&t->thread, NULL, follow_main, t);
+    int r = pthread_create(&t->thread, NULL, srt_follow_main, t);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r != 0) {
         pthread_cond_destroy(&t->wake);
@@ -323,7 +323,7 @@ struct follow_thread *follow_thread_start(struct follow *f, long long period_ns,
     return t;
 }
 
-int follow_thread_stop(struct follow_thread *t, struct carma_err *e)
+int srt_follow_thread_stop(struct srt_follow_thread *t, struct carma_err *e)
 {
     if (!t)
         return 0;
