@@ -332,8 +332,8 @@ static uint64_t job_cpu(struct run *r, struct job *j)
     return ns > j->cpu_ns ? ns : j->cpu_ns;
 }
 
-/* Says on stderr what carma does about the terminating signal sig (the count-th; the jobs'
- * on_stop, before it is forwarded). */
+/* Notes the terminating signal sig (the count-th) and says on stderr what carma does about it
+ * (the jobs' on_stop, before it is forwarded). */
 static void say_stopping(void *ctx, int sig)
 {
     struct run *r = ctx;
