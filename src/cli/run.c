@@ -14,12 +14,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -162,8 +159,8 @@ static void start_job(struct run *r, struct job *j)
     snprintf(err, sizeof err, "%s/logs/%s.err", r->dir, j->spec->name);
     struct carma_err e = {0};
     if (r->have_base) {
-        j->have_cg = cgroup_child_create(&r->base, j->spec->name, &j->cg, &e) == 0;
-        if (!j->have_cg)
+        j->proc.have_cg = cgroup_child_create(&r->base, j->spec->name, &j->proc.cg, &e) == 0;
+        if (!j->proc.have_cg)
             cli_error("%s: %s; following its process tree instead", j->spec->name, e.msg);
     }
     char **nsys_argv = run_nsys_argv(r, j);
@@ -172,109 +169,48 @@ static void start_job(struct run *r, struct job *j)
         .cwd = j->spec->cwd ? j->spec->cwd : r->x.dir,
         .stdout_path = out,
         .stderr_path = err,
-        .cgroup = j->have_cg ? &j->cg : NULL,
+        .cgroup = j->proc.have_cg ? &j->proc.cg : NULL,
         .env = j->spec->env,
     };
-    j->started = true;
-    j->start_mono = time_mono_ns();
-    j->start_real = time_real_ns();
-    int spawned = launcher_spawn(&lo, &j->pid, &e);
+    int spawned = jobs_spawn(&r->ctl, &j->proc, &lo, &e);
     free(nsys_argv);
     if (spawned < 0) {
         cli_error("%s: %s", j->spec->name, e.msg);
-        j->exited = j->done = true;
-        j->exit_status = e.code == -ENOENT ? 127 : 126;
-        j->end_mono = j->start_mono;
-        j->end_real = j->start_real;
         return;
     }
-    supervisor_watch(&run_sup, j->pid);
-    if (!j->have_cg && proctree_init(&j->tree, j->pid, "/proc", NS_PER_S) == 0)
+    if (!j->proc.have_cg && proctree_init(&j->tree, j->proc.pid, "/proc", NS_PER_S) == 0) {
         j->have_tree = true;
-    perf_counters_open(&j->perf, j->pid);
+        j->proc.tree = &j->tree;
+    }
+    perf_counters_open(&j->perf, j->proc.pid);
 }
 
 /* CPU time of the job so far (ns): exact from its cgroup, else from its process tree. */
 static uint64_t job_cpu(struct run *r, struct job *j)
 {
-    uint64_t ns = j->cpu_ns;
-    if (j->have_cg) {
-        uint64_t v;
-        if (cgroup_usage_ns(&j->cg, &v) == 0 && v > ns)
-            ns = v;
-    } else if (j->have_tree) {
-        uint64_t v = proctree_update(&j->tree, r->s->t_now, false);
-        if (v > ns)
-            ns = v;
-    }
-    return ns;
+    uint64_t ns = jobs_cpu_ns(&j->proc, r->s->t_now);
+    return ns > j->cpu_ns ? ns : j->cpu_ns;
 }
 
-/* True while a process of the job is alive. */
-static bool job_alive(const struct job *j)
+/* Notes the terminating signal sig (the count-th) and says on stderr what carma does about it
+ * (the jobs' on_stop, before it is forwarded). */
+static void say_stopping(void *ctx, int sig)
 {
-    if (!j->started || j->done)
-        return false;
-    if (!j->exited)
-        return true;
-    if (j->have_cg)
-        return cgroup_populated(&j->cg) == 1;
-    return kill(-j->pid, 0) == 0;
-}
-
-static void signal_job(struct job *j, int sig)
-{
-    if (!j->started || j->done)
-        return;
-    if (j->pid > 0)
-        kill(-j->pid, sig);
-    if (j->have_cg)
-        cgroup_signal(&j->cg, sig);
-}
-
-static void reap(struct run *r)
-{
-    for (;;) {
-        int ws;
-        struct rusage ru;
-        pid_t p = wait4(-1, &ws, WNOHANG, &ru);
-        if (p <= 0)
-            break;
-        for (size_t k = 0; k < r->njobs; k++) {
-            struct job *j = &r->jobs[k];
-            if (j->have_tree)
-                proctree_reaped(&j->tree, p, &ru);
-            if (j->pid == p && !j->exited) {
-                j->exited = true;
-                j->wstatus = ws;
-                j->exit_status = launcher_exit_status(ws);
-                j->end_mono = time_mono_ns();
-                j->end_real = time_real_ns();
-                /* what the workload left running may finish within the grace period; then
-                 * it gets SIGTERM, and SIGKILL after another grace period */
-                if (job_alive(j))
-                    j->linger_deadline = j->end_mono + r->grace_ns;
-            }
-        }
-    }
-}
-
-/* Says on stderr what carma does about the terminating signal sig (the count-th). */
-static void say_stopping(struct run *r, int sig)
-{
+    struct run *r = ctx;
+    interruption_note(&r->stop, sig);
     size_t running = 0, waiting = 0;
     for (size_t k = 0; k < r->njobs; k++) {
-        running += r->jobs[k].started && !r->jobs[k].done;
-        waiting += !r->jobs[k].started;
+        running += r->jobs[k].proc.started && !r->jobs[k].proc.done;
+        waiting += !r->jobs[k].proc.started;
     }
     char name[32], grace[32], rest[96] = "";
     interruption_signal_name(sig, name, sizeof name);
-    time_format_duration(r->grace_ns, grace, sizeof grace);
+    time_format_duration(r->ctl.grace_ns, grace, sizeof grace);
     if (waiting)
         snprintf(rest, sizeof rest, "; %zu not started yet will not start", waiting);
     if (!running)
         cli_error("%s received: no workload is running%s", name, rest);
-    else if (r->signals >= 2)
+    else if (r->ctl.signals >= 2)
         cli_error("%s received again: SIGKILL to %zu workload%s now%s", name, running,
                   running == 1 ? "" : "s", rest);
     else
@@ -284,33 +220,17 @@ static void say_stopping(struct run *r, int sig)
     fflush(stderr);
 }
 
-static void handle_signals(struct run *r)
+/* Says that workload k outlived the grace period after the signal that stopped the run (the
+ * jobs' on_kill, before its SIGKILL). */
+static void say_killing(void *ctx, size_t k)
 {
-    struct signalfd_siginfo si;
-    while (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        int sig = (int)si.ssi_signo;
-        if (sig == SIGCHLD) {
-            reap(r);
-            continue;
-        }
-        r->signals++;
-        interruption_note(&r->stop, sig);
-        say_stopping(r, sig);
-        for (size_t k = 0; k < r->njobs; k++) {
-            struct job *j = &r->jobs[k];
-            if (!j->started) {
-                j->started = j->exited = j->done = true; /* never launched */
-                j->exit_status = 128 + sig;
-                continue;
-            }
-            if (r->signals >= 2) {
-                signal_job(j, SIGKILL);
-            } else {
-                signal_job(j, sig);
-                j->kill_deadline = time_mono_ns() + r->grace_ns;
-            }
-        }
-    }
+    struct run *r = ctx;
+    if (!r->stop.sig)
+        return;
+    char name[32], grace[32];
+    time_format_duration(r->ctl.grace_ns, grace, sizeof grace);
+    cli_error("%s: still running %s after %s: SIGKILL", r->jobs[k].spec->name, grace,
+              interruption_signal_name(r->stop.sig, name, sizeof name));
 }
 
 /* ---- attribution (analysis/splitter.h, analysis/ledger.h) ---- */
@@ -343,13 +263,13 @@ static void split_pending(struct run *r, bool final, const struct ledger_time *a
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
         struct job *j = &r->jobs[k];
         /* a workload that ended since the last split is read once more: its last CPU time */
-        if (j->started && !j->cpu_final) {
+        if (j->proc.started && !j->cpu_final) {
             j->cpu_ns = job_cpu(r, j);
             busy[k] = (double)(j->cpu_ns - j->cpu_prev_ns) / 1e9;
             j->cpu_prev_ns = j->cpu_ns;
-            running[k] = !j->done; /* a process of the workload is alive */
+            running[k] = !j->proc.done; /* a process of the workload is alive */
             jobs_busy += busy[k];
-            j->cpu_final = j->done;
+            j->cpu_final = j->proc.done;
         }
     }
     double node_busy = jobs_busy;
@@ -400,7 +320,7 @@ static void features_rows(struct run *r)
         return;
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
-        if (!j->started || j->pid <= 0)
+        if (!j->proc.started || j->proc.pid <= 0)
             continue;
         uint64_t v[PERFC_N];
         unsigned mask = perf_counters_read(&j->perf, v);
@@ -499,10 +419,10 @@ static void live_frame(struct run *r, bool finished)
         const struct job *j = &r->jobs[k];
         struct live_job *lj = &v.job[v.njobs++];
         snprintf(lj->name, sizeof lj->name, "%s", j->spec->name);
-        lj->power_w = j->exited ? 0.0 : j->last_w;
+        lj->power_w = j->proc.exited ? 0.0 : j->last_w;
         lj->energy_j = r->ledger.job[k].energy_j;
         lj->g_co2e = r->ledger.job[k].g_op;
-        lj->ended = j->exited;
+        lj->ended = j->proc.exited;
         lj->estimated = est;
     }
     v.idle_j = r->ledger.idle_j;
@@ -550,7 +470,7 @@ static void status_line(struct run *r)
         struct job *j = &r->jobs[k];
         fprintf(stderr, " %s %.1f W %.4f Wh %.4f g%s |", j->spec->name,
                 isfinite(j->last_w) ? j->last_w : 0.0, r->ledger.job[k].energy_j / 3600.0,
-                r->ledger.job[k].g_op, j->exited ? " (ended)" : "");
+                r->ledger.job[k].g_op, j->proc.exited ? " (ended)" : "");
     }
     fprintf(stderr, "\033[K");
     fflush(stderr);
@@ -568,13 +488,13 @@ static void pstree_snapshot(struct run *r)
     fprintf(out, "# %.6f\n", (double)r->s->real_now / 1e9);
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
-        if (!j->started || j->done)
+        if (!j->proc.started || j->proc.done)
             continue;
-        fprintf(out, "%s: pgid %d%s%s\n", j->spec->name, (int)j->pid, j->have_cg ? " cgroup " : "",
-                j->have_cg ? j->cg.path : "");
-        if (j->have_cg) {
+        fprintf(out, "%s: pgid %d%s%s\n", j->spec->name, (int)j->proc.pid,
+                j->proc.have_cg ? " cgroup " : "", j->proc.have_cg ? j->proc.cg.path : "");
+        if (j->proc.have_cg) {
             char path[4200];
-            snprintf(path, sizeof path, "%s/cgroup.procs", j->cg.path);
+            snprintf(path, sizeof path, "%s/cgroup.procs", j->proc.cg.path);
             FILE *f = fopen(path, "re");
             char line[64];
             while (f && fgets(line, sizeof line, f))
@@ -688,7 +608,7 @@ static json_t *report_warnings(struct run *r)
 
 static double embodied_g(struct run *r, const struct job *j, json_t *detail)
 {
-    double dur = (double)(j->end_mono - j->start_mono) / 1e9;
+    double dur = (double)(j->proc.end_mono - j->proc.start_mono) / 1e9;
     double g = 0;
     int ncpu = r->s->have_util ? r->s->util.ncpu : 1;
     int sockets = r->s->have_util ? r->s->util.nsockets : 1;
@@ -778,11 +698,11 @@ static json_t *report_json(struct run *r)
         struct job *j = &r->jobs[k];
         const struct ledger_job *acc = &l->job[k];
         json_t *w = json_object();
-        double dur = (double)(j->end_mono - j->start_mono) / 1e9;
+        double dur = (double)(j->proc.end_mono - j->proc.start_mono) / 1e9;
         json_object_set_new(w, "name", json_string(j->spec->name));
         json_object_set_new(w, "type", j->spec->type ? json_string(j->spec->type) : json_null());
-        json_object_set_new(w, "exit_status", json_integer(j->exit_status));
-        json_object_set_new(w, "timed_out", json_boolean(j->timed_out));
+        json_object_set_new(w, "exit_status", json_integer(j->proc.exit_status));
+        json_object_set_new(w, "timed_out", json_boolean(j->proc.timed_out));
         json_object_set_new(w, "duration_s", json_real(dur));
         json_object_set_new(w, "energy_j", json_real(acc->energy_j));
         json_t *bk = json_object();
@@ -954,57 +874,36 @@ static void report_text(struct run *r, json_t *rep, FILE *f)
 
 /* ---- main ---- */
 
+/* Waits for the next tick (1: taken), signals (handled) or until; 0 otherwise, <0 on error. */
 static int wait_event(struct run *r, int64_t until)
 {
-    struct pollfd pfd[2] = {
-        {.fd = sampler_fd(r->s), .events = POLLIN},
-        {.fd = r->sigfd, .events = POLLIN},
-    };
-    int timeout = -1;
-    if (until > 0) {
-        int64_t left = until - time_mono_ns();
-        timeout = left > 0 ? (int)(left / NS_PER_MS) + 1 : 0;
-    }
-    int n = poll(pfd, 2, timeout);
-    if (n < 0)
-        return errno == EINTR ? 0 : -1;
-    if (pfd[1].revents & POLLIN)
-        handle_signals(r);
-    if (pfd[0].revents & POLLIN) {
+    int ev = jobs_wait(&r->ctl, sampler_fd(r->s), until);
+    if (ev == 1)
         sampler_ack(r->s);
-        return 1;
-    }
-    return 0;
+    return ev;
+}
+
+/* The baseline's rows: samples.csv and node_util.csv at each of its ticks. */
+static void baseline_rows(void *ctx)
+{
+    struct run *r = ctx;
+    run_samples(r);
+    node_util_row(r);
 }
 
 static int baseline(struct run *r, int64_t ns)
 {
-    double e[CHANNELS_MAX] = {0};
-    uint64_t busy = 0;
-    int64_t t0 = r->s->t_now;
-    while (r->s->t_now - t0 < ns) {
-        int ev = wait_event(r, 0);
-        if (ev < 0)
-            return -1;
-        if (r->signals)
-            return -EINTR;
-        if (ev == 0)
-            continue;
-        sampler_tick(r->s);
-        run_samples(r);
-        node_util_row(r);
-        for (size_t i = 0; i < r->s->set.n; i++)
-            e[i] += r->s->st[i].tick_energy_j;
-        if (r->s->have_util && r->s->util_fresh)
-            busy += r->s->util.busy_ticks_delta;
-    }
-    double dt = (double)(r->s->t_now - t0) / 1e9;
+    struct jobs_baseline b;
+    int e = jobs_baseline(&r->ctl, r->s, ns, baseline_rows, r, &b);
+    if (e < 0)
+        return e;
+    double dt = b.dt_s;
     if (dt <= 0)
         return 0;
     for (size_t i = 0; i < r->s->set.n; i++)
-        r->static_w[i] = r->s->st[i].samples ? e[i] / dt : NAN;
+        r->static_w[i] = r->s->st[i].samples ? b.energy_j[i] / dt : NAN;
     if (r->s->have_util)
-        r->static_busy = (double)busy / (double)r->clk_tck / dt;
+        r->static_busy = (double)b.busy_ticks / (double)r->clk_tck / dt;
     r->baseline_s = dt;
     r->baseline_busy_cpus = r->s->have_util ? r->static_busy : NAN;
     r->static_source = "baseline";
@@ -1072,10 +971,17 @@ int cmd_run(int argc, char **argv)
     if (!r)
         return 1;
     signal(SIGXFSZ, SIG_IGN); /* past a file size limit a write fails (EFBIG), as on a full disk */
-    r->sigfd = -1;
     rundir_writer_init(&r->out, cli_say, NULL);
     r->dir = r->out.dir;
-    r->grace_ns = grace_ns;
+    r->ctl = (struct jobs){
+        .sigfd = -1,
+        .grace_ns = grace_ns,
+        .linger = true,
+        .sup = &run_sup,
+        .on_stop = say_stopping,
+        .on_kill = say_killing,
+        .ctx = r,
+    };
     r->clk_tck = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
     int status = 2;
     const char *gpu_status = "failed";
@@ -1142,8 +1048,11 @@ int cmd_run(int argc, char **argv)
     if (!r->jobs)
         goto out;
     for (size_t k = 0; k < r->njobs; k++) {
-        r->jobs[k].spec = &r->x.w[k];
-        perf_counters_init(&r->jobs[k].perf);
+        struct job *j = &r->jobs[k];
+        j->spec = &r->x.w[k];
+        j->proc.timeout_ns = j->spec->timeout_s > 0 ? (int64_t)(j->spec->timeout_s * 1e9) : -1;
+        jobs_add(&r->ctl, &j->proc);
+        perf_counters_init(&j->perf);
     }
     status = 1;
     if (rundir_writer_create(&r->out, runs, r->x.name, time(NULL), &e) < 0) {
@@ -1181,7 +1090,7 @@ int cmd_run(int argc, char **argv)
     /* the live view on a terminal's stdout; else the one-line status on a terminal's stderr */
     r->live = isatty(STDOUT_FILENO) && co.verbose >= 0;
     r->tty = !r->live && isatty(STDERR_FILENO) && co.verbose >= 0;
-    r->sigfd = launcher_signals_open(&r->old_mask);
+    jobs_open(&r->ctl);
     /* before carma is a subreaper: the supervisor must not be carma's child */
     if (supervisor_start(&run_sup, r->have_base ? &r->base : NULL, &e) < 0)
         cli_error("%s (a killed carma would leave its workloads running)", e.msg);
@@ -1198,7 +1107,7 @@ int cmd_run(int argc, char **argv)
     if (baseline_ns && baseline(r, baseline_ns) == -EINTR) {
         cli_error("interrupted during the baseline; no workload was started");
         for (size_t k = 0; k < r->njobs; k++)
-            r->jobs[k].started = r->jobs[k].exited = r->jobs[k].done = true;
+            r->jobs[k].proc.started = r->jobs[k].proc.exited = r->jobs[k].proc.done = true;
     }
     splitter_set_static(&r->split, r->static_w, r->static_busy);
     sampler_window_start(r->s);
@@ -1209,50 +1118,15 @@ int cmd_run(int argc, char **argv)
         for (size_t k = 0; k < r->njobs; k++) {
             struct job *j = &r->jobs[k];
             int64_t due = r->t_start + (int64_t)(j->spec->delay_s * 1e9);
-            if (!j->started) {
-                if (now >= due && !r->signals) {
+            if (!j->proc.started) {
+                if (now >= due && !r->ctl.signals) {
                     start_job(r, j);
                     r->pstree_due = true;
                 } else if (!next || due < next)
                     next = due;
             }
-            if (j->started && !j->exited && j->spec->timeout_s > 0 && !j->term_sent &&
-                now - j->start_mono >= (int64_t)(j->spec->timeout_s * 1e9)) {
-                j->timed_out = j->term_sent = true;
-                signal_job(j, SIGTERM);
-                j->kill_deadline = now + r->grace_ns;
-            }
-            if (j->linger_deadline && now >= j->linger_deadline) {
-                j->linger_deadline = 0;
-                if (job_alive(j)) {
-                    signal_job(j, SIGTERM);
-                    j->kill_deadline = now + r->grace_ns;
-                }
-            }
-            if (j->linger_deadline && (!next || j->linger_deadline < next))
-                next = j->linger_deadline;
-            if (j->kill_deadline && now >= j->kill_deadline) {
-                if (r->stop.sig && job_alive(j)) {
-                    char name[32], grace[32];
-                    time_format_duration(r->grace_ns, grace, sizeof grace);
-                    cli_error("%s: still running %s after %s: SIGKILL", j->spec->name, grace,
-                              interruption_signal_name(r->stop.sig, name, sizeof name));
-                }
-                signal_job(j, SIGKILL);
-                j->kill_deadline = 0;
-            }
-            if (j->kill_deadline && (!next || j->kill_deadline < next))
-                next = j->kill_deadline;
-            if (j->started && j->exited && !j->done && !job_alive(j)) {
-                j->done = true;
-                supervisor_forget(&run_sup, j->pid);
-                j->linger_deadline = j->kill_deadline = 0;
-                if (now > j->end_mono) { /* the last of its processes ended now */
-                    j->end_mono = now;
-                    j->end_real = time_real_ns();
-                }
-            }
-            all_done = all_done && j->done;
+            jobs_tend(&r->ctl, k, now, &next);
+            all_done = all_done && j->proc.done;
         }
         if (all_done)
             break;
@@ -1283,23 +1157,25 @@ int cmd_run(int argc, char **argv)
         json_object_set_new(w, "name", json_string(j->spec->name));
         json_object_set_new(w, "type", j->spec->type ? json_string(j->spec->type) : json_null());
         json_t *pl = json_array();
-        if (j->pid > 0)
-            json_array_append_new(pl, json_integer(j->pid));
+        if (j->proc.pid > 0)
+            json_array_append_new(pl, json_integer(j->proc.pid));
         json_object_set_new(w, "pids", pl);
-        json_object_set_new(w, "pgid", j->pid > 0 ? json_integer(j->pid) : json_null());
-        json_object_set_new(w, "cgroup", j->have_cg ? json_string(j->cg.path) : json_null());
-        jsonutil_set_num(w, "start_unix", j->start_real ? (double)j->start_real / 1e9 : NAN);
-        jsonutil_set_num(w, "end_unix", j->end_real ? (double)j->end_real / 1e9 : NAN);
-        json_object_set_new(w, "exit_status", json_integer(j->exit_status));
+        json_object_set_new(w, "pgid", j->proc.pid > 0 ? json_integer(j->proc.pid) : json_null());
+        json_object_set_new(w, "cgroup",
+                            j->proc.have_cg ? json_string(j->proc.cg.path) : json_null());
+        jsonutil_set_num(w, "start_unix",
+                         j->proc.start_real ? (double)j->proc.start_real / 1e9 : NAN);
+        jsonutil_set_num(w, "end_unix", j->proc.end_real ? (double)j->proc.end_real / 1e9 : NAN);
+        json_object_set_new(w, "exit_status", json_integer(j->proc.exit_status));
         json_object_set_new(w, "signal",
-                            WIFSIGNALED(j->wstatus) && j->pid > 0
-                                ? json_integer(WTERMSIG(j->wstatus))
+                            WIFSIGNALED(j->proc.wstatus) && j->proc.pid > 0
+                                ? json_integer(WTERMSIG(j->proc.wstatus))
                                 : json_null());
-        json_object_set_new(w, "timed_out", json_boolean(j->timed_out));
+        json_object_set_new(w, "timed_out", json_boolean(j->proc.timed_out));
         json_array_append_new(arr, w);
-        if (j->pid > 0)
-            json_object_set_new(pids, j->spec->name, json_integer(j->pid));
-        if (j->exit_status != 0)
+        if (j->proc.pid > 0)
+            json_object_set_new(pids, j->spec->name, json_integer(j->proc.pid));
+        if (j->proc.exit_status != 0)
             status = 1;
     }
     if (report_failed)
@@ -1339,7 +1215,7 @@ int cmd_run(int argc, char **argv)
         cli_error("%s is incomplete (%s: said above): exit status 1", r->dir, r->out.incomplete);
         status = 1;
     }
-    gpu_status = r->signals ? "incomplete" : "complete";
+    gpu_status = r->ctl.signals ? "incomplete" : "complete";
 out:
     follower_stop(&follower, "run", co.verbose < 0);
     run_gpu_done(r, gpu_status);
@@ -1354,41 +1230,24 @@ out:
     rundir_writer_release(&r->out);
     for (size_t k = 0; r->jobs && k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
-        if (j->have_cg) {
-            if (cgroup_populated(&j->cg) == 1)
-                cgroup_signal(&j->cg, SIGKILL);
-            for (int w = 0; w < 100 && cgroup_populated(&j->cg) == 1; w++) {
-                usleep(10000);
-                while (waitpid(-1, NULL, WNOHANG) > 0)
-                    ;
-            }
-            cgroup_remove(&j->cg);
-        }
+        jobs_cgroup_release(&j->proc);
         if (j->have_tree)
             proctree_done(&j->tree);
         perf_counters_close(&j->perf);
     }
     /* reap every child left (zombies of killed workloads reparented to carma) */
-    for (int w = 0; w < 200; w++) {
-        pid_t p = waitpid(-1, NULL, WNOHANG);
-        if (p > 0)
-            continue;
-        if (p < 0)
-            break; /* no child left */
-        usleep(10000);
-    }
+    jobs_reap_rest();
     if (r->have_base)
         cgroup_remove(&r->base);
-    if (r->sigfd >= 0)
-        close(r->sigfd);
+    jobs_close(&r->ctl);
     sampler_free(r->s);
     /* without cgroups, what left its workload's process group is carma's (the subreaper's) */
     pid_t keep[SPLIT_JOBS_MAX];
     size_t nkeep = 0;
     for (size_t k = 0; r->jobs && k < r->njobs && nkeep < SPLIT_JOBS_MAX; k++)
-        if (r->jobs[k].pid > 0)
-            keep[nkeep++] = r->jobs[k].pid;
-    escaped_end(keep, nkeep, r->grace_ns);
+        if (r->jobs[k].proc.pid > 0)
+            keep[nkeep++] = r->jobs[k].proc.pid;
+    escaped_end(keep, nkeep, r->ctl.grace_ns);
     supervisor_stop(&run_sup);
     carbon_intensity_done(&r->ci);
     experiment_free(&r->x);

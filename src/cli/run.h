@@ -27,6 +27,7 @@
 #include "sources/nvml.h"
 #include "workload/cgroup.h"
 #include "workload/experiment.h"
+#include "workload/jobs.h"
 #include "workload/perfcount.h"
 #include "workload/pidowner.h"
 #include "workload/proctree.h"
@@ -41,19 +42,11 @@ struct run_gpu;
 
 struct job {
     const struct workload_spec *spec;
-    pid_t pid;
-    bool started, exited, timed_out, done;
-    int wstatus, exit_status;
-    int64_t start_mono, end_mono, start_real, end_real;
-    struct cgroup_dir cg;
-    bool have_cg;
+    struct job_proc proc; /* its processes (workload/jobs) */
     struct proctree tree;
     bool have_tree;
     uint64_t cpu_ns, cpu_prev_ns; /* CPU time of the job's processes, cumulative */
-    int64_t kill_deadline;        /* SIGKILL the job's processes at this time; 0: none */
-    int64_t linger_deadline;      /* SIGTERM what outlived the main process; 0: none */
-    bool term_sent;
-    bool cpu_final; /* its CPU time was read after it ended */
+    bool cpu_final;               /* its CPU time was read after it ended */
     struct perf_counters perf;
     double last_w; /* power over the last event period */
 };
@@ -67,8 +60,7 @@ struct run {
     const char *dir;          /* out.dir */
     struct samples_csv *csv;
     struct journal *attr, *events, *pstree, *features; /* core/journal: whole rows only */
-    int sigfd;
-    sigset_t old_mask;
+    struct jobs ctl; /* the workloads' processes, carma's signals (workload/jobs) */
     struct cgroup_dir base;
     bool have_base;
     char cgroup_note[CARMA_ERR_MSG_MAX];
@@ -81,8 +73,7 @@ struct run {
     struct splitter split; /* the attribution (analysis/splitter.h) */
     struct ledger ledger;  /* and its accounts: per job, idle, other, the node, the GPUs */
     struct carbon_intensity ci;
-    int64_t grace_ns, t_start, last_event, last_pstree;
-    int signals;
+    int64_t t_start, last_event, last_pstree;
     struct interruption stop; /* the signal that stopped the run, if one did */
     bool tty;
     bool live;                    /* the live view on stdout (a terminal): report/live */

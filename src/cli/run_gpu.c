@@ -214,8 +214,8 @@ static void read_processes(struct run *r, struct run_gpu *g)
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
         const struct job *j = &r->jobs[k];
         g->pj[k] = (struct pidowner_job){
-            .cgroup = j->have_cg ? j->cg.rel : NULL,
-            .pid = j->started ? j->pid : 0,
+            .cgroup = j->proc.have_cg ? j->proc.cg.rel : NULL,
+            .pid = j->proc.started ? j->proc.pid : 0,
         };
     }
     for (size_t d = 0; d < g->n; d++) {
@@ -237,7 +237,7 @@ static void split_device(struct run *r, struct run_gpu *g, size_t d, const struc
         gp[p] = (struct gpu_proc){.job = v->proc_job[p], .sm_pct = v->procs[p].sm_util_pct};
     bool alive[SPLIT_JOBS_MAX] = {0};
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++)
-        alive[k] = r->jobs[k].started && !r->jobs[k].done;
+        alive[k] = r->jobs[k].proc.started && !r->jobs[k].proc.done;
     splitter_gpu_split(&r->split, &r->ledger, d, gp, np, v->owns, alive, at);
 }
 
@@ -328,12 +328,12 @@ void run_gpu_tick(struct run *r, bool final, const struct ledger_time *at)
     int64_t tau = 0;
     for (size_t k = 0; k < r->njobs; k++) {
         const struct job *j = &r->jobs[k];
-        if (j->started && j->start_mono > s->t_prev && j->start_mono <= s->t_now &&
-            (!tau || j->start_mono < tau))
-            tau = j->start_mono;
-        if (j->exited && j->end_mono > s->t_prev && j->end_mono <= s->t_now &&
-            (!tau || j->end_mono < tau))
-            tau = j->end_mono;
+        if (j->proc.started && j->proc.start_mono > s->t_prev && j->proc.start_mono <= s->t_now &&
+            (!tau || j->proc.start_mono < tau))
+            tau = j->proc.start_mono;
+        if (j->proc.exited && j->proc.end_mono > s->t_prev && j->proc.end_mono <= s->t_now &&
+            (!tau || j->proc.end_mono < tau))
+            tau = j->proc.end_mono;
     }
     for (size_t d = 0; d < g->n; d++) {
         struct gpu_dev *v = &g->dev[d];
@@ -603,7 +603,7 @@ void run_nsys_finish(struct run *r, json_t **rep, bool quiet)
     size_t n = 0;
     for (size_t k = 0; k < r->njobs && k < SPLIT_JOBS_MAX; k++) {
         const struct job *j = &r->jobs[k];
-        if (!j->spec->profile_nsys || !j->started || j->pid <= 0)
+        if (!j->spec->profile_nsys || !j->proc.started || j->proc.pid <= 0)
             continue;
         if (asprintf(&files[n], "%s/logs/%s.sqlite", r->dir, j->spec->name) < 0)
             break;

@@ -38,37 +38,38 @@ size_t run_outcome_sentence(const struct run *r, const struct job *j, char *buf,
 {
     char d[32], t[32], sg[32];
     const char *name = j->spec->name;
-    double dur = (double)(j->end_mono - j->start_mono) / 1e9;
+    double dur = (double)(j->proc.end_mono - j->proc.start_mono) / 1e9;
     int n = 0;
-    if (j->pid <= 0) {
-        if (j->exit_status == 0)
+    if (j->proc.pid <= 0) {
+        if (j->proc.exit_status == 0)
             return 0;
-        if (r->signals && j->exit_status > 128)
+        if (r->ctl.signals && j->proc.exit_status > 128)
             n = snprintf(buf, cap, "%s was not started: the run was interrupted first", name);
         else
             n = snprintf(buf, cap, "%s could not be started: exit status %d (%s)", name,
-                         j->exit_status,
-                         j->exit_status == 127 ? "command not found" : "cannot be executed");
-    } else if (j->timed_out) {
+                         j->proc.exit_status,
+                         j->proc.exit_status == 127 ? "command not found" : "cannot be executed");
+    } else if (j->proc.timed_out) {
         n = snprintf(buf, cap, "%s timed out after %s (its timeout_s), ", name,
                      secs(j->spec->timeout_s, t, sizeof t));
-        if (WIFSIGNALED(j->wstatus) && WTERMSIG(j->wstatus) == SIGKILL)
+        if (WIFSIGNALED(j->proc.wstatus) && WTERMSIG(j->proc.wstatus) == SIGKILL)
             n += snprintf(buf + n, cap > (size_t)n ? cap - (size_t)n : 0,
                           "SIGTERM did not stop it: SIGKILLed after the %s grace",
-                          secs((double)r->grace_ns / 1e9, d, sizeof d));
-        else if (WIFSIGNALED(j->wstatus))
+                          secs((double)r->ctl.grace_ns / 1e9, d, sizeof d));
+        else if (WIFSIGNALED(j->proc.wstatus))
             n += snprintf(buf + n, cap > (size_t)n ? cap - (size_t)n : 0, "stopped by %s",
-                          sig_name(WTERMSIG(j->wstatus), sg, sizeof sg));
+                          sig_name(WTERMSIG(j->proc.wstatus), sg, sizeof sg));
         else
             n += snprintf(buf + n, cap > (size_t)n ? cap - (size_t)n : 0,
-                          "sent SIGTERM; it exited with status %d", j->exit_status);
-    } else if (WIFSIGNALED(j->wstatus)) {
-        int sig = WTERMSIG(j->wstatus);
+                          "sent SIGTERM; it exited with status %d", j->proc.exit_status);
+    } else if (WIFSIGNALED(j->proc.wstatus)) {
+        int sig = WTERMSIG(j->proc.wstatus);
         n = snprintf(buf, cap, "%s was killed by %s after %s%s", name, sig_name(sig, sg, sizeof sg),
                      secs(dur, d, sizeof d),
-                     r->signals ? " (carma forwarded the signal that interrupted the run)" : "");
-    } else if (j->exit_status != 0) {
-        n = snprintf(buf, cap, "%s failed: exit status %d after %s", name, j->exit_status,
+                     r->ctl.signals ? " (carma forwarded the signal that interrupted the run)"
+                                    : "");
+    } else if (j->proc.exit_status != 0) {
+        n = snprintf(buf, cap, "%s failed: exit status %d after %s", name, j->proc.exit_status,
                      secs(dur, d, sizeof d));
     }
     return n < 0 ? 0 : (size_t)n;
@@ -153,7 +154,7 @@ void run_outcome_text(const struct run *r, FILE *f)
             continue;
         fprintf(f, "%s%s\n", first ? "\n" : "", what);
         first = false;
-        if (j->pid <= 0)
+        if (j->proc.pid <= 0)
             continue;
         char path[4200], shown[300];
         snprintf(path, sizeof path, "%s/logs/%s.err", r->dir, j->spec->name);

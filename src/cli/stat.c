@@ -10,12 +10,9 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +34,7 @@
 #include "rundir/manifest.h"
 #include "rundir/writer.h"
 #include "sampler/samples_csv.h"
+#include "workload/jobs.h"
 #include "workload/launcher.h"
 #include "workload/proctree.h"
 #include "workload/supervise.h"
@@ -65,12 +63,8 @@ struct stat_run {
     struct sampler *s;
     struct samples_csv *csv;
     bool csv_failed;
-    int sigfd;
-    sigset_t old_mask;
-    pid_t pid;
-    bool exited;
-    int exit_status;
-    int wstatus;
+    struct jobs ctl;     /* the command's process, carma's signals (workload/jobs) */
+    struct job_proc cmd; /* the command: its pid (and group), exit status, start and end */
     struct proctree tree;
     bool have_tree;
     bool scan_due; /* look for new members of the tree at the next update */
@@ -94,14 +88,11 @@ struct stat_run {
     double static_busy;        /* CPUs busy on average while static_w was measured */
     const char *static_source; /* "baseline", "model" or NULL */
     double baseline_s;         /* the baseline's length, 0 when none was measured */
-    int64_t cmd_start_real, cmd_end_real, cmd_start_mono, cmd_end_mono;
     int forwarded_signal;
     struct interruption stop; /* the first signal carma received, and when */
     bool dir_created;         /* -o DIR was made by this carma (else it was empty) */
     struct rundir_writer out; /* -o DIR (rundir/writer) */
     bool start_failed;        /* the command could not be started */
-    int forwarded_count;      /* terminating signals forwarded to the command's group */
-    int64_t kill_deadline;    /* monotonic ns when the group gets SIGKILL; 0: none */
     struct carbon_intensity ci;
 };
 
@@ -313,109 +304,72 @@ static void run_tick(struct stat_run *r, bool final)
     attrib_tick(r, cpu_tick_j(r), r->s->t_now - r->s->t_prev, busy_d, tree_d, final);
 }
 
-static void reap(struct stat_run *r)
+/* An orphan of the tree was reaped: its siblings may be new members, looked for at the next
+ * update. */
+static void note_orphans(struct stat_run *r)
 {
-    for (;;) {
-        int ws;
-        struct rusage ru;
-        pid_t p = wait4(-1, &ws, WNOHANG, &ru);
-        if (p <= 0)
-            break;
-        if (r->have_tree)
-            proctree_reaped(&r->tree, p, &ru);
-        if (p != r->pid)
-            r->scan_due = true; /* an orphan of the tree died: its siblings may be new */
-        if (p == r->pid) {
-            r->exited = true;
-            r->wstatus = ws;
-            r->exit_status = launcher_exit_status(ws);
-        }
-    }
+    if (r->ctl.orphans)
+        r->scan_due = true;
+    r->ctl.orphans = 0;
 }
 
-/* Handles pending signals; returns false when carma should stop waiting (baseline abort). */
-static bool handle_signals(struct stat_run *r)
+/* A terminating signal came (the jobs' on_stop, before it is forwarded to the command's whole
+ * group, which gets SIGKILL after the grace period, or at once on a second signal): says so.
+ * Before the command started (the baseline), it is not started. */
+static void say_forwarding(void *ctx, int sig)
 {
-    struct signalfd_siginfo si;
-    bool keep = true;
-    while (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        int sig = (int)si.ssi_signo;
-        if (sig == SIGCHLD) {
-            reap(r);
-            continue;
-        }
-        interruption_note(&r->stop, sig);
-        char name[32], grace[32];
-        interruption_signal_name(sig, name, sizeof name);
-        time_format_duration(r->o->grace_ns, grace, sizeof grace);
-        if (r->pid > 0) {
-            /* forwarded to the whole group; the group gets SIGKILL after the grace period,
-             * or at once on a second signal */
-            r->forwarded_signal = sig;
-            if (++r->forwarded_count >= 2) {
-                cli_error("%s received again: SIGKILL to the command's process group", name);
-                kill(-r->pid, SIGKILL);
-            } else {
-                cli_error("%s received: forwarded to the command's process group (SIGKILL "
-                          "after %s if it still runs)",
-                          name, grace);
-                kill(-r->pid, sig);
-                r->kill_deadline = time_mono_ns() + r->o->grace_ns;
-            }
-        } else {
-            r->forwarded_signal = sig;
-            keep = false;
-        }
-    }
-    return keep;
+    struct stat_run *r = ctx;
+    interruption_note(&r->stop, sig);
+    r->forwarded_signal = sig;
+    if (r->cmd.pid <= 0)
+        return;
+    char name[32], grace[32];
+    interruption_signal_name(sig, name, sizeof name);
+    time_format_duration(r->ctl.grace_ns, grace, sizeof grace);
+    if (r->ctl.signals >= 2)
+        cli_error("%s received again: SIGKILL to the command's process group", name);
+    else
+        cli_error("%s received: forwarded to the command's process group (SIGKILL "
+                  "after %s if it still runs)",
+                  name, grace);
 }
 
-/* Waits for the next event; returns 1 for a tick, 0 for signals, -1 on error. */
-static int wait_event(struct stat_run *r)
+/* The command's group outlived the grace period (the jobs' on_kill, before its SIGKILL). */
+static void say_killing(void *ctx, size_t k)
 {
-    struct pollfd pfd[2] = {
-        {.fd = sampler_fd(r->s), .events = POLLIN},
-        {.fd = r->sigfd, .events = POLLIN},
-    };
-    int timeout_ms = -1;
-    if (r->kill_deadline) {
-        int64_t left = r->kill_deadline - time_mono_ns();
-        timeout_ms = left > 0 ? (int)(left / NS_PER_MS) + 1 : 0;
-    }
-    int n = poll(pfd, 2, timeout_ms);
-    if (n < 0)
-        return errno == EINTR ? 0 : -1;
-    if (pfd[0].revents & POLLIN) {
-        sampler_ack(r->s);
-        return 1;
-    }
-    return 0;
+    (void)k;
+    struct stat_run *r = ctx;
+    char name[32], grace[32];
+    time_format_duration(r->ctl.grace_ns, grace, sizeof grace);
+    cli_error("the command's process group still runs %s after %s: SIGKILL", grace,
+              interruption_signal_name(r->stop.sig, name, sizeof name));
+}
+
+/* The baseline's energy: the CPU-side channels', added tick by tick. */
+struct baseline_sum {
+    struct stat_run *r;
+    double cpu_j;
+};
+
+static void baseline_tick(void *ctx)
+{
+    struct baseline_sum *b = ctx;
+    write_samples(b->r);
+    b->cpu_j += cpu_tick_j(b->r);
 }
 
 static int measure_baseline(struct stat_run *r)
 {
-    int64_t end = r->s->t_now + r->o->baseline_ns;
-    double j = 0;
-    uint64_t busy_ns = 0;
-    int64_t t0 = r->s->t_now;
-    while (r->s->t_now < end) {
-        int ev = wait_event(r);
-        if (ev < 0)
-            return -errno;
-        if (ev == 0) {
-            if (!handle_signals(r))
-                return -EINTR;
-            continue;
-        }
-        sampler_tick(r->s);
-        write_samples(r);
-        j += cpu_tick_j(r);
-        if (r->s->have_util && r->s->util_fresh)
-            busy_ns += r->s->util.busy_ticks_delta * (uint64_t)(NS_PER_S / sysconf(_SC_CLK_TCK));
-    }
-    double dt = (double)(r->s->t_now - t0) / (double)NS_PER_S;
+    struct baseline_sum sum = {.r = r};
+    struct jobs_baseline b;
+    int e = jobs_baseline(&r->ctl, r->s, r->o->baseline_ns, baseline_tick, &sum, &b);
+    note_orphans(r);
+    if (e < 0)
+        return e;
+    double dt = b.dt_s;
     if (dt > 0 && r->ncpu_idx > 0) {
-        r->static_w = j / dt;
+        uint64_t busy_ns = b.busy_ticks * (uint64_t)(NS_PER_S / sysconf(_SC_CLK_TCK));
+        r->static_w = sum.cpu_j / dt;
         r->static_busy = (double)busy_ns / 1e9 / dt;
         r->static_source = "baseline";
         r->baseline_s = dt;
@@ -472,23 +426,23 @@ static json_t *summary_json(struct stat_run *r)
 {
     const struct sampler *s = r->s;
     json_t *j = json_object();
-    json_object_set_new(j, "exit_status", json_integer(r->exit_status));
+    json_object_set_new(j, "exit_status", json_integer(r->cmd.exit_status));
     json_object_set_new(j, "status", json_string(r->stop.sig ? "interrupted" : "complete"));
     json_object_set_new(j, "interruption", interruption_json(&r->stop));
-    double dur = (double)(r->cmd_end_mono - r->cmd_start_mono) / (double)NS_PER_S;
+    double dur = (double)(r->cmd.end_mono - r->cmd.start_mono) / (double)NS_PER_S;
     jsonutil_set_num(j, "duration_s", dur);
     jsonutil_set_num(j, "start_unix", (double)s->real_win / 1e9);
     jsonutil_set_num(j, "end_unix", (double)s->real_now / 1e9);
-    jsonutil_set_num(j, "command_start_unix", (double)r->cmd_start_real / 1e9);
-    jsonutil_set_num(j, "command_end_unix", (double)r->cmd_end_real / 1e9);
+    jsonutil_set_num(j, "command_start_unix", (double)r->cmd.start_real / 1e9);
+    jsonutil_set_num(j, "command_end_unix", (double)r->cmd.end_real / 1e9);
     jsonutil_set_num(j, "interval_s", (double)s->interval_ns / 1e9);
     json_object_set_new(j, "ticks", json_integer((json_int_t)s->ticks));
     /* shorter than two ticks: the figures below are kept, but are not a measurement */
     char too_short[512];
-    short_run_text(r->cmd_end_mono - r->cmd_start_mono, s->interval_ns, too_short,
+    short_run_text(r->cmd.end_mono - r->cmd.start_mono, s->interval_ns, too_short,
                    sizeof too_short);
     json_object_set_new(j, "too_short",
-                        short_run_is(r->cmd_end_mono - r->cmd_start_mono, s->interval_ns)
+                        short_run_is(r->cmd.end_mono - r->cmd.start_mono, s->interval_ns)
                             ? json_string(too_short)
                             : json_null());
     json_t *chans = json_array();
@@ -612,14 +566,14 @@ static void print_summary(struct stat_run *r, const json_t *j)
 {
     const struct sampler *s = r->s;
     FILE *f = stderr;
-    double dur = (double)(r->cmd_end_mono - r->cmd_start_mono) / (double)NS_PER_S;
+    double dur = (double)(r->cmd.end_mono - r->cmd.start_mono) / (double)NS_PER_S;
     fprintf(f, "\n carma stat: '%s", r->o->argv[0]);
     for (char **a = r->o->argv + 1; *a; a++)
         fprintf(f, " %s", *a);
-    if (WIFSIGNALED(r->wstatus))
-        fprintf(f, "' killed by signal %d after %.3f s\n\n", WTERMSIG(r->wstatus), dur);
+    if (WIFSIGNALED(r->cmd.wstatus))
+        fprintf(f, "' killed by signal %d after %.3f s\n\n", WTERMSIG(r->cmd.wstatus), dur);
     else
-        fprintf(f, "' exited with status %d after %.3f s\n\n", r->exit_status, dur);
+        fprintf(f, "' exited with status %d after %.3f s\n\n", r->cmd.exit_status, dur);
     if (r->stop.sig) {
         char what[128];
         interruption_text(&r->stop, what, sizeof what);
@@ -775,9 +729,20 @@ int cmd_stat(int argc, char **argv)
     int pr = parse_args(&o, argc, argv);
     if (pr != 0)
         return pr > 0 ? 0 : 2;
-    struct stat_run r = {.o = &o, .sigfd = -1, .static_w = NAN};
+    struct stat_run r = {.o = &o, .static_w = NAN};
     rundir_writer_init(&r.out, cli_say, NULL);
     struct supervisor sup = {.fd = -1}; /* kills the command if carma is killed */
+    r.ctl = (struct jobs){
+        .sigfd = -1,
+        .grace_ns = o.grace_ns,
+        .ticks_first = true,
+        .sup = &sup,
+        .on_stop = say_forwarding,
+        .on_kill = say_killing,
+        .ctx = &r,
+    };
+    r.cmd.timeout_ns = -1;
+    jobs_add(&r.ctl, &r.cmd);
     signal(SIGXFSZ, SIG_IGN); /* past a file size limit a write fails (EFBIG), as on a full disk */
     struct carma_err e = {0};
     if (carbon_intensity_resolve(o.region, o.intensity, &r.ci, &e) < 0) {
@@ -815,9 +780,8 @@ int cmd_stat(int argc, char **argv)
             r.static_source = "model";
         }
     }
-    r.sigfd = launcher_signals_open(&r.old_mask);
-    if (r.sigfd < 0) {
-        cli_error("cannot set up signal handling: %s", strerror(-r.sigfd));
+    if (jobs_open(&r.ctl) < 0) {
+        cli_error("cannot set up signal handling: %s", strerror(-r.ctl.sigfd));
         goto out;
     }
     /* before carma is a subreaper: the supervisor must not be carma's child */
@@ -854,64 +818,48 @@ int cmd_stat(int argc, char **argv)
     }
     /* the figures reported are those of the command's run, not of the baseline */
     sampler_window_start(r.s);
-    r.cmd_start_real = time_real_ns();
-    r.cmd_start_mono = time_mono_ns();
     struct launch_opts lo = {.argv = o.argv, .foreground = true};
-    int sr = launcher_spawn(&lo, &r.pid, &e);
-    if (sr < 0) {
+    if (jobs_spawn(&r.ctl, &r.cmd, &lo, &e) < 0) {
         cli_error("%s", e.msg);
-        status = sr == -ENOENT ? 127 : 126;
+        status = r.cmd.exit_status;
         r.start_failed = true;
         write_manifest(&r, true);
         goto out;
     }
-    supervisor_watch(&sup, r.pid);
     attrib_init(&r,
                 r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS);
-    if (proctree_init(&r.tree, r.pid, "/proc", PROCTREE_SCAN_NS) == 0) {
+    if (proctree_init(&r.tree, r.cmd.pid, "/proc", PROCTREE_SCAN_NS) == 0) {
         r.have_tree = true;
+        r.cmd.tree = &r.tree;
         r.tree.adopter = getpid();
         r.tree_prev_ns = proctree_update(&r.tree, time_mono_ns(), true);
     }
     /* until the command ends; after a forwarded signal, also until the rest of its group
      * has ended or the grace period is over (then the group gets SIGKILL) */
-    bool ended = false;
     for (;;) {
-        if (r.exited && !ended) {
-            ended = true;
-            r.cmd_end_real = time_real_ns();
-            r.cmd_end_mono = time_mono_ns();
-        }
-        if (r.exited && (r.forwarded_count == 0 || kill(-r.pid, 0) < 0))
+        if (r.cmd.exited && (r.ctl.signals == 0 || !jobs_alive(&r.cmd)))
             break;
-        if (r.kill_deadline && time_mono_ns() >= r.kill_deadline) {
-            if (kill(-r.pid, 0) == 0) {
-                char name[32], grace[32];
-                time_format_duration(o.grace_ns, grace, sizeof grace);
-                cli_error("the command's process group still runs %s after %s: SIGKILL", grace,
-                          interruption_signal_name(r.stop.sig, name, sizeof name));
-            }
-            kill(-r.pid, SIGKILL);
-            r.kill_deadline = 0;
-        }
-        int ev = wait_event(&r);
+        int64_t next = 0;
+        jobs_kill_step(&r.ctl, 0, time_mono_ns(), &next);
+        int ev = jobs_wait(&r.ctl, sampler_fd(r.s), next);
         if (ev < 0) {
-            cli_error("poll: %s", strerror(errno));
+            cli_error("poll: %s", strerror(-ev));
             break;
         }
-        if (ev == 1)
+        note_orphans(&r);
+        if (ev == 1) {
+            sampler_ack(r.s);
             run_tick(&r, false);
-        else
-            handle_signals(&r);
+        }
     }
-    if (!ended) {
-        r.cmd_end_real = time_real_ns();
-        r.cmd_end_mono = time_mono_ns();
+    if (!r.cmd.exited) {
+        r.cmd.end_real = time_real_ns();
+        r.cmd.end_mono = time_mono_ns();
     }
     launcher_reclaim_tty();
     /* a last tick so that the energy covers the command to its end */
     run_tick(&r, true);
-    status = r.exit_status;
+    status = r.cmd.exit_status;
     json_t *j = summary_json(&r);
     if (o.c.verbose >= 0 && o.c.json) /* stdout is the command's: the JSON goes to stderr too */
         cli_print_json(stderr, j);
@@ -934,8 +882,7 @@ out:
     if (r.have_tree)
         proctree_done(&r.tree);
     samples_csv_close(r.csv);
-    if (r.sigfd >= 0)
-        close(r.sigfd);
+    jobs_close(&r.ctl);
     sampler_free(r.s);
     return status;
 }
