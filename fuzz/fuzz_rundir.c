@@ -19,7 +19,7 @@
  * channel watts are finite; a model run's intervals are ordered (t0 < t1) and its measured
  * powers finite or NAN; a re-attribution's joules are finite.
  *
- * fuzz-sources: src/report/runreport.c src/report/series.c src/report/live.c
+ * fuzz-sources: src/report/runreport.c src/analysis/series.c src/report/live.c
  * fuzz-sources: src/model/features.c src/import/nsys_run.c src/analysis/carbon.c
  * fuzz-sources: src/analysis/split.c src/analysis/ledger.c src/core/array.c src/core/csv.c
  * fuzz-sources: src/core/err.c src/core/file.c src/core/fmt.c src/core/parse.c src/core/pidlive.c
@@ -163,7 +163,7 @@ static void check_report(void)
     } else if (rep) {
         abort(); /* nothing in *ret on failure */
     }
-    struct runreport_opts snap = {.edges = REPORT_EDGES_SNAP};
+    struct runreport_opts snap = {.edges = SERIES_EDGES_SNAP};
     rep = NULL;
     struct carma_err e2 = {0};
     r = runreport_build(dir, &snap, &rep, &e2);

@@ -14,7 +14,7 @@
  * a line of the file); a success must hold series whose times never go back, finite times and
  * powers within +-1 GW, and utilization columns whose times are in range of their device's.
  *
- * fuzz-sources: src/srt/log.c src/report/series.c src/core/array.c src/core/csv.c
+ * fuzz-sources: src/srt/log.c src/analysis/series.c src/core/array.c src/core/csv.c
  * fuzz-sources: src/core/err.c src/core/file.c src/core/parse.c src/core/csvstream.c
  * fuzz-sources: src/core/pathwalk.c
  * fuzz-sources: src/core/iso8601.c src/core/idmap.c src/core/strtab.c src/core/linereader.c

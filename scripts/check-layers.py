@@ -27,8 +27,9 @@ LAYERS = [
     ["analysis"],
     ["workload"],
     ["rundir"],
-    ["export", "srt", "serve", "import", "model", "report"],
     ["collect"],
+    ["export", "srt", "serve", "import", "model"],
+    ["report"],
     ["cli"],
 ]
 RANK = {d: k for k, layer in enumerate(LAYERS) for d in layer}

@@ -1,6 +1,6 @@
 /*
  * bench_report: `carma report DIR`'s input side (src/srt/log.c) and numeric core
- * (src/report/series.c) end to end on a generated srt-slurm log directory, for
+ * (src/analysis/series.c) end to end on a generated srt-slurm log directory, for
  * bench/report/run.sh to time against numpy_srtlog.py doing the same work.
  *
  *   bench_report gen DIR ROWS [HOSTS] [GPUS]
@@ -22,7 +22,7 @@
  * run.sh times it beside `carma report DIR --edges snap --json-out OUT` (the same loading and
  * windows, plus the JSON and text): its phases show where the time goes.
  */
-#include "report/series.h"
+#include "analysis/series.h"
 #include "srt/log.h"
 
 #include <errno.h>

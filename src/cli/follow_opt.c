@@ -7,12 +7,12 @@
 #include "cli/common.h"
 #include "core/parse.h"
 
-int report_edges_parse(const char *s, enum report_edges *ret)
+int report_edges_parse(const char *s, enum series_edges *ret)
 {
     if (strcmp(s, "interpolate") == 0)
-        *ret = REPORT_EDGES_INTERPOLATE;
+        *ret = SERIES_EDGES_INTERPOLATE;
     else if (strcmp(s, "snap") == 0)
-        *ret = REPORT_EDGES_SNAP;
+        *ret = SERIES_EDGES_SNAP;
     else
         return -1;
     return 0;

@@ -17,7 +17,7 @@ struct follow_opts {
     const char *dir;         /* --report-follow: an srt-slurm log directory, or NULL */
     const char *cpu_samples; /* --report-cpu-samples */
     int64_t poll_ns;         /* --report-poll (0: 30 s) */
-    enum report_edges edges; /* --report-edges */
+    enum series_edges edges; /* --report-edges */
 };
 
 /* getopt_long ids (above every command's own) */
@@ -40,7 +40,7 @@ enum { OPT_REPORT_FOLLOW = 480, OPT_REPORT_CPU, OPT_REPORT_POLL, OPT_REPORT_EDGE
     "  --report-edges E    interpolate (default) or snap, as carma report --edges\n"
 
 /* The --edges / --report-edges word: "interpolate" or "snap". Returns 0, or -1 for another. */
-int report_edges_parse(const char *s, enum report_edges *ret);
+int report_edges_parse(const char *s, enum series_edges *ret);
 
 /*
  * Handles one of the options above (c, arg) for command cmd. Returns 1 if handled, 0 if c is

@@ -93,7 +93,7 @@ static int report_error(const char *msg)
 
 /* --follow: polls until a signal, then once more, final (--once: a single ordinary poll). */
 static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
-                       enum report_edges edges, int64_t poll_ns, bool once, bool quiet)
+                       enum series_edges edges, int64_t poll_ns, bool once, bool quiet)
 {
     struct srt_follow f;
     if (srt_follow_init(&f, dir, cpu_samples, flags, edges) < 0)
@@ -137,7 +137,7 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
  * list too (the same report). The exit status.
  */
 static int html_report(const char *dir, bool run_dir, const char *cpu_samples, unsigned flags,
-                       enum report_edges edges, const char *json_out, const char *output)
+                       enum series_edges edges, const char *json_out, const char *output)
 {
     struct carma_err e = {0};
     struct html_opts ho = {.version = CARMA_VERSION};
@@ -218,7 +218,7 @@ int cmd_report(int argc, char **argv)
     };
     bool json = false, html = false, follow = false, once = false, quiet = false;
     const char *json_out = NULL, *cpu_samples = NULL, *output = NULL;
-    enum report_edges edges = REPORT_EDGES_INTERPOLATE;
+    enum series_edges edges = SERIES_EDGES_INTERPOLATE;
     unsigned flags = 0;
     int64_t poll_ns = DEFAULT_POLL_NS;
     int c;

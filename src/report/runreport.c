@@ -29,7 +29,7 @@
 #include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/pyjson.h"
-#include "report/series.h"
+#include "analysis/series.h"
 #include "rundir/rundir.h"
 
 /* Limits on what the files may hold (a run directory comes from a user). */
@@ -73,7 +73,7 @@ struct rr_gpu {
 
 struct rr {
     const char *dir;
-    enum report_edges edges;
+    enum series_edges edges;
     bool is_run;
     json_t *manifest, *report, *summary;
     double interval_s;
@@ -643,7 +643,7 @@ static int chan_window(struct rr *rr, const struct series *watts, const struct s
                        const char *label, double a, double b, struct series_window *ret,
                        struct carma_err *e)
 {
-    if (rr->edges == REPORT_EDGES_SNAP)
+    if (rr->edges == SERIES_EDGES_SNAP)
         return series_window_snap(watts, a, b, label, &rr->sc, ret, e);
     if (cum->n || !watts->n)
         return series_window_counter(cum, a, b, &rr->sopts, label, &rr->sc, ret, e);
@@ -702,7 +702,7 @@ static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t
     struct series_window nw;
     struct carma_err e = {0};
     int r = node_n ? chan_window(rr, &rr->node_w, &rr->node_cum, "node", a, b, &nw, &e) : -ENODATA;
-    if (rr->edges == REPORT_EDGES_SNAP) {
+    if (rr->edges == SERIES_EDGES_SNAP) {
         /* srt-slurm's node row: the per-tick sums integrated as they are */
         node_j = r == 0 ? nw.joules : NAN;
     } else if (r == 0) {
@@ -933,7 +933,7 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
     json_object_set_new(win, "end_unix", jsonutil_real(b));
     json_object_set_new(win, "duration_seconds", jsonutil_real(b - a));
     json_object_set_new(win, "edges",
-                        json_string(rr->edges == REPORT_EDGES_SNAP ? "snap" : "interpolate"));
+                        json_string(rr->edges == SERIES_EDGES_SNAP ? "snap" : "interpolate"));
     double node_j = NAN;
     int r = 0;
     if (have) {
@@ -1055,7 +1055,7 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
     memset(rr, 0, sizeof *rr);
     rr->dir = dir;
     rr->e = e;
-    rr->edges = o ? o->edges : REPORT_EDGES_INTERPOLATE;
+    rr->edges = o ? o->edges : SERIES_EDGES_INTERPOLATE;
     series_init(&rr->node_w);
     series_init(&rr->node_cum);
     rr->run_warn = json_array();

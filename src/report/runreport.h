@@ -9,18 +9,14 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "analysis/series.h"
 #include "core/err.h"
-
-enum report_edges {
-    REPORT_EDGES_INTERPOLATE = 0, /* default: linear interpolation at the edges, gaps checked */
-    REPORT_EDGES_SNAP,            /* srt-slurm's nearest-sample snapping, 3 s limit */
-};
 
 /* True when dir looks like a directory carma wrote (its manifest.json names carma as producer). */
 bool runreport_is_run_dir(const char *dir);
 
 struct runreport_opts {
-    enum report_edges edges;
+    enum series_edges edges;
 };
 
 /*

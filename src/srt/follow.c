@@ -20,7 +20,7 @@
 #include "srt/report.h"
 
 int srt_follow_init(struct srt_follow *f, const char *log_dir, const char *cpu_samples,
-                    unsigned flags, enum report_edges edges)
+                    unsigned flags, enum series_edges edges)
 {
     *f = (struct srt_follow){.flags = flags, .edges = edges};
     f->log_dir = strdup(log_dir);

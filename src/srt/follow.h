@@ -26,8 +26,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "analysis/series.h"
 #include "core/err.h"
-#include "report/runreport.h"
 #include "srt/log.h"
 
 /* How far past a window's end the samples must reach before a failing window is given up. */
@@ -43,7 +43,7 @@ struct srt_follow {
     char *log_dir;
     char *cpu_samples; /* --cpu-samples, or NULL */
     unsigned flags;    /* SRT_LOG_STRICT */
-    enum report_edges edges;
+    enum series_edges edges;
     struct srt_follow_source *src;
     size_t nsrc, cap;
     size_t emitted, dead;               /* counts over the follower's life */
@@ -52,7 +52,7 @@ struct srt_follow {
 
 /* Sets f up for log_dir. Returns 0 or -ENOMEM. */
 int srt_follow_init(struct srt_follow *f, const char *log_dir, const char *cpu_samples,
-                    unsigned flags, enum report_edges edges);
+                    unsigned flags, enum series_edges edges);
 
 /*
  * One poll at wall time now (unix seconds, for emitted_at_unix). A window is reported once

@@ -35,7 +35,7 @@
 #include "core/pathwalk.h"
 #include "core/strtab.h"
 #include "core/array.h"
-#include "report/series.h"
+#include "analysis/series.h"
 
 /* How much of a cell an error message quotes. */
 #define CELL_QUOTE 40

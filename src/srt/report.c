@@ -87,12 +87,12 @@ static json_t *row_json(const char *label, const struct series_window *w)
 
 /* The window of one power series by the chosen edges. */
 static int window_of(const struct srt_log_series *x, double start, double end,
-                     enum report_edges edges, struct series_scratch *sc, struct series_window *w,
+                     enum series_edges edges, struct series_scratch *sc, struct series_window *w,
                      struct carma_err *e)
 {
     /* A read-only view: the series functions do not write through a const series. */
     struct series s = {.t = x->t, .w = x->w, .n = x->n, .cap = x->n, .sorted = true};
-    if (edges == REPORT_EDGES_SNAP)
+    if (edges == SERIES_EDGES_SNAP)
         return series_window_snap(&s, start, end, x->label, sc, w, e);
     return series_window_interpolate(&s, start, end, NULL, x->label, sc, w, e);
 }
@@ -102,7 +102,7 @@ static int window_of(const struct srt_log_series *x, double start, double end,
  * there are none, as sum([]) is). min_start and max_end follow the rows' sample spans.
  */
 static int breakdown(const struct srt_log_series_set *set, double start, double end,
-                     enum report_edges edges, struct series_scratch *sc, json_t *arr,
+                     enum series_edges edges, struct series_scratch *sc, json_t *arr,
                      json_t **total, double *min_start, double *max_end, struct carma_err *e)
 {
     double sum = 0.0;
@@ -360,7 +360,7 @@ static json_t *timing_json(const struct srt_log_window *w, const json_t *duratio
 }
 
 int srt_report_window(const struct srt_log *log, const struct srt_log_window *w,
-                      enum report_edges edges, struct series_scratch *sc, json_t **ret,
+                      enum series_edges edges, struct series_scratch *sc, json_t **ret,
                       struct carma_err *e)
 {
     const double start = w->start_unix, end = w->end_unix;
@@ -495,7 +495,7 @@ out:
     return 0;
 }
 
-int srt_report_build(const struct srt_log *log, enum report_edges edges, json_t **ret,
+int srt_report_build(const struct srt_log *log, enum series_edges edges, json_t **ret,
                      struct carma_err *e)
 {
     json_t *list = json_array();

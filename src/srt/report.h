@@ -9,8 +9,8 @@
  * integer duration), so that pyjson_dumps(list, 2) is srt-slurm's --json-out text. The text
  * form is srt-slurm's stdout, line for line.
  *
- * Edges: REPORT_EDGES_SNAP is srt-slurm's nearest-sample snapping (numbers equal to its report);
- * REPORT_EDGES_INTERPOLATE (carma's default) cuts each series exactly at the window's edges and
+ * Edges: SERIES_EDGES_SNAP is srt-slurm's nearest-sample snapping (numbers equal to its report);
+ * SERIES_EDGES_INTERPOLATE (carma's default) cuts each series exactly at the window's edges and
  * checks every gap inside the window (series_window_interpolate). Any breakdown that fails
  * aborts its window's report, as srt-slurm's does: the error names the series and why.
  */
@@ -20,8 +20,7 @@
 #include <jansson.h>
 
 #include "core/err.h"
-#include "report/runreport.h"
-#include "report/series.h"
+#include "analysis/series.h"
 #include "srt/log.h"
 
 /* The fixed text of the warnings srt-slurm's report can give (besides utilization ones). */
@@ -37,11 +36,11 @@
  * with e set (*ret untouched).
  */
 int srt_report_window(const struct srt_log *log, const struct srt_log_window *w,
-                      enum report_edges edges, struct series_scratch *sc, json_t **ret,
+                      enum series_edges edges, struct series_scratch *sc, json_t **ret,
                       struct carma_err *e);
 
 /* Every window's report, in source order, as a JSON array. Stops at the first error. */
-int srt_report_build(const struct srt_log *log, enum report_edges edges, json_t **ret,
+int srt_report_build(const struct srt_log *log, enum series_edges edges, json_t **ret,
                      struct carma_err *e);
 
 /*

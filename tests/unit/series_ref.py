@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""numpy reference for src/report/series.c (driven by tests/unit/test_series.c).
+"""numpy reference for src/analysis/series.c (driven by tests/unit/test_series.c).
 
 Usage: series_ref.py CASES_FILE. The file holds cases, each a line
     case <snap|interp|counter> <start> <end> <max_gap_s> <edge_tol_s> <n>

@@ -39,7 +39,7 @@ static const char *fx(const char *name)
     return fixture;
 }
 
-static json_t *build_ok(const char *dir, enum report_edges edges)
+static json_t *build_ok(const char *dir, enum series_edges edges)
 {
     struct runreport_opts o = {.edges = edges};
     json_t *j = NULL;
@@ -55,7 +55,7 @@ static json_t *build_ok(const char *dir, enum report_edges edges)
 /* runreport_build must fail with code, and its message hold each of the needles. */
 static void build_fails(int code, const char *needle1, const char *needle2)
 {
-    struct runreport_opts o = {.edges = REPORT_EDGES_INTERPOLATE};
+    struct runreport_opts o = {.edges = SERIES_EDGES_INTERPOLATE};
     json_t *j = NULL;
     struct carma_err e = {0};
     int r = runreport_build(tu_dir, &o, &j, &e);
@@ -181,7 +181,7 @@ static void is_run_dir(void **state)
 static void cpu_windows_and_keys(void **state)
 {
     (void)state;
-    json_t *rep = build_ok(fx("run-cpu"), REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(fx("run-cpu"), SERIES_EDGES_INTERPOLATE);
     assert_int_equal(json_array_size(rep), 3);
     static const char *const wkeys[] = {"window",
                                         "name",
@@ -260,7 +260,7 @@ static void cpu_windows_and_keys(void **state)
 static void cpu_energy(void **state)
 {
     (void)state;
-    json_t *rep = build_ok(fx("run-cpu"), REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(fx("run-cpu"), SERIES_EDGES_INTERPOLATE);
     const json_t *run = json_array_get(rep, 0), *sl = json_array_get(rep, 2);
     /* edges on ticks: exactly the rise of joules_total (228.750932 - 18.000239) */
     const json_t *p0 = chan(run, "rapl/package-0");
@@ -310,7 +310,7 @@ static void cpu_energy(void **state)
 static void cpu_carbon(void **state)
 {
     (void)state;
-    json_t *rep = build_ok(fx("run-cpu"), REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(fx("run-cpu"), SERIES_EDGES_INTERPOLATE);
     const json_t *run = json_array_get(rep, 0), *sl = json_array_get(rep, 2);
     const json_t *c = json_object_get(run, "carbon");
     assert_true(num(c, "g_per_kwh") == 475.0);
@@ -329,7 +329,7 @@ static void cpu_carbon(void **state)
 static void cpu_snap(void **state)
 {
     (void)state;
-    json_t *rep = build_ok(fx("run-cpu"), REPORT_EDGES_SNAP);
+    json_t *rep = build_ok(fx("run-cpu"), SERIES_EDGES_SNAP);
     const json_t *run = json_array_get(rep, 0), *sl = json_array_get(rep, 2);
     assert_string_equal(json_string_value(json_object_get(run, "edges")), "snap");
     /* srt-slurm's trapezoid over the watts of the snapped ticks */
@@ -354,7 +354,7 @@ static void cpu_snap(void **state)
 static void gpu_utilization(void **state)
 {
     (void)state;
-    json_t *rep = build_ok(fx("run-gpu"), REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(fx("run-gpu"), SERIES_EDGES_INTERPOLATE);
     assert_int_equal(json_array_size(rep), 3);
     const json_t *run = json_array_get(rep, 0), *big = json_array_get(rep, 2);
     assert_int_equal(json_array_size(json_object_get(run, "warnings")), 0);
@@ -385,7 +385,7 @@ static void gpu_utilization(void **state)
 static void stat_dir(void **state)
 {
     (void)state;
-    json_t *rep = build_ok(fx("stat"), REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(fx("stat"), SERIES_EDGES_INTERPOLATE);
     assert_int_equal(json_array_size(rep), 1);
     const json_t *w = json_array_get(rep, 0);
     assert_int_equal(json_array_size(json_object_get(w, "warnings")), 0);
@@ -406,7 +406,7 @@ static void stat_dir(void **state)
 static void text_form(void **state)
 {
     (void)state;
-    json_t *rep = build_ok(fx("run-cpu"), REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(fx("run-cpu"), SERIES_EDGES_INTERPOLATE);
     char *t = runreport_text(rep);
     assert_non_null(t);
     assert_true(t[strlen(t) - 1] == '\n');
@@ -452,7 +452,7 @@ static void workload_type(void **state)
     tu_copy_fixture("rundir/run-cpu");
     edit("workloads.json", "\"name\": \"sleeper\",",
          "\"name\": \"sleeper\", \"type\": \"inference\",");
-    json_t *rep = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
     assert_null(json_object_get(json_array_get(rep, 0), "type"));
     assert_null(json_object_get(json_array_get(rep, 1), "type"));
     const json_t *sl = json_array_get(rep, 2);
@@ -472,7 +472,7 @@ static void killed_run(void **state)
     /* no end_unix: the window ends at the run's last tick, with a warning */
     tu_copy_fixture("rundir/run-cpu");
     edit("workloads.json", "\"end_unix\": 1796046808.794069,", "");
-    json_t *rep = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
     const json_t *sl = json_array_get(rep, 2);
     assert_true(num(sl, "end_unix") == CPU_RUN_END);
     assert_true(has_warning(sl, "no end_unix for sleeper"));
@@ -481,12 +481,12 @@ static void killed_run(void **state)
     /* end_unix null, the same */
     edit("workloads.json", "\"start_unix\": 1796046807.782514,",
          "\"start_unix\": 1796046807.782514, \"end_unix\": null,");
-    rep = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
     assert_true(num(json_array_get(rep, 2), "end_unix") == CPU_RUN_END);
     json_decref(rep);
     /* never started: a window with nothing but its warning */
     edit("workloads.json", "\"start_unix\": 1796046807.782514,", "\"start_unix\": null,");
-    rep = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
     sl = json_array_get(rep, 2);
     assert_true(json_is_null(json_object_get(sl, "start_unix")));
     assert_true(json_is_null(json_object_get(sl, "node_total_joules")));
@@ -496,7 +496,7 @@ static void killed_run(void **state)
     /* carma killed: no report.json, no workloads.json: the whole samples.csv, warnings */
     remove_file("report.json");
     remove_file("workloads.json");
-    rep = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
     assert_int_equal(json_array_size(rep), 1);
     const json_t *run = json_array_get(rep, 0);
     assert_true(has_warning(run, "report.json is missing"));
@@ -517,7 +517,7 @@ static void uncovered_window(void **state)
     tu_copy_fixture("rundir/run-cpu");
     edit("workloads.json", "\"end_unix\": 1796046808.794069", "\"end_unix\": 1796046830");
     edit("workloads.json", "\"start_unix\": 1796046807.782514", "\"start_unix\": 1796046820");
-    json_t *rep = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    json_t *rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
     const json_t *sl = json_array_get(rep, 2);
     const json_t *p0 = chan(sl, "rapl/package-0");
     assert_true(json_is_null(json_object_get(p0, "joules")));
@@ -530,13 +530,13 @@ static void uncovered_window(void **state)
     assert_true(json_is_number(json_object_get(json_array_get(rep, 0), "node_total_joules")));
     json_decref(rep);
     /* snap says it srt-slurm's way */
-    rep = build_ok(tu_dir, REPORT_EDGES_SNAP);
+    rep = build_ok(tu_dir, SERIES_EDGES_SNAP);
     assert_true(
         has_warning(json_array_get(rep, 2), "rapl/package-0: nearest sample to window start is"));
     json_decref(rep);
     /* a node channel report.json names that samples.csv lacks: the node is unknown */
     edit("report.json", "\"rapl/package-1/dram\"", "\"rapl/package-1/dram\", \"model/cpu0\"");
-    rep = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
     const json_t *run = json_array_get(rep, 0);
     assert_true(json_is_null(json_object_get(run, "node_total_joules")));
     assert_true(has_warning(run, "1 of the 5 node channels"));
@@ -550,7 +550,7 @@ static void malformed_attribution(void **state)
     /* cut short in the middle of its last row (line 145): the row is skipped, said once */
     edit("attribution.csv", "1796046809.289353,rapl/package-1/dram,other,0.001777\r\n",
          "1796046809.289353,rapl/package-1/dram,oth");
-    json_t *cut = build_ok(tu_dir, REPORT_EDGES_INTERPOLATE);
+    json_t *cut = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
     char *ws = json_dumps(json_object_get(json_array_get(cut, 0), "warnings"), 0);
     assert_non_null(strstr(ws, "attribution.csv:145: the last line has no line end (cut short by "
                                "a crash or a copy): it is skipped"));
@@ -562,7 +562,7 @@ static void malformed_attribution(void **state)
     build_fails(-EINVAL, "attribution.csv:145:", "3 fields");
     edit("attribution.csv", "809.289353,rapl/package-1/dram,other\r\n",
          "809.289353,rapl/package-1/dram,other,0.001777\r\n");
-    json_decref(build_ok(tu_dir, REPORT_EDGES_INTERPOLATE));
+    json_decref(build_ok(tu_dir, SERIES_EDGES_INTERPOLATE));
     /* NaN */
     edit("attribution.csv", "full,16.308096", "full,NaN");
     build_fails(-EINVAL, "attribution.csv:2: joules: 'NaN'", NULL);
@@ -618,7 +618,7 @@ static void malformed_json(void **state)
     edit("report.json", "\"experiment\": \"plant2\",", "\"experiment\": \"plant2\"");
     build_fails(-EINVAL, "report.json:3:", NULL);
     edit("report.json", "\"experiment\": \"plant2\"", "\"experiment\": \"plant2\",");
-    json_decref(build_ok(tu_dir, REPORT_EDGES_INTERPOLATE));
+    json_decref(build_ok(tu_dir, SERIES_EDGES_INTERPOLATE));
     /* an intensity whose product with the energy overflows: said, never a null CO2e (or an
      * "out of memory" for a number JSON cannot hold) */
     edit("report.json", "\"g_per_kwh\": 475.0", "\"g_per_kwh\": 1.5e308");

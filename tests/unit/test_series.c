@@ -1,5 +1,5 @@
 /*
- * test_series: windowed energy and power statistics (src/report/series.c).
+ * test_series: windowed energy and power statistics (src/analysis/series.c).
  *
  * Golden cases are srt-slurm's own tests that concern the numbers (srt-slurm.md §8), every
  * error message word for word, and the malformed inputs (NaN, unsorted, duplicates, a window
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/series.h"
+#include "analysis/series.h"
 #include "testutil.h"
 
 #define PYTHON "/usr/bin/python3"

@@ -56,7 +56,7 @@ static void put_flat_cpu(int t0, int t1, double w)
     free(csv);
 }
 
-static json_t *build(enum report_edges edges)
+static json_t *build(enum series_edges edges)
 {
     srt_log_done(&L);
     carma_err_clear(&E);
@@ -112,7 +112,7 @@ static void test_perf_per_watt_gpu_only(void **state)
            "{\"benchmark_start_time_unix\": 100, \"benchmark_end_time_unix\": 110, "
            "\"total_input_tokens\": 1500, \"total_output_tokens\": 500, \"duration\": 9.8}");
     put_flat_gpu("power/samples.csv", 95, 115, 400.0);
-    json_t *list = build(REPORT_EDGES_SNAP);
+    json_t *list = build(SERIES_EDGES_SNAP);
     assert_int_equal(json_array_size(list), 1);
     const json_t *r = json_array_get(list, 0);
     const json_t *pw = json_object_get(r, "perf_per_watt");
@@ -168,7 +168,7 @@ static void test_perf_per_watt_combined(void **state)
            "\"total_input_tokens\": 1500, \"total_output_tokens\": 500}");
     put_flat_gpu("power/samples.csv", 100, 110, 400.0);
     put_flat_cpu(100, 110, 100.0);
-    json_t *list = build(REPORT_EDGES_SNAP);
+    json_t *list = build(SERIES_EDGES_SNAP);
     const json_t *r = json_array_get(list, 0);
     const json_t *pw = json_object_get(r, "perf_per_watt");
     tu_assert_near(dnum(pw, "combined_avg_power_w"), 500.0, 1e-12);
@@ -219,7 +219,7 @@ static void test_node_stats_on_summed_series(void **state)
     fclose(f);
     tu_put("power/samples.csv", csv);
     free(csv);
-    json_t *list = build(REPORT_EDGES_SNAP);
+    json_t *list = build(SERIES_EDGES_SNAP);
     const json_t *r = json_array_get(list, 0);
     const json_t *node = json_array_get(json_object_get(r, "gpu_per_node"), 0);
     assert_string_equal(json_string_value(json_object_get(node, "label")), "gpu/node-a");
@@ -259,7 +259,7 @@ static void test_roles_and_utilization(void **state)
            "\"prefill\"}]},"
            "{\"hostname\": \"node-a\", \"gpu_index\": 1, \"assignments\": [{\"worker_role\": "
            "\"decode\"}]}]}");
-    json_t *list = build(REPORT_EDGES_SNAP);
+    json_t *list = build(SERIES_EDGES_SNAP);
     const json_t *r = json_array_get(list, 0);
     const json_t *roles = json_object_get(r, "gpu_per_role");
     assert_int_equal(json_array_size(roles), 2);
@@ -307,7 +307,7 @@ static void test_cpu_utilization_window(void **state)
            "3,9.0,t,node-a,acpi,Grace Power Socket 0,0,90.0,90.0,0.9,,,,\n"
            "3,15.0,t,node-a,acpi,Grace Power Socket 0,0,90.0,90.0,0.5,,,,\n"
            "3,21.0,t,node-a,acpi,Grace Power Socket 0,0,90.0,90.0,0.7,,,,\n");
-    json_t *list = build(REPORT_EDGES_SNAP);
+    json_t *list = build(SERIES_EDGES_SNAP);
     const json_t *r = json_array_get(list, 0);
     const json_t *u = json_object_get(r, "cpu_utilization");
     assert_int_equal(json_array_size(u), 2);
@@ -325,7 +325,7 @@ static void test_cpu_utilization_window(void **state)
     tu_put("sa-bench_a/results_concurrency_2_x.json",
            "{\"benchmark_start_time_unix\": 16, \"benchmark_end_time_unix\": 20, "
            "\"total_input_tokens\": 10, \"total_output_tokens\": 5}");
-    list = build(REPORT_EDGES_SNAP);
+    list = build(SERIES_EDGES_SNAP);
     r = json_array_get(list, 0);
     assert_int_equal(json_array_size(json_object_get(r, "cpu_utilization")), 0);
     assert_string_equal(json_string_value(json_array_get(json_object_get(r, "warnings"), 0)),
@@ -345,12 +345,12 @@ static void test_breakdown_error_aborts(void **state)
     put_flat_gpu("power/samples.csv", 100, 110, 400.0);
     assert_int_equal(srt_log_open(&L, tu_dir, NULL, &E), 0);
     json_t *list = NULL;
-    assert_int_equal(srt_report_build(&L, REPORT_EDGES_SNAP, &list, &E), -ENODATA);
+    assert_int_equal(srt_report_build(&L, SERIES_EDGES_SNAP, &list, &E), -ENODATA);
     assert_null(list);
     assert_string_equal(
         E.msg, "gpu/node-a/gpu0: nearest sample to window end is 10.000s away, no coverage");
     carma_err_clear(&E);
-    assert_int_equal(srt_report_build(&L, REPORT_EDGES_INTERPOLATE, &list, &E), -ENODATA);
+    assert_int_equal(srt_report_build(&L, SERIES_EDGES_INTERPOLATE, &list, &E), -ENODATA);
     assert_string_equal(E.msg, "gpu/node-a/gpu0: last sample is 10.000s before window end, no "
                                "coverage");
 }
@@ -371,13 +371,13 @@ static void test_edges(void **state)
                                         "2,1.0,1,n,0,G,100.0,,\r\n"
                                         "2,2.0,2,n,0,G,200.0,,\r\n"
                                         "2,3.0,3,n,0,G,300.0,,\r\n");
-    json_t *list = build(REPORT_EDGES_INTERPOLATE);
+    json_t *list = build(SERIES_EDGES_INTERPOLATE);
     const json_t *d = json_array_get(json_object_get(json_array_get(list, 0), "gpu_per_device"), 0);
     /* the ramp w = 100 t integrated over [0.5, 2.5]: 50 (2.5^2 - 0.5^2) = 300 J */
     tu_assert_near(dnum(d, "joules"), 300.0, 1e-9);
     tu_assert_near(dnum(d, "avg_power_w"), 150.0, 1e-9);
     json_decref(list);
-    list = build(REPORT_EDGES_SNAP);
+    list = build(SERIES_EDGES_SNAP);
     d = json_array_get(json_object_get(json_array_get(list, 0), "gpu_per_device"), 0);
     /* ties go to the earlier sample: 0.5 -> t=0, 2.5 -> t=2: trapezoid 0..2 = 200 J */
     tu_assert_near(dnum(d, "joules"), 200.0, 1e-9);
@@ -395,7 +395,7 @@ static void test_json_key_order(void **state)
            "{\"benchmark_start_time_unix\": 100, \"benchmark_end_time_unix\": 110, "
            "\"total_input_tokens\": 1500, \"total_output_tokens\": 500, \"duration\": 9.8}");
     put_flat_gpu("power/samples.csv", 100, 110, 400.0);
-    json_t *list = build(REPORT_EDGES_SNAP);
+    json_t *list = build(SERIES_EDGES_SNAP);
     static const char *const keys[] = {"benchmark_type",
                                        "concurrency",
                                        "start_unix",

@@ -32,13 +32,19 @@
  *             end <= start (interpolate and counter; snap answers as srt-slurm does)
  *   -ENOMEM   out of memory
  */
-#ifndef CARMA_REPORT_SERIES_H
-#define CARMA_REPORT_SERIES_H
+#ifndef CARMA_ANALYSIS_SERIES_H
+#define CARMA_ANALYSIS_SERIES_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "core/err.h"
+
+/* How a window's edges are placed on a series (carma report --edges). */
+enum series_edges {
+    SERIES_EDGES_INTERPOLATE = 0, /* default: linear interpolation at the edges, gaps checked */
+    SERIES_EDGES_SNAP,            /* srt-slurm's nearest-sample snapping, 3 s limit */
+};
 
 /* srt-slurm's MAX_SAMPLE_GAP_SECONDS: how far snap lets a window edge be from its sample. */
 #define SERIES_SNAP_MAX_GAP_S 3.0

@@ -6,7 +6,7 @@
  * fuse d * s + x): clang is told so with the standard pragma, GCC in ISO C mode does not
  * contract, and is told so again for a GNU mode build.
  */
-#include "report/series.h"
+#include "analysis/series.h"
 
 #include <errno.h>
 #include <math.h>
