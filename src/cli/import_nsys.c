@@ -224,7 +224,7 @@ static void print_reattr(const struct nsys_reattr *ra)
         for (int k = 0; k < NSYS_BASIS_N; k++)
             if (v->basis_s[k] >= 0.05)
                 bl += (size_t)snprintf(basis + bl, sizeof basis - bl, "%s%s %.1fs", bl ? ", " : "",
-                                       nsys_basis_name(k), v->basis_s[k]);
+                                       nsys_run_basis_name(k), v->basis_s[k]);
         fprintf(stderr, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f  %s\n", v->channel,
                 fmt_round_zero(v->energy_j, 3), fmt_round_zero(v->jobs_j, 3),
                 fmt_round_zero(v->idle_j, 3), fmt_round_zero(v->other_j, 3),
@@ -247,7 +247,7 @@ static json_t *reattr_json(const struct nsys_reattr *ra)
         jsonutil_set_num(o, "other_j", v->other_j);
         jsonutil_set_num(o, "unattributed_j", v->unattributed_j);
         for (int k = 0; k < NSYS_BASIS_N; k++)
-            jsonutil_set_num(basis, nsys_basis_name(k), v->basis_s[k]);
+            jsonutil_set_num(basis, nsys_run_basis_name(k), v->basis_s[k]);
         json_object_set_new(o, "basis", basis);
         json_array_append_new(arr, o);
     }

@@ -633,12 +633,12 @@ static double embodied_g(struct run *r, const struct job *j, json_t *detail)
     /* GPUs: those the workload names (allocation, "gpu", or with "gpu": true its
      * CUDA_VISIBLE_DEVICES), shared with the workloads naming them */
     int mine[RUN_GPUS_MAX], theirs[RUN_GPUS_MAX];
-    size_t nmine = workload_spec_gpus(j->spec, mine, RUN_GPUS_MAX);
+    size_t nmine = experiment_spec_gpus(j->spec, mine, RUN_GPUS_MAX);
     for (size_t k = 0; k < nmine; k++) {
         int gpu = mine[k];
         int sharing = 0;
         for (size_t m = 0; m < r->njobs; m++) {
-            size_t nt = workload_spec_gpus(r->jobs[m].spec, theirs, RUN_GPUS_MAX);
+            size_t nt = experiment_spec_gpus(r->jobs[m].spec, theirs, RUN_GPUS_MAX);
             bool uses = false;
             for (size_t q = 0; q < nt; q++)
                 uses = uses || theirs[q] == gpu;

@@ -26,7 +26,7 @@ _Static_assert(NSYS_BASIS_N == GPU_BASIS_N, "nsys bases are not gpu_split's");
 
 static const char *const basis_names[NSYS_BASIS_N] = {"kernels", "context", "allocation", "none"};
 
-const char *nsys_basis_name(int b)
+const char *nsys_run_basis_name(int b)
 {
     return b >= 0 && b < NSYS_BASIS_N ? basis_names[b] : "?";
 }

@@ -78,7 +78,7 @@ struct nsys_reattr {
 };
 
 /* The name of basis b of nsys_reattr_gpu.basis_s. */
-const char *nsys_basis_name(int b);
+const char *nsys_run_basis_name(int b);
 
 /*
  * Re-attributes run_dir's GPU energy with run_dir/nsys_gpu.csv (above). Fills *out. Returns 0,

@@ -327,7 +327,7 @@ struct srt_cpu *srt_cpu_open(const char *dir, const char *const *nodes, size_t n
         goto fail;
     }
 
-    w->csv = srt_csv_create(w->dir, w->csv_path, SAMPLES_HEADER EOL, e);
+    w->csv = srt_json_csv_create(w->dir, w->csv_path, SAMPLES_HEADER EOL, e);
     if (!w->csv)
         goto fail;
     if (manifest_write(w, false, 0, e) < 0)

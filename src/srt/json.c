@@ -27,7 +27,7 @@ int srt_json_replace(json_t *m, const char *path, struct carma_err *e)
     return 0;
 }
 
-struct journal *srt_csv_create(const char *dir, const char *csv_path, const char *header,
+struct journal *srt_json_csv_create(const char *dir, const char *csv_path, const char *header,
                                struct carma_err *e)
 {
     int r = file_mkdirs(dir);

@@ -23,7 +23,7 @@ int srt_json_replace(json_t *m, const char *path, struct carma_err *e);
  * header, as a journal of whole rows (core/journal.h). Returns the journal, or NULL with e set
  * (naming the directory or the file).
  */
-struct journal *srt_csv_create(const char *dir, const char *csv_path, const char *header,
-                               struct carma_err *e);
+struct journal *srt_json_csv_create(const char *dir, const char *csv_path, const char *header,
+                                    struct carma_err *e);
 
 #endif

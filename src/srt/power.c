@@ -627,7 +627,7 @@ struct srt_power *srt_power_open(const struct srt_power_opts *o, struct carma_er
         goto fail;
     }
 
-    p->csv = srt_csv_create(p->dir, p->csv_path, SAMPLES_HEADER EOL, e);
+    p->csv = srt_json_csv_create(p->dir, p->csv_path, SAMPLES_HEADER EOL, e);
     if (!p->csv)
         goto fail;
     if (manifest_write(p, "running", false, 0, NULL, e) < 0)

@@ -806,7 +806,7 @@ static const char *const workload_fields[] = {
 static const char *const launch_names[] = {
     [LAUNCH_EXEC] = "exec", [LAUNCH_PYTHON] = "python", [LAUNCH_SHELL] = "shell"};
 
-const char *workload_launch_name(enum workload_launch l)
+const char *experiment_launch_name(enum workload_launch l)
 {
     return (unsigned)l < sizeof launch_names / sizeof launch_names[0] ? launch_names[l] : "exec";
 }
@@ -822,7 +822,7 @@ static bool launch_parse(const char *s, enum workload_launch *ret)
     return false;
 }
 
-size_t workload_spec_gpus(const struct workload_spec *w, int *out, size_t cap)
+size_t experiment_spec_gpus(const struct workload_spec *w, int *out, size_t cap)
 {
     size_t n = 0;
     if (w->gpu_use == WORKLOAD_GPU_NO)
@@ -1420,7 +1420,7 @@ static json_t *resolved_json(const struct experiment *x, json_t *root)
         json_t *args = json_deep_copy(json_object_get(json_array_get(wsrc, i), "args"));
         json_object_set_new(o, "name", json_string(w->name));
         json_object_set_new(o, "type", w->type ? json_string(w->type) : json_null());
-        json_object_set_new(o, "launch", json_string(workload_launch_name(w->launch)));
+        json_object_set_new(o, "launch", json_string(experiment_launch_name(w->launch)));
         json_object_set_new(o, "gpu",
                             w->gpu_bool   ? json_boolean(w->gpu_use == WORKLOAD_GPU_YES)
                             : w->gpu >= 0 ? json_integer(w->gpu)

@@ -119,7 +119,7 @@ int experiment_load(const char *path, struct experiment *ret, char **errors);
 void experiment_free(struct experiment *x);
 
 /* The name of a launch mode: "exec", "python" or "shell". */
-const char *workload_launch_name(enum workload_launch l);
+const char *experiment_launch_name(enum workload_launch l);
 
 /*
  * The GPUs (NVML indexes) workload w names as its own, into out (room for cap), in this
@@ -128,7 +128,7 @@ const char *workload_launch_name(enum workload_launch l);
  * entries after the first that is not an index are left out, as CUDA stops there). A
  * workload with "gpu": false names none. Returns how many were written (at most cap).
  */
-size_t workload_spec_gpus(const struct workload_spec *w, int *out, size_t cap);
+size_t experiment_spec_gpus(const struct workload_spec *w, int *out, size_t cap);
 
 /* One step of a path into a JSON document: an object member (key != NULL) or an array element
  * (key == NULL, index). */

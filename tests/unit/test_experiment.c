@@ -352,7 +352,7 @@ static void test_good_carma_readme(void **state)
     /* the env's CUDA_VISIBLE_DEVICES, nothing added */
     assert_strv(w->env, w->n_env, (const char *const[]){"CUDA_VISIBLE_DEVICES=0", NULL});
     int g[4];
-    assert_int_equal(workload_spec_gpus(w, g, 4), 1);
+    assert_int_equal(experiment_spec_gpus(w, g, 4), 1);
     assert_int_equal(g[0], 0);
     json_t *w0 = json_array_get(json_object_get(x.resolved, "workloads"), 0);
     assert_string_equal(json_string_value(json_object_get(w0, "type")), "finetune");
@@ -379,7 +379,7 @@ static void test_type_launch_gpu(void **state)
     assert_string_equal(x.w[0].type, "inference");
     assert_int_equal(x.w[0].launch, LAUNCH_EXEC);
     assert_int_equal(x.w[0].gpu_use, WORKLOAD_GPU_NO);
-    assert_int_equal(workload_spec_gpus(&x.w[0], g, 8), 0);
+    assert_int_equal(experiment_spec_gpus(&x.w[0], g, 8), 0);
     /* launch given: type is only the kind */
     assert_string_equal(x.w[1].type, "python");
     assert_int_equal(x.w[1].launch, LAUNCH_EXEC);
@@ -387,18 +387,18 @@ static void test_type_launch_gpu(void **state)
     assert_null(x.w[2].type);
     assert_int_equal(x.w[2].launch, LAUNCH_SHELL);
     /* true: the indexes of its CUDA_VISIBLE_DEVICES, up to the first that is not one */
-    assert_int_equal(workload_spec_gpus(&x.w[2], g, 8), 2);
+    assert_int_equal(experiment_spec_gpus(&x.w[2], g, 8), 2);
     assert_int_equal(g[0], 3);
     assert_int_equal(g[1], 1);
-    assert_int_equal(workload_spec_gpus(&x.w[2], g, 1), 1);
+    assert_int_equal(experiment_spec_gpus(&x.w[2], g, 1), 1);
     /* true without CUDA_VISIBLE_DEVICES: a GPU workload on whatever GPUs it uses */
     assert_int_equal(x.w[3].gpu_use, WORKLOAD_GPU_YES);
     assert_int_equal(x.w[3].n_env, 0);
-    assert_int_equal(workload_spec_gpus(&x.w[3], g, 8), 0);
+    assert_int_equal(experiment_spec_gpus(&x.w[3], g, 8), 0);
     /* the allocation first, then the index */
-    assert_int_equal(workload_spec_gpus(&x.w[4], g, 8), 2);
+    assert_int_equal(experiment_spec_gpus(&x.w[4], g, 8), 2);
     assert_int_equal(g[0], 4);
-    assert_int_equal(workload_spec_gpus(&x.w[5], g, 8), 1);
+    assert_int_equal(experiment_spec_gpus(&x.w[5], g, 8), 1);
     assert_int_equal(g[0], 2);
     assert_int_equal(x.w[5].gpu_use, WORKLOAD_GPU_YES);
     json_t *ws = json_object_get(x.resolved, "workloads");
@@ -408,7 +408,7 @@ static void test_type_launch_gpu(void **state)
                         "shell");
     assert_true(json_is_true(json_object_get(json_array_get(ws, 3), "gpu")));
     assert_int_equal(json_integer_value(json_object_get(json_array_get(ws, 5), "gpu")), 2);
-    assert_string_equal(workload_launch_name(LAUNCH_PYTHON), "python");
+    assert_string_equal(experiment_launch_name(LAUNCH_PYTHON), "python");
     experiment_free(&x);
 }
 
