@@ -28,7 +28,7 @@ int srt_json_replace(json_t *m, const char *path, struct carma_err *e)
 }
 
 struct journal *srt_json_csv_create(const char *dir, const char *csv_path, const char *header,
-                               struct carma_err *e)
+                                    struct carma_err *e)
 {
     int r = file_mkdirs(dir);
     if (r < 0) {
