@@ -37,6 +37,7 @@
 #include "report/html.h"
 #include "report/live.h"
 #include "rundir/manifest.h"
+#include "rundir/rows.h"
 #include "rundir/writer.h"
 #include "sampler/samples_csv.h"
 #include "workload/cgroup.h"
@@ -305,6 +306,8 @@ static const char *run_method(const struct run *r)
     return meas && est ? "measured+estimated" : meas ? "measured" : est ? "estimated" : "none";
 }
 
+_Static_assert(PERFC_N == RUNDIR_FEATURES_COUNTERS, "features.csv's counters are perfcount's");
+
 /* features.csv: the workloads' performance counters, cumulative, at each event summary */
 static void features_rows(struct run *r)
 {
@@ -324,14 +327,7 @@ static void features_rows(struct run *r)
             continue;
         uint64_t v[PERFC_N];
         unsigned mask = perf_counters_read(&j->perf, v);
-        fprintf(f, "%s,%s,%.6f", ts, j->spec->name, (double)j->cpu_ns / 1e9);
-        for (int i = 0; i < PERFC_N; i++) {
-            if (mask & (1u << i))
-                fprintf(f, ",%llu", (unsigned long long)v[i]);
-            else
-                fputs(",", f);
-        }
-        fputs("\r\n", f);
+        rundir_rows_features(f, ts, j->spec->name, (double)j->cpu_ns / 1e9, v, mask);
         rows++;
     }
     if (fclose(f) == 0 && len)
@@ -357,50 +353,46 @@ static void node_util_row(struct run *r)
     char ts[40], row[160];
     fmt_unix_us(ts, s->real_now);
     double hz = (double)r->clk_tck;
-    int n = snprintf(row, sizeof row, "%s,%.6f,%.6f,", ts, (double)(busy - r->nu_busy0) / hz,
-                     (double)(total - r->nu_total0) / hz);
-    if (n > 0 && (size_t)n < sizeof row && s->util.primed && s->util.total_ticks_delta > 0)
-        n += snprintf(row + n, sizeof row - (size_t)n, "%.6f", s->util.util_total);
-    if (n > 0 && (size_t)n + 2 < sizeof row) {
-        memcpy(row + n, "\r\n", 2);
-        rundir_writer_append(&r->out, r->node_util, row, (size_t)n + 2, 1, r->s->real_now);
-    }
+    size_t n = rundir_rows_node_util(
+        row, sizeof row, ts, (double)(busy - r->nu_busy0) / hz, (double)(total - r->nu_total0) / hz,
+        s->util.primed && s->util.total_ticks_delta > 0 ? s->util.util_total : NAN);
+    if (n)
+        rundir_writer_append(&r->out, r->node_util, row, n, 1, r->s->real_now);
 }
 
 static void event_summary(struct run *r, double period_s)
 {
     if (!r->events)
         return;
-    json_t *o = json_object();
-    json_object_set_new(o, "timestamp_unix", json_real((double)r->s->real_now / 1e9));
-    json_object_set_new(o, "elapsed_s", json_real((double)(r->s->t_now - r->t_start) / 1e9));
-    json_t *arr = json_array();
+    struct rundir_event_workload w[SPLIT_JOBS_MAX];
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         struct ledger_job *a = &r->ledger.job[k];
-        json_t *w = json_object();
-        json_object_set_new(w, "name", json_string(j->spec->name));
         j->last_w = period_s > 0 ? a->event_j / period_s : NAN;
-        jsonutil_set_num(w, "power_w", j->last_w);
-        json_object_set_new(w, "energy_j", json_real(a->energy_j));
-        json_object_set_new(w, "g_co2e", json_real(a->g_op));
-        json_object_set_new(w, "method", json_string(run_method(r)));
-        json_array_append_new(arr, w);
+        w[k] = (struct rundir_event_workload){
+            .name = j->spec->name,
+            .power_w = j->last_w,
+            .energy_j = a->energy_j,
+            .g_co2e = a->g_op,
+            .method = run_method(r),
+        };
         a->event_j = 0;
     }
-    json_object_set_new(o, "workloads", arr);
     features_rows(r);
-    json_object_set_new(o, "idle_j", json_real(r->ledger.idle_j));
-    json_object_set_new(o, "other_j", json_real(r->ledger.other_j));
-    json_object_set_new(o, "unattributed_j", json_real(r->ledger.unattr_j));
-    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
-    if (text) {
-        size_t n = strlen(text);
-        text[n] = '\n'; /* the NUL becomes the line end */
-        rundir_writer_append(&r->out, r->events, text, n + 1, 1, r->s->real_now);
-        free(text);
-    }
-    json_decref(o);
+    struct rundir_event ev = {
+        .timestamp_unix = (double)r->s->real_now / 1e9,
+        .elapsed_s = (double)(r->s->t_now - r->t_start) / 1e9,
+        .w = w,
+        .n = r->njobs,
+        .idle_j = r->ledger.idle_j,
+        .other_j = r->ledger.other_j,
+        .unattributed_j = r->ledger.unattr_j,
+    };
+    size_t n = 0;
+    char *text = rundir_rows_event(&ev, &n);
+    if (text)
+        rundir_writer_append(&r->out, r->events, text, n, 1, r->s->real_now);
+    free(text);
 }
 
 /* The live view (stdout a terminal): the jobs now, the node by domain (report/live). */
@@ -485,25 +477,25 @@ static void pstree_snapshot(struct run *r)
     FILE *out = open_memstream(&text, &len);
     if (!out)
         return;
-    fprintf(out, "# %.6f\n", (double)r->s->real_now / 1e9);
+    rundir_rows_pstree_begin(out, (double)r->s->real_now / 1e9);
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
         if (!j->proc.started || j->proc.done)
             continue;
-        fprintf(out, "%s: pgid %d%s%s\n", j->spec->name, (int)j->proc.pid,
-                j->proc.have_cg ? " cgroup " : "", j->proc.have_cg ? j->proc.cg.path : "");
+        rundir_rows_pstree_job(out, j->spec->name, (int)j->proc.pid,
+                               j->proc.have_cg ? j->proc.cg.path : NULL);
         if (j->proc.have_cg) {
             char path[4200];
             snprintf(path, sizeof path, "%s/cgroup.procs", j->proc.cg.path);
             FILE *f = fopen(path, "re");
             char line[64];
             while (f && fgets(line, sizeof line, f))
-                fprintf(out, "  %s", line);
+                rundir_rows_pstree_line(out, line);
             if (f)
                 fclose(f);
         } else if (j->have_tree) {
             for (int m = 0; m < j->tree.n; m++)
-                fprintf(out, "  %d\n", (int)j->tree.m[m].pid);
+                rundir_rows_pstree_pid(out, (int)j->tree.m[m].pid);
         }
     }
     if (fclose(out) == 0 && len) /* one snapshot, whole or not at all */
@@ -1077,11 +1069,10 @@ int cmd_run(int argc, char **argv)
     ledger_init(&r->ledger, r->njobs, names, r->attr ? attr_sink : NULL, r);
     r->events = rundir_writer_open_journal(&r->out, "event_summaries.jsonl", NULL, "lines");
     r->pstree = rundir_writer_open_journal(&r->out, "pstree.log", NULL, "snapshots");
-    r->features = rundir_writer_open_journal(
-        &r->out, "features.csv",
-        "timestamp_unix,workload,cpu_time_s,task_clock_ns,instructions,cycles\r\n", "rows");
-    r->node_util = rundir_writer_open_journal(
-        &r->out, "node_util.csv", "timestamp_unix,busy_cpu_s,total_cpu_s,cpu_util\r\n", "rows");
+    r->features =
+        rundir_writer_open_journal(&r->out, "features.csv", RUNDIR_FEATURES_HEADER, "rows");
+    r->node_util =
+        rundir_writer_open_journal(&r->out, "node_util.csv", RUNDIR_NODE_UTIL_HEADER, "rows");
     r->have_base = cgroup_base_create(&r->base, &e) == 0;
     if (!r->have_base)
         snprintf(r->cgroup_note, sizeof r->cgroup_note, "%s", e.msg);
@@ -1149,32 +1140,22 @@ int cmd_run(int argc, char **argv)
     /* the workloads have ended: the follower's final poll sees their whole log directory */
     bool report_failed = follower_stop(&follower, "run", co.verbose < 0) < 0;
     /* workloads.json, CARMA's workload_pids.json, the report */
-    json_t *wl = json_object(), *arr = json_array(), *pids = json_object();
+    struct rundir_workload wls[SPLIT_JOBS_MAX];
     status = 0;
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
-        json_t *w = json_object();
-        json_object_set_new(w, "name", json_string(j->spec->name));
-        json_object_set_new(w, "type", j->spec->type ? json_string(j->spec->type) : json_null());
-        json_t *pl = json_array();
-        if (j->proc.pid > 0)
-            json_array_append_new(pl, json_integer(j->proc.pid));
-        json_object_set_new(w, "pids", pl);
-        json_object_set_new(w, "pgid", j->proc.pid > 0 ? json_integer(j->proc.pid) : json_null());
-        json_object_set_new(w, "cgroup",
-                            j->proc.have_cg ? json_string(j->proc.cg.path) : json_null());
-        jsonutil_set_num(w, "start_unix",
-                         j->proc.start_real ? (double)j->proc.start_real / 1e9 : NAN);
-        jsonutil_set_num(w, "end_unix", j->proc.end_real ? (double)j->proc.end_real / 1e9 : NAN);
-        json_object_set_new(w, "exit_status", json_integer(j->proc.exit_status));
-        json_object_set_new(w, "signal",
-                            WIFSIGNALED(j->proc.wstatus) && j->proc.pid > 0
-                                ? json_integer(WTERMSIG(j->proc.wstatus))
-                                : json_null());
-        json_object_set_new(w, "timed_out", json_boolean(j->proc.timed_out));
-        json_array_append_new(arr, w);
-        if (j->proc.pid > 0)
-            json_object_set_new(pids, j->spec->name, json_integer(j->proc.pid));
+        wls[k] = (struct rundir_workload){
+            .name = j->spec->name,
+            .type = j->spec->type,
+            .pid = (int)j->proc.pid,
+            .cgroup = j->proc.have_cg ? j->proc.cg.path : NULL,
+            .start_unix = j->proc.start_real ? (double)j->proc.start_real / 1e9 : NAN,
+            .end_unix = j->proc.end_real ? (double)j->proc.end_real / 1e9 : NAN,
+            .exit_status = j->proc.exit_status,
+            .signal =
+                WIFSIGNALED(j->proc.wstatus) && j->proc.pid > 0 ? WTERMSIG(j->proc.wstatus) : 0,
+            .timed_out = j->proc.timed_out,
+        };
         if (j->proc.exit_status != 0)
             status = 1;
     }
@@ -1183,9 +1164,9 @@ int cmd_run(int argc, char **argv)
     rundir_writer_losses(&r->out, r->csv ? samples_csv_journal(r->csv) : NULL, r->warnings);
     /* the small final files first, in the room kept for them */
     rundir_writer_release(&r->out);
-    json_object_set_new(wl, "workloads", arr);
-    rundir_writer_write_json(&r->out, "workloads.json", wl);
-    rundir_writer_write_json(&r->out, "workload_pids.json", pids);
+    rundir_writer_write_json(&r->out, "workloads.json", rundir_rows_workloads(wls, r->njobs));
+    rundir_writer_write_json(&r->out, "workload_pids.json",
+                             rundir_rows_workload_pids(wls, r->njobs));
     json_t *rep = report_json(r);
     run_nsys_finish(r, &rep, co.verbose < 0);
     char *text = NULL;

@@ -22,6 +22,7 @@
 #include "core/fmt.h"
 #include "core/jsonutil.h"
 #include "core/timeutil.h"
+#include "rundir/rows.h"
 #include "rundir/rundir.h"
 #include "srt/power.h"
 
@@ -197,10 +198,8 @@ int run_gpu_setup(struct run *r)
     g->period_ns = RUN_GPU_PERIOD_NS;
     pidowner_init(&g->owner, "/proc");
     find_owners(r, g);
-    g->util = rundir_writer_open_journal(&r->out, "utilization.csv",
-                                         "timestamp_unix,gpu,gpu_uuid,pid,workload,gpu_util_pct,"
-                                         "mem_util_pct,sm_util_pct,used_mem_mib\r\n",
-                                         "rows");
+    g->util =
+        rundir_writer_open_journal(&r->out, "utilization.csv", RUNDIR_UTILIZATION_HEADER, "rows");
     if (csv_buf_reserve(&g->ubuf, 64 * 1024) < 0)
         return -1;
     open_power(r, g);
@@ -241,14 +240,6 @@ static void split_device(struct run *r, struct run_gpu *g, size_t d, const struc
     splitter_gpu_split(&r->split, &r->ledger, d, gp, np, v->owns, alive, at);
 }
 
-static void num_cell(struct csv_buf *b, double v, bool ok)
-{
-    char t[40];
-    csv_buf_raw(b, ",", 1);
-    if (ok)
-        csv_buf_raw(b, t, (size_t)fmt_fixed6(t, v));
-}
-
 /* utilization.csv rows and a power/ scrape for every GPU. */
 static void write_utilization(struct run *r, struct run_gpu *g)
 {
@@ -264,35 +255,19 @@ static void write_utilization(struct run *r, struct run_gpu *g)
         struct gpu_dev *v = &g->dev[d];
         struct nvml_util u;
         bool have_u = nvml_device_utilization(v->src, v->index, &u) == 0;
-        char idx[24];
-        size_t il = fmt_u64(idx, v->index);
         if (have_u || v->nprocs >= 0) {
-            csv_buf_raw(b, ts, tl);
-            csv_buf_raw(b, ",", 1);
-            csv_buf_raw(b, idx, il);
-            csv_buf_field(b, v->uuid, 0);
-            csv_buf_raw(b, ",,", 2);
-            num_cell(b, have_u ? u.gpu_pct : 0, have_u);
-            num_cell(b, have_u ? u.mem_pct : 0, have_u);
-            csv_buf_raw(b, ",,", 2);
-            csv_buf_end_row(b);
+            rundir_rows_gpu_device(b, ts, tl, v->index, v->uuid, have_u ? u.gpu_pct : NAN,
+                                   have_u ? u.mem_pct : NAN);
             g->urows++;
         }
         for (int p = 0; p < v->nprocs; p++) {
             const struct nvml_proc *pr = &v->procs[p];
-            char pid[24];
-            csv_buf_raw(b, ts, tl);
-            csv_buf_raw(b, ",", 1);
-            csv_buf_raw(b, idx, il);
-            csv_buf_field(b, v->uuid, 0);
-            csv_buf_raw(b, ",", 1);
-            csv_buf_raw(b, pid, fmt_u64(pid, pr->pid));
-            csv_buf_field(b, v->proc_job[p] >= 0 ? r->jobs[v->proc_job[p]].spec->name : "other", 0);
-            csv_buf_raw(b, ",,", 2);
-            num_cell(b, pr->sm_util_pct, pr->sm_util_pct >= 0);
-            num_cell(b, (double)pr->used_mem_bytes / (1024.0 * 1024.0),
-                     pr->used_mem_bytes != UINT64_MAX);
-            csv_buf_end_row(b);
+            rundir_rows_gpu_process(
+                b, ts, tl, v->index, v->uuid, pr->pid,
+                v->proc_job[p] >= 0 ? r->jobs[v->proc_job[p]].spec->name : "other",
+                pr->sm_util_pct >= 0 ? pr->sm_util_pct : NAN,
+                pr->used_mem_bytes != UINT64_MAX ? (double)pr->used_mem_bytes / (1024.0 * 1024.0)
+                                                 : NAN);
             g->urows++;
         }
         if (g->srt && v->util_valid && v->util_ns > 0)

@@ -6,6 +6,9 @@
  * that every reader accepts and refuses exactly the same rows, with the same message
  * ("PATH:LINE: what is wrong").
  *
+ * What carma writes in each file, column by column, is rundir/rows.h's (with writer.h's
+ * journals); what a reader accepts of it is said here, once.
+ *
  * The rules (docs/report.md, "What a run directory may hold"):
  *  - a JSON file (manifest.json, report.json, summary.json, workloads.json) is read whole, at
  *    most RUNDIR_JSON_MAX bytes (rundir_read_json); a CSV file is read a line at a time
