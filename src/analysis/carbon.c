@@ -434,3 +434,46 @@ int carbon_embodied_resolve(const char *component, const char *model,
     *ret = t;
     return 0;
 }
+
+bool carbon_embodied_declared(const struct embodied_fact *f)
+{
+    return strcmp(f->source, "experiment override") == 0;
+}
+
+size_t carbon_embodied_job(const struct carbon_embodied_use *u, struct carbon_embodied_part *out,
+                           size_t cap, double *ret_g)
+{
+    double dur = u->seconds, g = 0;
+    size_t n = 0;
+    struct embodied_fact f;
+    struct carma_err e = {0};
+    /* CPUs: the allocation's share of the CPUs, else the time share of the job's CPU time */
+    double share =
+        u->n_cpus ? (double)u->n_cpus / u->ncpu : (dur > 0 ? u->cpu_s / (u->ncpu * dur) : 0);
+    if (share > 1)
+        share = 1;
+    if (carbon_embodied_resolve("cpu", "default", u->overrides, u->n_overrides, &f, &e) == 0 &&
+        n < cap) {
+        double gc = u->sockets * carbon_embodied_g(f.kg_co2e, f.lifetime_years, dur, share);
+        g += gc;
+        out[n++] = (struct carbon_embodied_part){
+            .gpu = -1, .units = u->sockets, .share = share, .g_co2e = gc, .fact = f};
+    }
+    /* GPUs: those the workload names, shared with the workloads naming them */
+    for (size_t k = 0; k < u->ngpus; k++) {
+        int sharing = u->gpu_users[k];
+        double gs = sharing ? 1.0 / sharing : 1.0;
+        if (carbon_embodied_resolve("gpu", "default", u->overrides, u->n_overrides, &f, &e) == 0 &&
+            (u->gpu_measured || carbon_embodied_declared(&f)) && n < cap) {
+            double gg = carbon_embodied_g(f.kg_co2e, f.lifetime_years, dur, gs);
+            g += gg;
+            out[n++] = (struct carbon_embodied_part){.gpu = u->gpus[k],
+                                                     .share = gs,
+                                                     .g_co2e = gg,
+                                                     .declared = !u->gpu_measured,
+                                                     .fact = f};
+        }
+    }
+    *ret_g = g;
+    return n;
+}

@@ -15,6 +15,7 @@
 #ifndef CARMA_ANALYSIS_CARBON_H
 #define CARMA_ANALYSIS_CARBON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/err.h"
@@ -146,5 +147,43 @@ struct carbon_embodied_override {
 int carbon_embodied_resolve(const char *component, const char *model,
                             const struct carbon_embodied_override *overrides, size_t n,
                             struct embodied_fact *ret, struct carma_err *e);
+
+/* The fact is the experiment's own (an override), not the table's. */
+bool carbon_embodied_declared(const struct embodied_fact *f);
+
+/* A workload's use of the node's devices, for its embodied carbon. */
+struct carbon_embodied_use {
+    double seconds;       /* how long it ran */
+    double cpu_s;         /* its CPU time */
+    size_t n_cpus;        /* its allocation's CPUs, 0 for none */
+    int ncpu;             /* the node's CPUs */
+    int sockets;          /* and CPU packages */
+    const int *gpus;      /* the GPUs it names */
+    const int *gpu_users; /* how many workloads name each (itself included) */
+    size_t ngpus;
+    bool gpu_measured; /* a GPU is measured on the node (else only a declared fact counts) */
+    const struct carbon_embodied_override *overrides;
+    size_t n_overrides;
+};
+
+/* One device's part of a workload's embodied carbon. */
+struct carbon_embodied_part {
+    int gpu;      /* -1: the CPUs; else the GPU's index */
+    int units;    /* the CPU packages charged (the CPUs only) */
+    double share; /* of the device's time */
+    double g_co2e;
+    bool declared;             /* a GPU no channel measures: charged by the experiment's fact */
+    struct embodied_fact fact; /* its source */
+};
+
+/*
+ * A workload's embodied carbon: the CPUs at its allocation's share of the CPUs, else its CPU
+ * time's share of the node's CPU time over its duration (at most 1), times the packages; each
+ * GPU it names at an equal share among the workloads naming it, when a GPU is measured or the
+ * GPU's fact is declared. Writes the parts (at most cap: 1 + u->ngpus suffice; a fact that
+ * does not resolve makes none) and returns how many; *ret_g is their grams' sum.
+ */
+size_t carbon_embodied_job(const struct carbon_embodied_use *u, struct carbon_embodied_part *out,
+                           size_t cap, double *ret_g);
 
 #endif

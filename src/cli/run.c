@@ -37,6 +37,7 @@
 #include "report/html.h"
 #include "report/live.h"
 #include "rundir/manifest.h"
+#include "rundir/report.h"
 #include "rundir/rows.h"
 #include "rundir/writer.h"
 #include "sampler/samples_csv.h"
@@ -70,11 +71,6 @@ static void help(void)
            "                      monitoring.baseline_s, else 3s; 0 skips it)\n"
            "  --grace T           after SIGTERM, wait T before SIGKILL (default "
            "5s)\n" FOLLOW_OPTIONS_HELP);
-}
-
-static const char *kind_key(enum channel_kind k)
-{
-    return channel_kind_name(k);
 }
 
 /* ---- the run directory (rundir/writer) ---- */
@@ -539,26 +535,6 @@ static bool gpu_measured(const struct run *r)
     return caveat_has_kind(r->s, KIND_GPU);
 }
 
-/* The embodied fact is the experiment's own (carbon.embodied), not the table's. */
-static bool gpu_declared(const struct embodied_fact *f)
-{
-    return strcmp(f->source, "experiment override") == 0;
-}
-
-/* report.json's energy_by_kind_j and report.txt's columns have kind k: a node channel of that
- * kind, or a GPU asked for by a workload (then unknown where none is measured). */
-static bool kind_reported(const struct run *r, int k)
-{
-    for (size_t i = 0; i < r->nnode; i++)
-        if ((int)r->s->set.ch[r->node_idx[i]].kind == k)
-            return true;
-    if (k == KIND_GPU)
-        for (size_t j = 0; j < r->njobs; j++)
-            if (workload_wants_gpu(r->jobs[j].spec))
-                return true;
-    return false;
-}
-
 /* The warnings known before the workloads start: estimated power, GPUs not measured. Printed
  * on stderr now, kept for the reports. */
 static void start_warnings(struct run *r)
@@ -572,7 +548,7 @@ static void start_warnings(struct run *r)
         struct carma_err e = {0};
         bool declared = carbon_embodied_resolve("gpu", "default", r->x.embodied, r->x.n_embodied,
                                                 &f, &e) == 0 &&
-                        gpu_declared(&f);
+                        carbon_embodied_declared(&f);
         for (size_t k = 0; k < r->njobs; k++)
             if (workload_wants_gpu(r->jobs[k].spec)) {
                 caveat_gpu_missing(r->s, r->jobs[k].spec, declared, msg, sizeof msg);
@@ -598,270 +574,123 @@ static json_t *report_warnings(struct run *r)
     return w;
 }
 
-static double embodied_g(struct run *r, const struct job *j, json_t *detail)
-{
-    double dur = (double)(j->proc.end_mono - j->proc.start_mono) / 1e9;
-    double g = 0;
-    int ncpu = r->s->have_util ? r->s->util.ncpu : 1;
-    int sockets = r->s->have_util ? r->s->util.nsockets : 1;
-    struct embodied_fact f;
-    struct carma_err e = {0};
-    /* CPUs: the allocation's share of the CPUs, else the time share of the job's CPU time */
-    double share = j->spec->n_cpus ? (double)j->spec->n_cpus / ncpu
-                                   : (dur > 0 ? (double)j->cpu_ns / 1e9 / (ncpu * dur) : 0);
-    if (share > 1)
-        share = 1;
-    if (carbon_embodied_resolve("cpu", "default", r->x.embodied, r->x.n_embodied, &f, &e) == 0) {
-        double gc = sockets * carbon_embodied_g(f.kg_co2e, f.lifetime_years, dur, share);
-        g += gc;
-        json_t *o = json_object();
-        json_object_set_new(o, "device", json_string("cpu"));
-        json_object_set_new(o, "units", json_integer(sockets));
-        json_object_set_new(o, "share", json_real(share));
-        json_object_set_new(o, "g_co2e", json_real(gc));
-        json_object_set_new(o, "source", json_string(f.source));
-        json_array_append_new(detail, o);
-    }
-    /* GPUs: those the workload names (allocation, "gpu", or with "gpu": true its
-     * CUDA_VISIBLE_DEVICES), shared with the workloads naming them */
-    int mine[RUN_GPUS_MAX], theirs[RUN_GPUS_MAX];
-    size_t nmine = experiment_spec_gpus(j->spec, mine, RUN_GPUS_MAX);
-    for (size_t k = 0; k < nmine; k++) {
-        int gpu = mine[k];
-        int sharing = 0;
-        for (size_t m = 0; m < r->njobs; m++) {
-            size_t nt = experiment_spec_gpus(r->jobs[m].spec, theirs, RUN_GPUS_MAX);
-            bool uses = false;
-            for (size_t q = 0; q < nt; q++)
-                uses = uses || theirs[q] == gpu;
-            sharing += uses;
-        }
-        double gs = sharing ? 1.0 / sharing : 1.0;
-        if (carbon_embodied_resolve("gpu", "default", r->x.embodied, r->x.n_embodied, &f, &e) ==
-                0 &&
-            (gpu_measured(r) || gpu_declared(&f))) {
-            double gg = carbon_embodied_g(f.kg_co2e, f.lifetime_years, dur, gs);
-            g += gg;
-            json_t *o = json_object();
-            json_object_set_new(o, "device", json_sprintf("gpu%d", gpu));
-            json_object_set_new(o, "share", json_real(gs));
-            json_object_set_new(o, "g_co2e", json_real(gg));
-            json_object_set_new(o, "source", json_string(f.source));
-            if (!gpu_measured(r))
-                json_object_set_new(o, "declared", json_true()); /* no such device measured */
-            json_array_append_new(detail, o);
-        }
-    }
-    return g;
-}
+/* report.json's and report.txt's figures (rundir/report) and what they point to. */
+struct run_report {
+    struct rundir_report_in in;
+    struct rundir_report_job job[SPLIT_JOBS_MAX];
+    struct rundir_report_node node[CHANNELS_MAX];
+    struct rundir_report_gpu gpu[RUN_GPUS_MAX];
+    char stopped[128];
+    char *system_text, *outcome_text;
+};
 
-static json_t *report_json(struct run *r)
+static struct run_report run_report;
+
+/* Gathers the run's figures into p for rundir/report. */
+static void report_input(struct run *r, struct run_report *p)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "experiment", json_string(r->x.name));
-    json_object_set_new(o, "run_dir", json_string(r->dir));
-    json_object_set_new(o, "duration_s", json_real(sampler_window_s(r->s)));
-    json_object_set_new(o, "end_unix", json_real((double)r->s->real_now / 1e9)); /* last tick */
-    json_object_set_new(o, "status", json_string(r->stop.sig ? "interrupted" : "complete"));
-    json_object_set_new(o, "interruption", interruption_json(&r->stop));
-    json_t *a = json_object();
-    json_object_set_new(a, "idle_policy", json_string(split_policy_name(r->policy)));
-    json_object_set_new(a, "static_source",
-                        r->static_source ? json_string(r->static_source) : json_null());
-    double sw = 0;
-    for (size_t k = 0; k < r->nnode; k++)
-        sw += isfinite(r->static_w[r->node_idx[k]]) ? r->static_w[r->node_idx[k]] : 0;
-    jsonutil_set_num(a, "static_power_w", r->static_source ? sw : NAN);
-    json_object_set_new(a, "cpu_time_source", json_string(r->have_base ? "cgroup" : "proc"));
-    if (r->baseline_s > 0) {
-        json_t *b = json_object();
-        json_object_set_new(b, "duration_s", json_real(r->baseline_s));
-        jsonutil_set_num(b, "busy_cpus", r->baseline_busy_cpus);
-        json_object_set_new(b, "cpus",
-                            r->s->have_util ? json_integer(r->s->util.ncpu) : json_null());
-        json_object_set_new(b, "other_j", json_real(r->split.bg_other_j));
-        json_object_set_new(a, "baseline", b);
-    }
-    json_object_set_new(o, "attribution", a);
-    json_t *ws = json_array();
-    const struct ledger *l = &r->ledger;
-    double emb_total = 0, op_total = l->idle_g + l->other_g + l->unattr_g;
+    memset(p, 0, sizeof *p);
     for (size_t k = 0; k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
-        const struct ledger_job *acc = &l->job[k];
-        json_t *w = json_object();
-        double dur = (double)(j->proc.end_mono - j->proc.start_mono) / 1e9;
-        json_object_set_new(w, "name", json_string(j->spec->name));
-        json_object_set_new(w, "type", j->spec->type ? json_string(j->spec->type) : json_null());
-        json_object_set_new(w, "exit_status", json_integer(j->proc.exit_status));
-        json_object_set_new(w, "timed_out", json_boolean(j->proc.timed_out));
-        json_object_set_new(w, "duration_s", json_real(dur));
-        json_object_set_new(w, "energy_j", json_real(acc->energy_j));
-        json_t *bk = json_object();
-        for (int kk = 0; kk < 6; kk++) {
-            if (!kind_reported(r, kk) && acc->by_kind_j[kk] == 0)
-                continue; /* no channel of that kind: nothing to say, not 0 */
-            bool unknown = kk == KIND_GPU && !gpu_measured(r); /* asked for, not measured */
-            json_object_set_new(bk, kind_key((enum channel_kind)kk),
-                                unknown ? json_null() : json_real(acc->by_kind_j[kk]));
-        }
-        json_object_set_new(w, "energy_by_kind_j", bk);
-        jsonutil_set_num(w, "avg_power_w", dur > 0 ? acc->energy_j / dur : NAN);
-        json_object_set_new(w, "cpu_time_s", json_real((double)j->cpu_ns / 1e9));
-        json_object_set_new(w, "operational_g_co2e", json_real(acc->g_op));
-        json_t *detail = json_array();
-        double eg = embodied_g(r, j, detail);
-        json_object_set_new(w, "embodied_g_co2e", json_real(eg));
-        json_object_set_new(w, "embodied", detail);
-        json_object_set_new(w, "method", json_string(run_method(r)));
-        json_t *pf = json_object();
-        uint64_t v[PERFC_N];
-        unsigned mask = perf_counters_read(&j->perf, v);
-        for (int i = 0; i < PERFC_N; i++) {
-            if (mask & (1u << i)) {
-                json_object_set_new(pf, perf_counter_name(i), json_integer((json_int_t)v[i]));
-            } else {
-                json_object_set_new(pf, perf_counter_name(i), json_null());
-                char key[64];
-                snprintf(key, sizeof key, "%s_unavailable", perf_counter_name(i));
-                json_object_set_new(pf, key, json_string(perf_counter_error_text(&j->perf, i)));
-            }
-        }
-        json_object_set_new(w, "perf", pf);
-        json_array_append_new(ws, w);
-        emb_total += eg;
-        op_total += acc->g_op;
+        struct rundir_report_job *o = &p->job[k];
+        *o = (struct rundir_report_job){
+            .name = j->spec->name,
+            .type = j->spec->type,
+            .exit_status = j->proc.exit_status,
+            .timed_out = j->proc.timed_out,
+            .duration_s = (double)(j->proc.end_mono - j->proc.start_mono) / 1e9,
+            .cpu_s = (double)j->cpu_ns / 1e9,
+            .n_cpus = j->spec->n_cpus,
+            .wants_gpu = workload_wants_gpu(j->spec),
+        };
+        o->ngpus = experiment_spec_gpus(j->spec, o->gpus, RUNDIR_REPORT_GPUS_MAX);
+        o->perf_mask = perf_counters_read(&j->perf, o->perf);
+        for (int i = 0; i < PERFC_N; i++)
+            if (!(o->perf_mask & (1u << i)))
+                o->perf_error[i] = perf_counter_error_text(&j->perf, i);
     }
-    json_object_set_new(o, "workloads", ws);
-    run_gpu_report(r, o, ws);
-    json_t *idle = json_object(), *other = json_object(), *un = json_object();
-    json_object_set_new(idle, "energy_j", json_real(l->idle_j));
-    json_object_set_new(other, "energy_j", json_real(l->other_j));
-    json_object_set_new(un, "energy_j", json_real(l->unattr_j));
-    json_object_set_new(o, "idle", idle);
-    json_object_set_new(o, "other", other);
-    json_object_set_new(o, "unattributed", un);
-    json_object_set_new(o, "total_energy_j", json_real(l->total_j));
-    json_t *nodes = json_array();
-    for (size_t k = 0; k < r->nnode; k++)
-        json_array_append_new(nodes, json_string(r->s->set.ch[r->node_idx[k]].name));
-    json_object_set_new(o, "node_channels", nodes);
+    for (size_t k = 0; k < r->nnode; k++) {
+        const struct channel *c = &r->s->set.ch[r->node_idx[k]];
+        p->node[k] = (struct rundir_report_node){
+            .name = c->name, .kind = c->kind, .static_w = r->static_w[r->node_idx[k]]};
+    }
+    if (r->stop.sig)
+        interruption_text(&r->stop, p->stopped, sizeof p->stopped);
     json_t *rest = rest_of_system_json(r->s);
-    if (rest) {
-        json_object_set_new(o, "rest_of_system", rest);
-        json_object_set_new(o, "meters", rundir_manifest_meters(r->s));
-    }
-    json_t *c = json_object();
-    json_object_set_new(c, "g_per_kwh", json_real(r->ci.g_per_kwh));
-    json_object_set_new(c, "intensity_source", json_string(r->ci.source));
-    json_object_set_new(c, "pue", json_real(r->x.pue));
-    json_object_set_new(c, "operational_g_co2e", json_real(op_total));
-    json_object_set_new(c, "embodied_g_co2e", json_real(emb_total));
-    json_object_set_new(o, "carbon", c);
-    json_object_set_new(o, "warnings", report_warnings(r));
-    return o;
+    p->in = (struct rundir_report_in){
+        .experiment = r->x.name,
+        .run_dir = r->dir,
+        .duration_s = sampler_window_s(r->s),
+        .end_unix = (double)r->s->real_now / 1e9,
+        .status = r->stop.sig ? "interrupted" : "complete",
+        .interruption = interruption_json(&r->stop),
+        .interruption_text = r->stop.sig ? p->stopped : NULL,
+        .idle_policy = split_policy_name(r->policy),
+        .method = run_method(r),
+        .static_source = r->static_source,
+        .cpu_time_source = r->have_base ? "cgroup" : "proc",
+        .baseline_s = r->baseline_s,
+        .baseline_busy_cpus = r->baseline_busy_cpus,
+        .baseline_other_j = r->split.bg_other_j,
+        .have_cpus = r->s->have_util,
+        .ncpu = r->s->have_util ? r->s->util.ncpu : 0,
+        .nsockets = r->s->have_util ? r->s->util.nsockets : 0,
+        .embodied = r->x.embodied,
+        .n_embodied = r->x.n_embodied,
+        .gpu_measured = gpu_measured(r),
+        .job = p->job,
+        .njobs = r->njobs,
+        .ledger = &r->ledger,
+        .node = p->node,
+        .nnode = r->nnode,
+        .rest_of_system = rest,
+        .meters = rest ? rundir_manifest_meters(r->s) : NULL,
+        .g_per_kwh = r->ci.g_per_kwh,
+        .intensity_source = r->ci.source,
+        .pue = r->x.pue,
+        .warnings = report_warnings(r),
+    };
+    run_gpu_report(r, &p->in, p->gpu);
 }
 
-/* A number of the text report: "n/a" for an unknown one, never "-0.000" (a tiny negative
- * part of a split rounds to 0). */
-static void text_num(FILE *f, int width, int dec, double v)
+/* report.txt's lines in carma's words (cli/common, cli/run_outcome), once report.json (rep)
+ * is final: the rest of the system and the meters, the workloads that did not end well; and
+ * the GPUs' figures, split again by nsys (run_nsys_finish) or not. */
+static void report_lines(struct run *r, struct run_report *p, const json_t *rep)
 {
-    if (!isfinite(v))
-        fprintf(f, " %*s", width, "n/a");
-    else
-        fprintf(f, " %*.*f", width, dec, fmt_round_zero(v, dec));
-}
-
-/* report.txt: the workloads' types (the experiment's "type"), when any has one. */
-static void types_text(FILE *f, json_t *ws)
-{
-    size_t k, n = 0;
-    json_t *w;
-    json_array_foreach(ws, k, w)
-    {
-        const char *t = json_string_value(json_object_get(w, "type"));
-        if (t)
-            fprintf(f, "%s%s %s",
-                    n++ ? ", " : "workload types: ", json_string_value(json_object_get(w, "name")),
-                    t);
-    }
-    if (n)
-        fputc('\n', f);
-}
-
-static void report_text(struct run *r, json_t *rep, FILE *f)
-{
-    fprintf(f, "experiment %s: %.3f s, idle policy %s, %s\n", r->x.name,
-            json_real_value(json_object_get(rep, "duration_s")), split_policy_name(r->policy),
-            run_method(r));
-    size_t wi;
-    json_t *wv;
-    json_array_foreach(json_object_get(rep, "warnings"), wi, wv)
-        fprintf(f, "warning: %s\n", json_string_value(wv));
-    if (r->stop.sig) {
-        char what[128];
-        interruption_text(&r->stop, what, sizeof what);
-        fprintf(f, "interrupted by %s: the run was cut short, its figures cover it up to then\n",
-                what);
-    }
-    fprintf(f, "\n");
-    /* the kinds with a channel (or a GPU asked for): a kind the node lacks has no column */
-    static const int kinds[] = {KIND_CPU, KIND_DRAM, KIND_SOC, KIND_SYSTEM, KIND_GPU};
-    bool show[5];
-    fprintf(f, "%-20s %6s %9s %11s %10s %9s", "workload", "exit", "time s", "energy J", "Wh",
-            "avg W");
-    for (size_t q = 0; q < 5; q++) {
-        show[q] = kind_reported(r, kinds[q]);
-        if (show[q]) {
-            char h[24];
-            snprintf(h, sizeof h, "%s J", kind_key((enum channel_kind)kinds[q]));
-            fprintf(f, " %9s", h);
-        }
-    }
-    fprintf(f, " %12s %12s\n", "oper. gCO2e", "embod. gCO2e");
-    json_t *ws = json_object_get(rep, "workloads");
-    for (size_t k = 0; k < json_array_size(ws); k++) {
-        json_t *w = json_array_get(ws, k);
-        json_t *bk = json_object_get(w, "energy_by_kind_j");
-        double e = json_real_value(json_object_get(w, "energy_j"));
-        json_t *avg = json_object_get(w, "avg_power_w");
-        fprintf(f, "%-20s %6d", json_string_value(json_object_get(w, "name")),
-                (int)json_integer_value(json_object_get(w, "exit_status")));
-        text_num(f, 9, 3, json_real_value(json_object_get(w, "duration_s")));
-        text_num(f, 11, 3, e);
-        text_num(f, 10, 6, e / 3600.0);
-        text_num(f, 9, 3, json_is_real(avg) ? json_real_value(avg) : NAN);
-        for (size_t q = 0; q < 5; q++) {
-            if (!show[q])
-                continue;
-            json_t *v = json_object_get(bk, kind_key((enum channel_kind)kinds[q]));
-            text_num(f, 9, 3, jsonutil_num(v));
-        }
-        text_num(f, 12, 6, json_real_value(json_object_get(w, "operational_g_co2e")));
-        text_num(f, 12, 6, json_real_value(json_object_get(w, "embodied_g_co2e")));
-        fprintf(f, "\n");
-    }
-    static const char *const rows[] = {"idle", "other processes", "unattributed", "node total"};
-    double vals[] = {r->ledger.idle_j, r->ledger.other_j, r->ledger.unattr_j, r->ledger.total_j};
-    for (size_t q = 0; q < 4; q++) {
-        fprintf(f, "%-20s %6s %9s", rows[q], "", "");
-        text_num(f, 11, 3, vals[q]);
-        text_num(f, 10, 6, vals[q] / 3600);
-        fprintf(f, "\n");
-    }
-    types_text(f, ws);
-    json_t *rest = json_object_get(rep, "rest_of_system");
-    if (rest) {
-        fprintf(f, "\n");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f;
+    const json_t *rest = json_object_get(rep, "rest_of_system");
+    if (rest && (f = open_memstream(&text, &len))) {
         rest_of_system_print(f, rest);
         meters_print(f, r->s, "  meter ");
+        if (fclose(f) == 0)
+            p->in.system_text = p->system_text = text;
+        else
+            free(text);
     }
-    run_outcome_text(r, f);
-    run_gpu_text(r, f);
-    fprintf(f, "\n");
-    fprintf(f, "intensity: %.4g g/kWh x PUE %.3g (%s)\n", r->ci.g_per_kwh, r->x.pue, r->ci.source);
-    fprintf(f, "embodied: device manufacture by time share (data/embodied.csv or the "
-               "experiment's overrides); operational and embodied are not summed\n");
+    text = NULL;
+    if ((f = open_memstream(&text, &len))) {
+        run_outcome_text(r, f);
+        if (fclose(f) == 0)
+            p->in.outcome_text = p->outcome_text = text;
+        else
+            free(text);
+    }
+    run_gpu_report(r, &p->in, p->gpu);
+}
+
+/* Frees what report_input made. */
+static void report_input_done(struct run_report *p)
+{
+    json_decref(p->in.interruption);
+    json_decref(p->in.rest_of_system);
+    json_decref(p->in.meters);
+    json_decref(p->in.warnings);
+    free(p->system_text);
+    free(p->outcome_text);
+    memset(p, 0, sizeof *p);
 }
 
 /* ---- main ---- */
@@ -1167,15 +996,19 @@ int cmd_run(int argc, char **argv)
     rundir_writer_write_json(&r->out, "workloads.json", rundir_rows_workloads(wls, r->njobs));
     rundir_writer_write_json(&r->out, "workload_pids.json",
                              rundir_rows_workload_pids(wls, r->njobs));
-    json_t *rep = report_json(r);
+    struct run_report *rr = &run_report;
+    report_input(r, rr);
+    json_t *rep = rundir_report_json(&rr->in);
     run_nsys_finish(r, &rep, co.verbose < 0);
+    report_lines(r, rr, rep);
     char *text = NULL;
     size_t tlen = 0;
     FILE *mem = open_memstream(&text, &tlen);
     if (mem) {
-        report_text(r, rep, mem);
+        rundir_report_text(&rr->in, rep, mem);
         fclose(mem);
     }
+    report_input_done(rr);
     /* the files first: a closed stdout must not cost the report */
     /* --json: report.json (which the writer takes) and the directory, one document on stdout */
     json_t *doc = co.json ? json_pack("{s:s, s:O}", "run_dir", r->dir, "report", rep) : NULL;

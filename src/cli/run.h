@@ -21,6 +21,7 @@
 #include "cli/interrupt.h"
 #include "core/csv.h"
 #include "core/journal.h"
+#include "rundir/report.h"
 #include "rundir/writer.h"
 #include "sampler/samples_csv.h"
 #include "sampler/sampler.h"
@@ -104,10 +105,9 @@ int run_gpu_setup(struct run *r);
 /* Adds this tick's energy of the GPU channels and splits what is pending when due (always
  * when final), posting the splits to r->ledger at time at. */
 void run_gpu_tick(struct run *r, bool final, const struct ledger_time *at);
-/* report.json: "gpus" at the top level, "gpu_j" in each workload (ws: the workloads array). */
-void run_gpu_report(struct run *r, json_t *rep, json_t *ws);
-/* report.txt: the GPU lines. */
-void run_gpu_text(struct run *r, FILE *f);
+/* The GPUs' figures for report.json and report.txt (rundir/report): into out (RUN_GPUS_MAX),
+ * in->gpu pointing to it, and in's process lists' figures. */
+void run_gpu_report(struct run *r, struct rundir_report_in *in, struct rundir_report_gpu *out);
 /* Closes the files (status for power/manifest.json) and frees the GPU state (NULL-safe). */
 void run_gpu_done(struct run *r, const char *status);
 

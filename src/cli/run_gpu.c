@@ -346,112 +346,50 @@ void run_gpu_tick(struct run *r, bool final, const struct ledger_time *at)
     }
 }
 
-void run_gpu_report(struct run *r, json_t *rep, json_t *ws)
+void run_gpu_report(struct run *r, struct rundir_report_in *in, struct rundir_report_gpu *out)
 {
     struct run_gpu *g = r->gpu;
-    json_t *arr = json_array();
+    in->gpu = out;
+    in->ngpus = g ? g->n : 0;
     for (size_t d = 0; g && d < g->n; d++) {
         struct gpu_dev *v = &g->dev[d];
         const struct channel *c = &r->s->set.ch[v->ch];
-        json_t *o = json_object();
-        json_object_set_new(o, "channel", json_string(c->name));
-        json_object_set_new(o, "index", json_integer(v->index));
-        json_object_set_new(o, "uuid", json_string(v->uuid));
-        /* the label is "<name> <uuid>" */
-        size_t ll = strlen(c->label), ul = strlen(v->uuid);
-        if (ul && ll > ul && strcmp(c->label + ll - ul, v->uuid) == 0)
-            ll -= ul + 1;
-        json_object_set_new(o, "name", json_stringn(c->label, ll));
-        json_object_set_new(o, "form", json_string(c->form == FORM_COUNTER ? "counter" : "gauge"));
-        const struct ledger_gpu *a = &r->ledger.gpu[d];
-        json_object_set_new(o, "energy_j", json_real(a->total_j));
-        json_object_set_new(o, "covered_s", json_real(sampler_window_covered_s(r->s, v->ch)));
-        json_object_set_new(o, "invalid_samples", json_integer((json_int_t)v->invalid));
-        jsonutil_set_num(o, "drift_pct", sampler_window_drift_pct(r->s, v->ch));
+        struct rundir_report_gpu *o = &out[d];
+        *o = (struct rundir_report_gpu){
+            .channel = c->name,
+            .index = v->index,
+            .uuid = v->uuid,
+            .label = c->label,
+            .counter = c->form == FORM_COUNTER,
+            .covered_s = sampler_window_covered_s(r->s, v->ch),
+            .invalid = v->invalid,
+            .drift_pct = sampler_window_drift_pct(r->s, v->ch),
+            .static_w = r->static_w[v->ch],
+            .nsys_split = v->nsys_split,
+        };
         /* every power gauge of the GPU against its counter: average powers over the run */
-        json_t *gs = json_object();
-        jsonutil_set_num(gs, "power_usage", sampler_window_drift_pct(r->s, v->ch));
         double ce = sampler_window_energy_j(r->s, v->ch),
                cs = sampler_window_covered_s(r->s, v->ch);
-        for (size_t i = 0; i < r->s->set.n; i++) {
+        for (size_t i = 0; i < r->s->set.n && o->ngauge < RUNDIR_REPORT_GAUGES_MAX; i++) {
             const struct channel *k = &r->s->set.ch[i];
             if (k->parent != (int)v->ch || k->domain != DOMAIN_COMPONENT || c->form != FORM_COUNTER)
                 continue;
             double ke = sampler_window_energy_j(r->s, i), ks = sampler_window_covered_s(r->s, i);
-            jsonutil_set_num(gs, k->zone,
-                             ce > 0 && cs > 0 && ks > 0 ? ((ke / ks) / (ce / cs) - 1.0) * 100.0
-                                                        : NAN);
+            o->gauge[o->ngauge++] = (struct rundir_report_gauge){
+                .zone = k->zone,
+                .drift_pct =
+                    ce > 0 && cs > 0 && ks > 0 ? ((ke / ks) / (ce / cs) - 1.0) * 100.0 : NAN,
+            };
         }
-        json_object_set_new(o, "gauge_drift_pct", gs);
-        jsonutil_set_num(o, "static_power_w", r->static_w[v->ch]);
-        json_object_set_new(o, "jobs_j", json_real(a->jobs_j));
-        json_object_set_new(o, "idle_j", json_real(a->idle_j));
-        json_object_set_new(o, "other_j", json_real(a->other_j));
-        json_object_set_new(o, "unattributed_j", json_real(a->unattr_j));
-        json_t *b = json_object();
-        for (int k = 0; k < GPU_BASIS_N; k++)
-            json_object_set_new(b, gpu_basis_name((enum gpu_basis)k), json_real(a->basis_s[k]));
-        json_object_set_new(o, "basis_s", b);
-        json_t *own = json_array();
         for (size_t k = 0; k < r->njobs; k++)
-            if (v->owns[k])
-                json_array_append_new(own, json_string(r->jobs[k].spec->name));
-        json_object_set_new(o, "owners", own);
-        json_array_append_new(arr, o);
+            o->owns[k] = v->owns[k];
     }
-    json_object_set_new(rep, "gpus", arr);
+    in->have_gpu_lists = g != NULL;
     if (g) {
-        json_t *q = json_object();
-        json_object_set_new(q, "reads", json_integer((json_int_t)g->queries));
-        jsonutil_set_num(q, "mean_ms",
-                         g->queries ? (double)g->query_ns / 1e6 / (double)g->queries : NAN);
-        json_object_set_new(q, "last_period_ms", json_real((double)g->period_ns / 1e6));
-        json_object_set_new(rep, "gpu_process_lists", q);
+        in->gpu_list_reads = g->queries;
+        in->gpu_list_mean_ms = g->queries ? (double)g->query_ns / 1e6 / (double)g->queries : NAN;
+        in->gpu_list_period_ms = (double)g->period_ns / 1e6;
     }
-    for (size_t k = 0; k < r->njobs && k < json_array_size(ws); k++) {
-        json_t *m = json_object();
-        for (size_t d = 0; g && d < g->n; d++)
-            json_object_set_new(m, r->s->set.ch[g->dev[d].ch].name,
-                                json_real(r->ledger.job[k].gpu_j[d]));
-        json_object_set_new(json_array_get(ws, k), "gpu_j", m);
-    }
-}
-
-/* a figure printed with 3 decimals: never "-0.000" */
-#define Z3(x) fmt_round_zero((x), 3)
-
-void run_gpu_text(struct run *r, FILE *f)
-{
-    struct run_gpu *g = r->gpu;
-    if (!g || !g->n)
-        return;
-    fprintf(f, "\n%-14s %11s %11s %11s %11s %11s %9s  %s\n", "GPU", "energy J", "workloads J",
-            "idle J", "other J", "unattr. J", "drift %", "split by (seconds)");
-    for (size_t d = 0; d < g->n; d++) {
-        struct gpu_dev *v = &g->dev[d];
-        const struct ledger_gpu *a = &r->ledger.gpu[d];
-        double drift = sampler_window_drift_pct(r->s, v->ch);
-        char dr[24] = "-";
-        if (isfinite(drift))
-            snprintf(dr, sizeof dr, "%+.3f", drift);
-        char basis[160] = "";
-        size_t bl = 0;
-        for (int k = 0; k < GPU_BASIS_N; k++)
-            if (a->basis_s[k] >= 0.05)
-                bl += (size_t)snprintf(basis + bl, sizeof basis - bl, "%s%s %.1fs", bl ? ", " : "",
-                                       k == GPU_BASIS_SM && v->nsys_split
-                                           ? "kernels"
-                                           : gpu_basis_name((enum gpu_basis)k),
-                                       a->basis_s[k]);
-        fprintf(f, "%-14s %11.3f %11.3f %11.3f %11.3f %11.3f %9s  %s%s\n", r->s->set.ch[v->ch].name,
-                Z3(a->total_j), Z3(a->jobs_j), Z3(a->idle_j), Z3(a->other_j), Z3(a->unattr_j), dr,
-                basis, v->invalid ? " (readings missing)" : "");
-        for (size_t k = 0; k < r->njobs; k++)
-            if (r->ledger.job[k].gpu_j[d] != 0)
-                fprintf(f, "%-14s   %-20s %11.3f J\n", "", r->jobs[k].spec->name,
-                        Z3(r->ledger.job[k].gpu_j[d]));
-    }
-    fprintf(f, "drift: NVML's power gauge integrated over the run against its energy counter\n");
 }
 
 void run_gpu_done(struct run *r, const char *status)

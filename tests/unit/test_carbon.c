@@ -410,6 +410,53 @@ static void test_embodied_formula(void **state)
     assert_true(isnan(carbon_embodied_g(575, 5, 3600, NAN)));
 }
 
+/* A workload's embodied carbon: the CPUs by CPU time (capped at all of them) or allocation,
+ * times the packages; a GPU at its share among the workloads naming it, only when a GPU is
+ * measured or its fact is the experiment's. */
+static void test_embodied_job(void **state)
+{
+    (void)state;
+    const double per_s = 100e3 / (5 * 365.25 * 86400); /* the table's CPU: 100 kg, 5 years */
+    int gpus[] = {3}, users[] = {4};
+    struct carbon_embodied_use u = {.seconds = 10,
+                                    .cpu_s = 100,
+                                    .ncpu = 8,
+                                    .sockets = 2, /* 100 s of 80: all the CPUs */
+                                    .gpus = gpus,
+                                    .gpu_users = users,
+                                    .ngpus = 1,
+                                    .gpu_measured = true};
+    struct carbon_embodied_part p[4];
+    double g = -1;
+    assert_int_equal(carbon_embodied_job(&u, p, 4, &g), 2);
+    assert_int_equal(p[0].gpu, -1);
+    assert_int_equal(p[0].units, 2);
+    tu_assert_near(p[0].share, 1.0, 1e-15);
+    tu_assert_near(p[0].g_co2e, 2 * per_s * 10, 1e-12);
+    assert_int_equal(p[1].gpu, 3);
+    tu_assert_near(p[1].share, 0.25, 1e-15);
+    tu_assert_near(p[1].g_co2e, 150e3 / (5 * 365.25 * 86400) * 10 * 0.25, 1e-12);
+    assert_false(p[1].declared);
+    tu_assert_near(g, p[0].g_co2e + p[1].g_co2e, 1e-15);
+    /* an allocation of 2 of 8 CPUs; no GPU measured and none declared: no GPU part */
+    u.n_cpus = 2;
+    u.gpu_measured = false;
+    assert_int_equal(carbon_embodied_job(&u, p, 4, &g), 1);
+    tu_assert_near(p[0].share, 0.25, 1e-15);
+    tu_assert_near(g, 2 * per_s * 10 * 0.25, 1e-12);
+    /* declared by the experiment: charged, and said so */
+    struct carbon_embodied_override ov = {
+        .component = "gpu", .model = "default", .kg_co2e = 300, .lifetime_years = 3};
+    u.overrides = &ov;
+    u.n_overrides = 1;
+    assert_int_equal(carbon_embodied_job(&u, p, 4, &g), 2);
+    assert_true(p[1].declared);
+    assert_true(carbon_embodied_declared(&p[1].fact));
+    tu_assert_near(p[1].g_co2e, 300e3 / (3 * 365.25 * 86400) * 10 * 0.25, 1e-12);
+    /* cap: the CPUs' part only */
+    assert_int_equal(carbon_embodied_job(&u, p, 1, &g), 1);
+}
+
 static void test_embodied_resolve(void **state)
 {
     (void)state;
@@ -527,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_resolve_order),
         cmocka_unit_test(test_embodied_formula),
         cmocka_unit_test(test_embodied_resolve),
+        cmocka_unit_test(test_embodied_job),
         cmocka_unit_test(test_embodied_dram_per_gb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
