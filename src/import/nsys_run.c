@@ -260,7 +260,7 @@ int nsys_run_owner_of(const struct nsys_run_info *ri, uint32_t pid)
 
 /* ---- the re-attribution ---- */
 
-struct arow { /* a row of attribution.csv, pointing into the file's text */
+struct arow { /* a row of attribution.csv, its cells as the file has them (load_attr's text) */
     const char *ts, *channel, *job, *joules;
     int64_t ts_ns;
     double j;
@@ -281,124 +281,130 @@ struct period {
     double *out; /* njobs + 3: each job's, idle, other, unattributed */
 };
 
-/*
- * The rows of attribution.csv's text (the NVML split: attribution.csv or attribution_nvml.csv,
- * named path), each by the run directory's rules (rundir.h) as carma report reads it; t0 is
- * samples.csv's first tick. A torn last line is cut off the text and said in warning.
- */
-static int load_attr(char *text, size_t len, const char *path, double t0, struct arow **ret,
-                     size_t *ret_n, char *warning, size_t wcap, struct carma_err *e)
+/* Appends s with its NUL to the text *t (length *n, room *cap). 0 or -ENOMEM. */
+static int text_put(char **t, size_t *n, size_t *cap, const char *s)
 {
-    struct csv_fields f = {0};
-    size_t pos = 0, line = 1, n = 0, cap = 0;
+    size_t len = strlen(s) + 1;
+    if (array_grow(t, cap, *n + len, 1) < 0)
+        return -ENOMEM;
+    memcpy(*t + *n, s, len);
+    *n += len;
+    return 0;
+}
+
+/*
+ * The rows of the NVML split (attribution.csv or attribution_nvml.csv, dir/name), each by the
+ * run directory's rules (rundir.h) as carma report reads it; t0 is samples.csv's first tick.
+ * Each row's timestamp_unix, channel, job and joules cells, as the file has them, go into
+ * *ret_text (caller frees), which the rows point into. A torn last line is skipped and said in
+ * warning.
+ */
+static int load_attr(const char *dir, const char *name, double t0, struct arow **ret, size_t *ret_n,
+                     char **ret_text, char *warning, size_t wcap, struct carma_err *e)
+{
+    struct rundir_lines l;
+    int r = rundir_lines_start(&l, dir, name, e);
+    if (r < 0)
+        return r;
+    size_t n = 0, cap = 0, tn = 0, tcap = 0;
     struct arow *a = NULL;
-    int r;
-    bool header = true;
-    struct rundir_attr ra = {.t0 = t0, .t_last = -INFINITY};
-    if (len && text[len - 1] != '\n') { /* a torn last line: skipped, said once */
-        char *nl = memrchr(text, '\n', len);
-        size_t keep = nl ? (size_t)(nl - text) + 1 : 0;
-        struct rundir_lines torn = {.torn = 1};
-        for (size_t i = 0; i < keep; i++)
-            torn.torn += text[i] == '\n';
-        snprintf(torn.path, sizeof torn.path, "%s", path);
-        rundir_torn_warning(&torn, warning, wcap);
-        len = keep;
-        text[len] = '\0';
-    }
-    while ((r = csv_split(text, len, &pos, &line, path, &f, e)) == 1) {
-        if (header) {
-            static const char *const cols[] = {"timestamp_unix", "channel", "job", "joules"};
-            for (int i = 0; i < 4; i++)
-                if ((ra.col[i] = csv_column(&f.row, cols[i])) < 0) {
-                    r = carma_err_set(e, -EINVAL, "%s:%zu: no column '%s'", path, f.row.line,
-                                      cols[i]);
-                    goto out;
-                }
-            ra.nf = f.row.n;
-            header = false;
-            continue;
-        }
+    char *text = NULL;
+    struct rundir_attr ra;
+    if ((r = rundir_attr_header(&ra, t0, &l, e)) < 0)
+        goto out;
+    while ((r = rundir_lines_next(&l, e)) == 1) {
         struct rundir_attr_row row;
-        if ((r = rundir_attr_check(&ra, path, f.row.line, f.row.fields, f.row.n, &row, e)) < 0)
+        if ((r = rundir_attr_row(&ra, &l, &row, e)) < 0)
             goto out;
         if (array_grow(&a, &cap, n + 1, sizeof *a) < 0) {
             r = carma_err_set(e, -ENOMEM, "out of memory");
             goto out;
         }
+        const char *ts = l.fld[ra.col[0]];
         struct arow *w = &a[n++];
-        *w = (struct arow){.ts = f.row.fields[ra.col[0]],
-                           .channel = row.channel,
-                           .job = row.job,
-                           .joules = f.row.fields[ra.col[3]],
-                           .j = row.j,
-                           .gpu = -1,
-                           .period = -1};
-        if (!parse_unix_ns(w->ts, &w->ts_ns)) {
+        *w = (struct arow){.j = row.j, .gpu = -1, .period = -1};
+        if (!parse_unix_ns(ts, &w->ts_ns)) {
             r = carma_err_set(e, -EINVAL, "%s:%zu: timestamp_unix: not a Unix time in seconds",
-                              path, f.row.line);
+                              l.path, l.line);
+            goto out;
+        }
+        if (text_put(&text, &tn, &tcap, ts) < 0 || text_put(&text, &tn, &tcap, row.channel) < 0 ||
+            text_put(&text, &tn, &tcap, row.job) < 0 ||
+            text_put(&text, &tn, &tcap, l.fld[ra.col[3]]) < 0) {
+            r = carma_err_set(e, -ENOMEM, "out of memory");
             goto out;
         }
     }
     if (r < 0)
         goto out;
-    if (header) {
-        r = carma_err_set(e, -EINVAL, "%s: empty file (no header)", path);
-        goto out;
-    }
     r = 0;
+    if (l.torn)
+        rundir_torn_warning(&l, warning, wcap);
+    const char *p = text;
+    for (size_t i = 0; i < n; i++) { /* the text is whole: each row's four cells, in order */
+        a[i].ts = p;
+        a[i].channel = a[i].ts + strlen(a[i].ts) + 1;
+        a[i].job = a[i].channel + strlen(a[i].channel) + 1;
+        a[i].joules = a[i].job + strlen(a[i].job) + 1;
+        p = a[i].joules + strlen(a[i].joules) + 1;
+    }
     *ret = a;
     *ret_n = n;
+    *ret_text = text;
     a = NULL;
+    text = NULL;
 out:
-    csv_fields_free(&f);
+    rundir_lines_close(&l);
     free(a);
+    free(text);
     return r;
 }
 
-static int load_busy(char *text, size_t len, const char *name, const struct nsys_run_info *ri,
-                     struct brow **ret, size_t *ret_n, struct carma_err *e)
+/* The rows of nsys_gpu.csv (an empty file has none). A torn last line is skipped and said in
+ * warning unless warning already holds one. */
+static int load_busy(const char *dir, const struct nsys_run_info *ri, struct brow **ret,
+                     size_t *ret_n, char *warning, size_t wcap, struct carma_err *e)
 {
-    struct csv_fields f = {0};
-    size_t pos = 0, line = 1, n = 0, cap = 0;
+    static const char *const name = "nsys_gpu.csv";
+    struct rundir_lines l;
+    int r = rundir_lines_start(&l, dir, name, e);
+    if (r < 0)
+        return r;
+    size_t n = 0, cap = 0;
     struct brow *b = NULL;
-    int r, c[6];
-    bool header = true;
+    int c[6] = {0};
     static const char *const cols[] = {
         "interval_start_unix", "interval_end_unix", "gpu", "pid", "workload", "busy_s"};
-    while ((r = csv_split(text, len, &pos, &line, name, &f, e)) == 1) {
-        if (header) {
-            for (int i = 0; i < 6; i++)
-                if ((c[i] = csv_column(&f.row, cols[i])) < 0) {
-                    r = carma_err_set(e, -EINVAL, "%s: no column %s", name, cols[i]);
-                    goto out;
-                }
-            header = false;
-            continue;
-        }
+    if ((r = rundir_lines_next(&l, e)) == 1) /* the header */
+        for (int i = 0; i < 6; i++)
+            if ((c[i] = rundir_lines_column(&l, cols[i])) < 0) {
+                r = carma_err_set(e, -EINVAL, "%s: no column %s", name, cols[i]);
+                goto out;
+            }
+    while (r == 1 && (r = rundir_lines_next(&l, e)) == 1) {
         bool ok = true;
         for (int i = 0; i < 6; i++)
-            ok = ok && c[i] < (int)f.row.n;
+            ok = ok && c[i] < (int)l.nf;
         int64_t t0 = 0, t1 = 0;
         char *e1 = NULL, *e2 = NULL;
         long gpu = 0;
         double busy = 0;
         if (ok) {
-            gpu = strtol(f.row.fields[c[2]], &e1, 10);
-            busy = strtod(f.row.fields[c[5]], &e2);
-            ok = parse_unix_ns(f.row.fields[c[0]], &t0) && parse_unix_ns(f.row.fields[c[1]], &t1) &&
-                 t1 > t0 && e1 != f.row.fields[c[2]] && !*e1 && e2 != f.row.fields[c[5]] && !*e2 &&
-                 isfinite(busy) && busy >= 0;
+            gpu = strtol(l.fld[c[2]], &e1, 10);
+            busy = strtod(l.fld[c[5]], &e2);
+            ok = parse_unix_ns(l.fld[c[0]], &t0) && parse_unix_ns(l.fld[c[1]], &t1) && t1 > t0 &&
+                 e1 != l.fld[c[2]] && !*e1 && e2 != l.fld[c[5]] && !*e2 && isfinite(busy) &&
+                 busy >= 0;
         }
         if (!ok) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: not a row of nsys_gpu.csv", name, f.row.line);
+            r = carma_err_set(e, -EINVAL, "%s:%zu: not a row of nsys_gpu.csv", name, l.line);
             goto out;
         }
         if (array_grow(&b, &cap, n + 1, sizeof *b) < 0) {
             r = carma_err_set(e, -ENOMEM, "out of memory");
             goto out;
         }
-        const char *wname = f.row.fields[c[4]];
+        const char *wname = l.fld[c[4]];
         b[n++] = (struct brow){.t0 = t0,
                                .t1 = t1,
                                .gpu = (int)gpu,
@@ -408,11 +414,13 @@ static int load_busy(char *text, size_t len, const char *name, const struct nsys
     if (r < 0)
         goto out;
     r = 0;
+    if (l.torn && !warning[0])
+        rundir_torn_warning(&l, warning, wcap);
     *ret = b;
     *ret_n = n;
     b = NULL;
 out:
-    csv_fields_free(&f);
+    rundir_lines_close(&l);
     free(b);
     return r;
 }
@@ -570,8 +578,8 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
     if (r < 0)
         return r;
     json_t *rep = NULL, *wl = NULL;
-    char *atext = NULL, *btext = NULL;
-    size_t alen = 0, blen = 0, na = 0, nb = 0, nper_all = 0;
+    char *atext = NULL;
+    size_t na = 0, nb = 0, nper_all = 0;
     struct arow *a = NULL;
     struct brow *b = NULL;
     struct period *per = NULL;
@@ -615,14 +623,9 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
     struct stat sb;
     bool have_nvml = stat(path, &sb) == 0;
     const char *aname = have_nvml ? "attribution_nvml.csv" : "attribution.csv";
-    char apath_in[4200];
-    snprintf(apath_in, sizeof apath_in, "%s/%s", run_dir, aname);
-    if ((r = rundir_read_file(run_dir, aname, &atext, &alen, e)) < 0 ||
-        (r = load_attr(atext, alen, apath_in, (double)ri.ticks[0] / 1e9, &a, &na, out->warning,
-                       sizeof out->warning, e)) < 0)
-        goto out;
-    if ((r = rundir_read_file(run_dir, "nsys_gpu.csv", &btext, &blen, e)) < 0 ||
-        (r = load_busy(btext, blen, "nsys_gpu.csv", &ri, &b, &nb, e)) < 0)
+    if ((r = load_attr(run_dir, aname, (double)ri.ticks[0] / 1e9, &a, &na, &atext, out->warning,
+                       sizeof out->warning, e)) < 0 ||
+        (r = load_busy(run_dir, &ri, &b, &nb, out->warning, sizeof out->warning, e)) < 0)
         goto out;
     qsort(b, nb, sizeof *b, brow_cmp);
 
@@ -844,7 +847,6 @@ out:
     free(a);
     free(b);
     free(atext);
-    free(btext);
     json_decref(rep);
     json_decref(wl);
     nsys_run_info_free(&ri);

@@ -74,7 +74,7 @@ struct nsys_reattr {
     struct nsys_reattr_gpu gpu[NSYS_GPUS_MAX];
     size_t periods;     /* split periods redone, all GPUs */
     char warning[4400]; /* the NVML split's torn last line, skipped and left out of the new
-                           attribution.csv (rundir.h); "" when none */
+                           attribution.csv (rundir.h), or else nsys_gpu.csv's; "" when none */
 };
 
 /* The name of basis b of nsys_reattr_gpu.basis_s. */

@@ -10,10 +10,7 @@
 #include <string.h>
 
 #include "core/array.h"
-#include "core/csv.h"
-#include "core/file.h"
 #include "core/jsonutil.h"
-#include "core/parse.h"
 #include "rundir/rundir.h"
 
 #define FX_JOBS_MAX 4096
@@ -55,113 +52,15 @@ static int fx_lines_done(struct fx_run *r, struct rundir_lines *l, int rc)
     return rc;
 }
 
-/* ---- reading CSV files a record at a time ---- */
-
-struct fx_csv {
-    struct fx_run *run; /* where a torn last line is said */
-    char path[4200];
-    const char *name; /* the file's name inside the run directory, for messages */
-    char *text;
-    size_t len, pos, line;
-    struct csv_fields f;
-    struct csv_row hdr; /* the header's fields (copied pointers into text) */
-    char **hdr_fields;
-};
-
-/* Opens dir/name and reads its header. Returns 1, 0 when absent and optional, or -errno. */
-static int fxc_open(struct fx_csv *c, struct fx_run *run, const char *name, bool optional,
-                    struct carma_err *e)
+/* The header's column name (rundir_lines_column of the header l just read), or, when required and
+ * absent, -EINVAL naming it (-1 otherwise). */
+static int fx_col(const struct rundir_lines *l, const char *name, bool required,
+                  struct carma_err *e)
 {
-    const char *dir = run->dir;
-    memset(c, 0, sizeof *c);
-    c->run = run;
-    c->name = name;
-    snprintf(c->path, sizeof c->path, "%s/%s", dir, name);
-    struct carma_err re = {0};
-    int r = rundir_read_file(dir, name, &c->text, &c->len, &re);
-    if (r == -ENOENT && optional)
-        return 0;
-    if (r < 0) {
-        if (e)
-            *e = re;
-        return r;
-    }
-    c->line = 1;
-    if (c->len && c->text[c->len - 1] != '\n') {
-        /* a torn last line (rundir.h): skipped, said once */
-        char *nl = memrchr(c->text, '\n', c->len);
-        size_t keep = nl ? (size_t)(nl - c->text) + 1 : 0;
-        size_t line = 1;
-        for (size_t i = 0; i < keep; i++)
-            line += c->text[i] == '\n';
-        struct rundir_lines torn = {.torn = line};
-        snprintf(torn.path, sizeof torn.path, "%s", c->path);
-        char msg[4400];
-        rundir_torn_warning(&torn, msg, sizeof msg);
-        if (fx_warn(c->run, msg) < 0)
-            return -ENOMEM;
-        c->len = keep;
-        c->text[keep] = '\0';
-    }
-    r = csv_split(c->text, c->len, &c->pos, &c->line, c->path, &c->f, e);
-    if (r < 0)
-        return r;
-    if (r == 0)
-        return carma_err_set(e, -EINVAL, "%s: empty file (no header)", c->path);
-    c->hdr_fields = malloc(c->f.row.n * sizeof *c->hdr_fields);
-    if (!c->hdr_fields)
-        return -ENOMEM;
-    memcpy(c->hdr_fields, c->f.row.fields, c->f.row.n * sizeof *c->hdr_fields);
-    c->hdr.fields = c->hdr_fields;
-    c->hdr.n = c->f.row.n;
-    return 1;
-}
-
-static void fxc_close(struct fx_csv *c)
-{
-    free(c->text);
-    free(c->hdr_fields);
-    csv_fields_free(&c->f);
-    memset(c, 0, sizeof *c);
-}
-
-/* The header's column name, or -EINVAL naming it when required and absent (-1 otherwise). */
-static int fxc_col(struct fx_csv *c, const char *name, bool required, struct carma_err *e)
-{
-    int k = csv_column(&c->hdr, name);
+    int k = rundir_lines_column(l, name);
     if (k < 0 && required)
-        return carma_err_set(e, -EINVAL, "%s: no column '%s' in the header", c->path, name);
+        return carma_err_set(e, -EINVAL, "%s: no column '%s' in the header", l->path, name);
     return k;
-}
-
-/* The next record: 1, 0 at the end, or -errno. */
-static int fxc_next(struct fx_csv *c, struct carma_err *e)
-{
-    return csv_split(c->text, c->len, &c->pos, &c->line, c->path, &c->f, e);
-}
-
-static const char *fxc_field(const struct fx_csv *c, int k)
-{
-    return k >= 0 && (size_t)k < c->f.row.n ? c->f.row.fields[k] : "";
-}
-
-/* A number of the record (blank or absent: NAN when blank_ok). Returns 0 or -EINVAL (*ret is
- * NAN then: always written, so that no caller reads an unset value). */
-static int fxc_num(const struct fx_csv *c, int k, const char *col, bool blank_ok, double *ret,
-                   struct carma_err *e)
-{
-    *ret = NAN;
-    const char *s = fxc_field(c, k);
-    if (!s[0] && blank_ok) {
-        *ret = NAN;
-        return 0;
-    }
-    double v;
-    if (parse_double(s, &v) < 0 || !isfinite(v))
-        return carma_err_set(e, -EINVAL, "%s:%zu: %s: '%s' is not a number", c->path, c->f.row.line,
-                             col, s);
-    *ret = v;
-    return 0;
 }
 
 /* ---- growable arrays and cumulative series ---- */
@@ -429,7 +328,8 @@ out:
 static int load_features(struct loader *L)
 {
     struct fx_run *r = L->r;
-    struct fx_csv c;
+    struct rundir_lines c;
+    size_t nf;
     for (size_t k = 0; k < r->njobs; k++) {
         /* every workload starts at 0 at its start */
         if (isfinite(r->job_start[k]) && (cum_add(&L->job_cpu[k], r->job_start[k], 0) < 0 ||
@@ -437,28 +337,30 @@ static int load_features(struct loader *L)
                                           cum_add(&L->job_cyc[k], r->job_start[k], 0) < 0))
             return -ENOMEM;
     }
-    int rc = fxc_open(&c, r, "features.csv", true, L->e);
-    if (rc < 0)
-        goto out;
-    if (rc == 0) {
+    int rc = rundir_lines_start(&c, r->dir, "features.csv", L->e);
+    if (rc == -ENOENT) {
         for (int f = FX_CPU_UTIL; f <= FX_CYCLES; f++)
             snprintf(r->feat_missing[f], sizeof r->feat_missing[f], "%s/features.csv: absent",
                      r->dir);
-        goto out;
+        return 0;
     }
-    int kt = fxc_col(&c, "timestamp_unix", true, L->e), kw = fxc_col(&c, "workload", true, L->e),
-        kc = fxc_col(&c, "cpu_time_s", true, L->e), ki = fxc_col(&c, "instructions", false, L->e),
-        ky = fxc_col(&c, "cycles", false, L->e);
+    if (rc < 0)
+        return rc;
+    if ((rc = rundir_lines_header(&c, NULL, 0, 0, NULL, &nf, L->e)) < 0)
+        goto out;
+    int kt = fx_col(&c, "timestamp_unix", true, L->e), kw = fx_col(&c, "workload", true, L->e),
+        kc = fx_col(&c, "cpu_time_s", true, L->e), ki = fx_col(&c, "instructions", false, L->e),
+        ky = fx_col(&c, "cycles", false, L->e);
     if (kt < 0 || kw < 0 || kc < 0) {
         rc = -EINVAL;
         goto out;
     }
-    while ((rc = fxc_next(&c, L->e)) == 1) {
+    while ((rc = rundir_lines_next(&c, L->e)) == 1) {
         double t, cpu, ins, cyc;
-        if ((rc = fxc_num(&c, kt, "timestamp_unix", false, &t, L->e)) < 0 ||
-            (rc = fxc_num(&c, kc, "cpu_time_s", false, &cpu, L->e)) < 0 ||
-            (rc = fxc_num(&c, ki, "instructions", true, &ins, L->e)) < 0 ||
-            (rc = fxc_num(&c, ky, "cycles", true, &cyc, L->e)) < 0)
+        if ((rc = rundir_lines_num(&c, kt, "timestamp_unix", false, &t, L->e)) < 0 ||
+            (rc = rundir_lines_num(&c, kc, "cpu_time_s", false, &cpu, L->e)) < 0 ||
+            (rc = rundir_lines_num(&c, ki, "instructions", true, &ins, L->e)) < 0 ||
+            (rc = rundir_lines_num(&c, ky, "cycles", true, &cyc, L->e)) < 0)
             goto out;
         if (!L->nft || L->feat_times[L->nft - 1] != t) {
             if (array_grow((void **)&L->feat_times, &L->capft, L->nft + 1, sizeof *L->feat_times) <
@@ -468,7 +370,7 @@ static int load_features(struct loader *L)
             }
             L->feat_times[L->nft++] = t;
         }
-        int k = job_index(r, fxc_field(&c, kw));
+        int k = job_index(r, rundir_lines_cell(&c, kw));
         if (k < 0)
             continue; /* not a workload of workloads.json */
         if (cum_add(&L->job_cpu[k], t, cpu) < 0 ||
@@ -479,11 +381,11 @@ static int load_features(struct loader *L)
         }
         if (!isfinite(ins) && !L->job_ins[k].blank) {
             L->job_ins[k].blank = true;
-            L->job_ins[k].blank_line = c.f.row.line;
+            L->job_ins[k].blank_line = c.line;
         }
         if (!isfinite(cyc) && !L->job_cyc[k].blank) {
             L->job_cyc[k].blank = true;
-            L->job_cyc[k].blank_line = c.f.row.line;
+            L->job_cyc[k].blank_line = c.line;
         }
     }
     if (rc < 0)
@@ -518,8 +420,7 @@ static int load_features(struct loader *L)
                  "%s: no cycles column", c.path);
     }
 out:
-    fxc_close(&c);
-    return rc;
+    return fx_lines_done(r, &c, rc);
 }
 
 /* Cuts the ticks into intervals: returns the tick indexes of the cuts in *ret (count *n). */
@@ -667,19 +568,21 @@ done:
 static int load_nsys(struct loader *L)
 {
     struct fx_run *r = L->r;
-    struct fx_csv c;
-    size_t np = r->njobs + 1;
-    int rc = fxc_open(&c, r, "nsys_gpu.csv", true, L->e);
-    if (rc < 0)
-        goto out;
-    if (rc == 0) {
+    struct rundir_lines c;
+    size_t np = r->njobs + 1, nf;
+    int rc = rundir_lines_start(&c, r->dir, "nsys_gpu.csv", L->e);
+    if (rc == -ENOENT) {
         snprintf(r->feat_missing[FX_GPU_BUSY], sizeof r->feat_missing[FX_GPU_BUSY],
                  "%s/nsys_gpu.csv: absent (carma import-nsys writes it)", r->dir);
-        goto out;
+        return 0;
     }
-    int ks = fxc_col(&c, "interval_start_unix", true, L->e),
-        ke = fxc_col(&c, "interval_end_unix", true, L->e), kw = fxc_col(&c, "workload", true, L->e),
-        kb = fxc_col(&c, "busy_s", true, L->e);
+    if (rc < 0)
+        return rc;
+    if ((rc = rundir_lines_header(&c, NULL, 0, 0, NULL, &nf, L->e)) < 0)
+        goto out;
+    int ks = fx_col(&c, "interval_start_unix", true, L->e),
+        ke = fx_col(&c, "interval_end_unix", true, L->e), kw = fx_col(&c, "workload", true, L->e),
+        kb = fx_col(&c, "busy_s", true, L->e);
     if (ks < 0 || ke < 0 || kw < 0 || kb < 0) {
         rc = -EINVAL;
         goto out;
@@ -687,20 +590,20 @@ static int load_nsys(struct loader *L)
     for (size_t i = 0; i < r->nint; i++)
         for (size_t p = 0; p < np; p++)
             r->feat[(i * np + p) * FX_N + FX_GPU_BUSY] = 0;
-    while ((rc = fxc_next(&c, L->e)) == 1) {
+    while ((rc = rundir_lines_next(&c, L->e)) == 1) {
         double s, en, b;
-        if ((rc = fxc_num(&c, ks, "interval_start_unix", false, &s, L->e)) < 0 ||
-            (rc = fxc_num(&c, ke, "interval_end_unix", false, &en, L->e)) < 0 ||
-            (rc = fxc_num(&c, kb, "busy_s", false, &b, L->e)) < 0)
+        if ((rc = rundir_lines_num(&c, ks, "interval_start_unix", false, &s, L->e)) < 0 ||
+            (rc = rundir_lines_num(&c, ke, "interval_end_unix", false, &en, L->e)) < 0 ||
+            (rc = rundir_lines_num(&c, kb, "busy_s", false, &b, L->e)) < 0)
             goto out;
         if (!(en > s) || b < 0) {
             rc = carma_err_set(L->e, -EINVAL,
                                "%s:%zu: interval_end_unix must follow interval_start_unix and "
                                "busy_s be >= 0",
-                               c.path, c.f.row.line);
+                               c.path, c.line);
             goto out;
         }
-        int k = job_index(r, fxc_field(&c, kw));
+        int k = job_index(r, rundir_lines_cell(&c, kw));
         size_t p = k >= 0 ? (size_t)k : r->njobs;
         for (size_t i = 0; i < r->nint; i++) {
             double lo = fmax(s, r->t0[i]), hi = fmin(en, r->t1[i]);
@@ -714,8 +617,7 @@ static int load_nsys(struct loader *L)
     rc = 0;
     r->has_feat[FX_GPU_BUSY] = true;
 out:
-    fxc_close(&c);
-    return rc;
+    return fx_lines_done(r, &c, rc);
 }
 
 static int load_attribution(struct loader *L)

@@ -40,17 +40,22 @@ json_t *rundir_read_json(const char *dir, const char *name, json_error_t *je, st
     return j;
 }
 
+/* A whole-file reader's error r for path: file_input_err's for -ESPIPE, else "PATH: cannot read:
+ * REASON". Returns r. */
+static int read_err(struct carma_err *e, const char *path, int r)
+{
+    if (r == -ESPIPE)
+        return file_input_err(e, path, r);
+    return carma_err_set(e, r, "%s: cannot read: %s", path, strerror(-r));
+}
+
 int rundir_read_file(const char *dir, const char *name, char **text, size_t *len,
                      struct carma_err *e)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int r = file_read_all(path, RUNDIR_CSV_MAX, text, len);
-    if (r == -ESPIPE)
-        return file_input_err(e, path, r);
-    if (r < 0)
-        return carma_err_set(e, r, "%s: cannot read: %s", path, strerror(-r));
-    return 0;
+    return r < 0 ? read_err(e, path, r) : 0;
 }
 
 /* ---- the line reader ---- */
@@ -499,4 +504,41 @@ int rundir_sum_check(double sum, const char *what, struct carma_err *e)
         return 0;
     return carma_err_set(e, -ERANGE,
                          "%s: the sum overflows a double (no power or energy is that large)", what);
+}
+
+/* ---- columns and cells ---- */
+
+int rundir_lines_start(struct rundir_lines *l, const char *dir, const char *name,
+                       struct carma_err *e)
+{
+    int r = rundir_lines_open(l, dir, name, 0, 0, NULL);
+    return r < 0 ? read_err(e, l->path, r) : 0;
+}
+
+int rundir_lines_column(const struct rundir_lines *l, const char *name)
+{
+    for (size_t k = 0; k < l->nf; k++)
+        if (strcmp(l->fld[k], name) == 0)
+            return (int)k;
+    return -1;
+}
+
+const char *rundir_lines_cell(const struct rundir_lines *l, int k)
+{
+    return k >= 0 && (size_t)k < l->nf ? l->fld[k] : "";
+}
+
+int rundir_lines_num(const struct rundir_lines *l, int k, const char *col, bool blank_ok,
+                     double *ret, struct carma_err *e)
+{
+    *ret = NAN;
+    const char *s = rundir_lines_cell(l, k);
+    if (!s[0] && blank_ok)
+        return 0;
+    double v;
+    if (parse_double(s, &v) < 0 || !isfinite(v))
+        return carma_err_set(e, -EINVAL, "%s:%zu: %s: '%s' is not a number", l->path, l->line, col,
+                             s);
+    *ret = v;
+    return 0;
 }

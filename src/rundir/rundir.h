@@ -12,9 +12,9 @@
  * The rules (docs/report.md, "What a run directory may hold"):
  *  - a JSON file (manifest.json, report.json, summary.json, workloads.json) is read whole, at
  *    most RUNDIR_JSON_MAX bytes (rundir_read_json); a CSV file is read a line at a time
- *    (rundir_lines), or, by the readers that keep it whole (features.csv, nsys_gpu.csv, and
- *    attribution.csv for the nsys re-split, CARMA's files), at most RUNDIR_CSV_MAX bytes
- *    (rundir_read_file): the same limits in every reader;
+ *    (rundir_lines), of any size, or, by the one reader that keeps it whole (CARMA's files,
+ *    export/carma_files.c), at most RUNDIR_CSV_MAX bytes (rundir_read_file): the same limits
+ *    in every reader;
  *  - a line ends with LF or CRLF, holds no NUL byte and is at most RUNDIR_LINE_MAX bytes; a
  *    field is RFC 4180 (no line end inside a quoted field: carma never writes one);
  *  - a last line without its line end is torn (carma's writers cut a short write back to the
@@ -34,7 +34,11 @@
  *  - node_util.csv: CPU-seconds are finite, at least 0, busy at most total, cpu_util blank or
  *    within [0, 1];
  *  - utilization.csv: a GPU index from 0 to 255, a pid blank or positive, percentages blank or
- *    within [0, 100].
+ *    within [0, 100];
+ *  - features.csv and nsys_gpu.csv have no row validator (no value bounds): their readers take
+ *    the columns by name (rundir_lines_column), a cell of a row too short for it as blank
+ *    (rundir_lines_cell) and the numbers finite (rundir_lines_num); model/features.c and
+ *    import/nsys_run.c each check what they need of a row.
  * Nothing here prints or exits.
  */
 #ifndef CARMA_RUNDIR_RUNDIR_H
@@ -240,5 +244,32 @@ int rundir_gpu_row(struct rundir_gpu *g, const struct rundir_lines *l, struct ru
  * large)" in e; 0 while it is finite.
  */
 int rundir_sum_check(double sum, const char *what, struct carma_err *e);
+
+/* ---- columns and cells: the files read without a row validator (features.csv, nsys_gpu.csv),
+ * and attribution.csv for the nsys re-split ---- */
+
+/*
+ * Opens dir/name from its start (rundir_lines_open) for the readers that read the file whole
+ * before it was read a line at a time: an error is worded as rundir_read_file words it ("PATH:
+ * cannot read: REASON"; file_input_err's message for -ESPIPE). Returns 0 or the negative errno.
+ */
+int rundir_lines_start(struct rundir_lines *l, const char *dir, const char *name,
+                       struct carma_err *e);
+
+/* The index of the field named name in the line l just read (the header), the first of two
+ * alike; -1 when it has none. */
+int rundir_lines_column(const struct rundir_lines *l, const char *name);
+
+/* Field k of the row l just read; "" when k is -1 (an absent column) or past the row's end (a
+ * short row reads as blank cells). */
+const char *rundir_lines_cell(const struct rundir_lines *l, int k);
+
+/*
+ * The number in field k (rundir_lines_cell) of the row l just read: finite, parse_double's
+ * syntax; blank: NAN when blank_ok. Returns 0, or -EINVAL with "PATH:LINE: COL: 'TEXT' is not a
+ * number" (col names the column); *ret is always written (NAN on an error).
+ */
+int rundir_lines_num(const struct rundir_lines *l, int k, const char *col, bool blank_ok,
+                     double *ret, struct carma_err *e);
 
 #endif

@@ -2,7 +2,8 @@
  * Tests for rundir: the line reader (line ends, a torn last line skipped and said once, a file
  * still written to, NUL bytes and long lines refused) and the row rules of samples.csv,
  * attribution.csv, node_util.csv and utilization.csv, each rule once accepted at its bound and
- * refused beyond it, with the message every reader gives.
+ * refused beyond it, with the message every reader gives; the columns, cells and numbers of the
+ * files read without a row validator (features.csv, nsys_gpu.csv).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rundir/rundir.h"
 #include "sources/source.h"
@@ -338,6 +340,95 @@ static void sum_check(void **state)
     assert_int_equal(rundir_sum_check(NAN, "x", &e), -ERANGE);
 }
 
+/* The files read without a row validator: a column by name, a short row's cells blank, the
+ * numbers with their PATH:LINE message, and an open's error worded as a whole-file read's. */
+static void columns_and_cells(void **state)
+{
+    (void)state;
+    struct rundir_lines l;
+    struct carma_err e = {0};
+    size_t nf = 0;
+    tu_put("f.csv", "t,workload,busy_s,workload\r\n1.5,train,\r\n2,eval,x\r\n3\r\n"
+                    "4,big,nan\r\n5,long,"
+                    "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\r\n");
+    assert_int_equal(rundir_lines_start(&l, tu_dir, "f.csv", &e), 0);
+    assert_int_equal(rundir_lines_header(&l, NULL, 0, 0, NULL, &nf, &e), 0);
+    assert_int_equal(nf, 4);
+    assert_int_equal(rundir_lines_column(&l, "t"), 0);
+    assert_int_equal(rundir_lines_column(&l, "workload"), 1); /* the first of two alike */
+    assert_int_equal(rundir_lines_column(&l, "busy_s"), 2);
+    assert_int_equal(rundir_lines_column(&l, "busy"), -1);
+    assert_int_equal(rundir_lines_column(&l, ""), -1);
+    double v = 0;
+    /* line 2: a blank cell, NAN when blank is allowed, else refused */
+    assert_int_equal(rundir_lines_next(&l, &e), 1);
+    assert_string_equal(rundir_lines_cell(&l, 1), "train");
+    assert_int_equal(rundir_lines_num(&l, 0, "t", false, &v, &e), 0);
+    tu_assert_near(v, 1.5, 0);
+    assert_int_equal(rundir_lines_num(&l, 2, "busy_s", true, &v, &e), 0);
+    assert_true(isnan(v));
+    v = 0;
+    assert_int_equal(rundir_lines_num(&l, 2, "busy_s", false, &v, &e), -EINVAL);
+    assert_true(isnan(v));
+    char want[4400];
+    snprintf(want, sizeof want, "%s/f.csv:2: busy_s: '' is not a number", tu_dir);
+    assert_string_equal(e.msg, want);
+    /* an absent column (-1) reads as blank */
+    assert_string_equal(rundir_lines_cell(&l, -1), "");
+    assert_int_equal(rundir_lines_num(&l, -1, "cycles", true, &v, &e), 0);
+    assert_true(isnan(v));
+    /* line 3: text */
+    assert_int_equal(rundir_lines_next(&l, &e), 1);
+    assert_int_equal(rundir_lines_num(&l, 2, "busy_s", true, &v, &e), -EINVAL);
+    snprintf(want, sizeof want, "%s/f.csv:3: busy_s: 'x' is not a number", tu_dir);
+    assert_string_equal(e.msg, want);
+    /* line 4: a short row's missing cells are blank */
+    assert_int_equal(rundir_lines_next(&l, &e), 1);
+    assert_int_equal(l.nf, 1);
+    assert_string_equal(rundir_lines_cell(&l, 0), "3");
+    assert_string_equal(rundir_lines_cell(&l, 1), "");
+    assert_string_equal(rundir_lines_cell(&l, 3), "");
+    assert_int_equal(rundir_lines_num(&l, 2, "busy_s", true, &v, &e), 0);
+    assert_true(isnan(v));
+    assert_int_equal(rundir_lines_num(&l, 1, "workload", false, &v, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "f.csv:4: workload: '' is not a number"));
+    /* line 5: not finite; line 6: the cell is said whole */
+    assert_int_equal(rundir_lines_next(&l, &e), 1);
+    assert_int_equal(rundir_lines_num(&l, 2, "busy_s", false, &v, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "f.csv:5: busy_s: 'nan' is not a number"));
+    assert_int_equal(rundir_lines_next(&l, &e), 1);
+    assert_int_equal(rundir_lines_num(&l, 2, "busy_s", false, &v, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "f.csv:6: busy_s: "
+                                  "'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy' is not"));
+    assert_int_equal(rundir_lines_next(&l, &e), 0);
+    rundir_lines_close(&l);
+    /* the open's error as rundir_read_file words it */
+    e = (struct carma_err){0};
+    assert_int_equal(rundir_lines_start(&l, tu_dir, "absent.csv", &e), -ENOENT);
+    snprintf(want, sizeof want, "%s/absent.csv: cannot read: %s", tu_dir, strerror(ENOENT));
+    assert_string_equal(e.msg, want);
+    rundir_lines_close(&l);
+    char *text = NULL;
+    size_t len = 0;
+    struct carma_err we = {0};
+    assert_int_equal(rundir_read_file(tu_dir, "absent.csv", &text, &len, &we), -ENOENT);
+    assert_string_equal(we.msg, e.msg);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/d.csv", tu_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(rundir_lines_start(&l, tu_dir, "d.csv", &e), -EISDIR);
+    snprintf(want, sizeof want, "%s/d.csv: cannot read: %s", tu_dir, strerror(EISDIR));
+    assert_string_equal(e.msg, want);
+    rundir_lines_close(&l);
+    assert_int_equal(rundir_read_file(tu_dir, "d.csv", &text, &len, &we), -EISDIR);
+    assert_string_equal(we.msg, e.msg);
+    assert_int_equal(mkfifo(strcat(dir, "f"), 0600), 0); /* d.csvf: a FIFO, said as its kind */
+    assert_int_equal(rundir_lines_start(&l, tu_dir, "d.csvf", &e), -ESPIPE);
+    snprintf(want, sizeof want, "%s/d.csvf is not a regular file (a FIFO)", tu_dir);
+    assert_string_equal(e.msg, want);
+    rundir_lines_close(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +441,7 @@ int main(void)
         cmocka_unit_test(util_rules),
         cmocka_unit_test(gpu_rules),
         cmocka_unit_test(sum_check),
+        cmocka_unit_test_setup_teardown(columns_and_cells, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
