@@ -8,9 +8,11 @@
  * in the text format and parsed again: the second document must equal the first (names,
  * labels, values bit for bit, timestamps, families, links). Each sample is also read again
  * from its line by a naive reader (strtod, byte-by-byte unescaping, no shared strings or fast
- * paths), which must agree with the parser. Sanitizers catch the rest.
+ * paths), which must agree with the parser. Each parsed document is also read by
+ * collect/dcgm (dcgm_is_body, dcgm_parse), whose readings must hold their fields' ranges and
+ * bounds. Sanitizers catch the rest.
  *
- * fuzz-sources: src/collect/promparse.c src/core/err.c
+ * fuzz-sources: src/collect/promparse.c src/collect/dcgm.c src/core/parse.c src/core/err.c
  */
 #include <errno.h>
 #include <math.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/dcgm.h"
 #include "collect/promparse.h"
 
 struct buf {
@@ -290,6 +293,32 @@ static void compare(const struct prom_doc *a, const struct prom_doc *b)
     }
 }
 
+/* dcgm's readings of d: within their bounds and their fields' ranges, NAN otherwise. */
+static void check_dcgm(const struct prom_doc *d)
+{
+    static struct dcgm_scrape sc;
+    (void)dcgm_is_body(d);
+    dcgm_parse(d, &sc);
+    if (sc.n != sc.ngpus + sc.nmig || sc.ngpus > DCGM_GPUS_MAX || sc.nmig > DCGM_MIG_MAX)
+        abort();
+    double sum = NAN;
+    for (size_t j = 0; j < sc.n; j++) {
+        const struct dcgm_reading *r = &sc.r[j];
+        if (!isnan(r->power_w) && !(r->power_w >= 0 && r->power_w < 140737488355328.0))
+            abort();
+        if (!isnan(r->energy_j) && !(r->energy_j >= 0 && isfinite(r->energy_j)))
+            abort();
+        if (!isnan(r->gpu_util_pct) && !(r->gpu_util_pct >= 0 && r->gpu_util_pct <= 100))
+            abort();
+        if (!isnan(r->sm_active) && !(r->sm_active >= 0 && r->sm_active <= 1))
+            abort();
+        if (!r->mig && !isnan(r->power_w))
+            sum = isnan(sum) ? r->power_w : sum + r->power_w;
+    }
+    if (isnan(sum) ? !isnan(sc.device_power_w) : sum != sc.device_power_w)
+        abort();
+}
+
 static void run(const char *text, size_t len, const struct prom_limits *lim)
 {
     struct prom_doc doc;
@@ -311,6 +340,7 @@ static void run(const char *text, size_t len, const struct prom_limits *lim)
     if (rc != 0)
         abort();
     check_doc(&doc, nlines);
+    check_dcgm(&doc);
 
     /* the naive reader, line by line */
     const char *p = text, *end = text + len;
