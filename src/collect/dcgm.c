@@ -196,7 +196,7 @@ void dcgm_parse(const struct prom_doc *doc, struct dcgm_scrape *out)
             if (r->dup_ & (1u << f))
                 *slot(r, f) = NAN;
         if (!r->mig && !isnan(r->power_w))
-            out->device_power_w = isnan(out->device_power_w) ? r->power_w
-                                                             : out->device_power_w + r->power_w;
+            out->device_power_w =
+                isnan(out->device_power_w) ? r->power_w : out->device_power_w + r->power_w;
     }
 }

@@ -69,7 +69,8 @@ static const char body_upper[] =
     "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n"
     "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
     "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-7ad09335-aadb-19c3-e3a8\",device=\"nvidia0\","
-    "modelName=\"NVIDIA RTX A5000\",Hostname=\"k8s-gpu1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 37\n"
+    "modelName=\"NVIDIA RTX A5000\",Hostname=\"k8s-gpu1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} "
+    "37\n"
     "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-1b2c3d4e-aadb-19c3-e3a9\",device=\"nvidia1\","
     "modelName=\"NVIDIA RTX A5000\",Hostname=\"k8s-gpu1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 0\n"
     "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n"
@@ -131,7 +132,8 @@ static const char body_lower[] =
     "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
     "# TYPE DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT gauge\n"
     "DCGM_FI_PROF_SM_ACTIVE{modelName=\"NVIDIA H100 80GB HBM3\",gpu=\"1\",device=\"nvidia1\","
-    "pci_bus_id=\"00000000:19:00.0\",uuid=\"GPU-bbbb\",hostname=\"node-b\"} 140737488355328.000000\n"
+    "pci_bus_id=\"00000000:19:00.0\",uuid=\"GPU-bbbb\",hostname=\"node-b\"} "
+    "140737488355328.000000\n"
     "DCGM_FI_DEV_POWER_USAGE{hostname=\"node-b\",uuid=\"GPU-bbbb\",gpu=\"1\",device=\"nvidia1\","
     "pci_bus_id=\"00000000:19:00.0\",modelName=\"NVIDIA H100 80GB HBM3\"} 412.250000\n"
     "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"1\",uuid=\"GPU-bbbb\",hostname=\"node-b\"} "
@@ -183,14 +185,16 @@ static const char body_mig[] =
     "device=\"nvidia1\",modelName=\"NVIDIA A30\","
     "Hostname=\"yg-data-k8s-gpu-a30-node-test-test0003.mt\"} 30.125000\n"
     "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
-    "DCGM_FI_DEV_GPU_UTIL{GPU_I_ID=\"1\",gpu=\"0\",UUID=\"GPU-265c9814-6156-355b-e589-ff2064894f16\","
+    "DCGM_FI_DEV_GPU_UTIL{GPU_I_ID=\"1\",gpu=\"0\",UUID=\"GPU-265c9814-6156-355b-e589-"
+    "ff2064894f16\","
     "GPU_I_PROFILE=\"2g.12gb\"} 12\n"
     "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-265c9814-6156-355b-e589-ff2064894f16\","
     "GPU_I_PROFILE=\"1g.6gb\",GPU_I_ID=\"3\"} 5\n"
     "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-265c9814-6156-355b-e589-ff2064894f16\","
     "GPU_I_PROFILE=\"1g.6gb\",GPU_I_ID=\"x\"} 5\n"
     "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"1\",UUID=\"GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116\","
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"1\",UUID=\"GPU-6bf47ca9-ad3e-15db-beed-"
+    "1079a7d74116\","
     "device=\"nvidia1\",container=\"\",namespace=\"\",pod=\"\"} 4335301032\n";
 
 static void test_mig(void **state)
@@ -215,8 +219,7 @@ static void test_mig(void **state)
     assert_true(m1->mig);
     assert_int_equal(m1->mig_id, 1);
     check_str("mig_profile", m1->mig_profile, "2g.12gb");
-    check_reading(g1, 1, "GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116", 30.125, 4335301.032, NAN,
-                  NAN);
+    check_reading(g1, 1, "GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116", 30.125, 4335301.032, NAN, NAN);
     assert_false(g1->mig);
     check_str("hostname", g1->hostname, "yg-data-k8s-gpu-a30-node-test-test0003.mt");
     check_num("device_power_w", scrape.device_power_w, 30.125);
@@ -304,10 +307,9 @@ static void test_bounds(void **state)
     assert_non_null(body);
     for (int f = 0; f < 2; f++)
         for (int g = 0; g < DCGM_GPUS_MAX + 2; g++)
-            len += (size_t)snprintf(body + len, cap - len,
-                                    "%s{gpu=\"%d\",UUID=\"GPU-%d\"} %d\n",
-                                    f ? "DCGM_FI_DEV_GPU_UTIL" : "DCGM_FI_DEV_POWER_USAGE", g, g,
-                                    g);
+            len +=
+                (size_t)snprintf(body + len, cap - len, "%s{gpu=\"%d\",UUID=\"GPU-%d\"} %d\n",
+                                 f ? "DCGM_FI_DEV_GPU_UTIL" : "DCGM_FI_DEV_POWER_USAGE", g, g, g);
     for (int m = 0; m < DCGM_MIG_MAX + 1; m++)
         len += (size_t)snprintf(body + len, cap - len,
                                 "DCGM_FI_DEV_POWER_USAGE{gpu=\"%d\",UUID=\"GPU-%d\","
