@@ -18,24 +18,17 @@
 
 json_t *rundir_read_json(const char *dir, const char *name, json_error_t *je, struct carma_err *e)
 {
+    _Static_assert(RUNDIR_JSON_MAX == FILE_JSON_MAX, "file_load_json reads at most FILE_JSON_MAX");
     json_error_t local;
     if (!je)
         je = &local;
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *text = NULL;
-    size_t len = 0;
-    int r = file_read_all(path, RUNDIR_JSON_MAX, &text, &len);
-    if (r < 0) {
-        memset(je, 0, sizeof *je);
-        snprintf(je->text, sizeof je->text, "%s",
-                 r == -ESPIPE ? "not a regular file" : strerror(-r));
+    int r = 0;
+    json_t *j = file_load_json(path, 0, je, &r);
+    if (!j && r != -EINVAL)
         file_input_err(e, path, r);
-        return NULL;
-    }
-    json_t *j = json_loadb(text, len, 0, je);
-    free(text);
-    if (!j)
+    else if (!j)
         carma_err_set(e, -EINVAL, "%s:%d:%d: %s", path, je->line, je->column, je->text);
     return j;
 }

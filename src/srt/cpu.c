@@ -185,21 +185,6 @@ struct srt_cpu {
     uint64_t rows_pending, rows_written;
 };
 
-/* Appends a watts cell: v with up to 6 decimals and at least one ("150.0"). Room reserved. */
-static void put_watts(struct csv_buf *b, double v)
-{
-    if (v == 0)
-        v = 0; /* -0.0 */
-    char *p = b->data + b->len;
-    size_t n = fmt_fixed6(p, v);
-    if (n && !memchr(p, '.', n)) {
-        p[n++] = '.';
-        p[n++] = '0';
-    }
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
 /* ---- cpu_manifest.json ---- */
 
 static void put(json_t *obj, const char *key, json_t *v, bool *ok)
@@ -371,7 +356,7 @@ void srt_cpu_node(struct srt_cpu *w, size_t node, int64_t real_ns, const struct 
     size_t tlen = 0;
     if (s->has_total) {
         struct csv_buf tb = {total, 0, sizeof total};
-        put_watts(&tb, s->total_power_w);
+        srt_json_float_cell(&tb, s->total_power_w);
         tlen = tb.len;
     }
     const char *source = srt_cpu_mode_name(s->mode);
@@ -405,7 +390,7 @@ void srt_cpu_node(struct srt_cpu *w, size_t node, int64_t real_ns, const struct 
         b->data[b->len++] = ',';
         b->len += fmt_u64(b->data + b->len, (uint64_t)r->socket);
         b->data[b->len++] = ',';
-        put_watts(b, r->power_w);
+        srt_json_float_cell(b, r->power_w);
         b->data[b->len++] = ',';
         memcpy(b->data + b->len, total, tlen);
         b->len += tlen;

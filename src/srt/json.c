@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "core/fmt.h"
 #include "core/pyjson.h"
 
 int srt_json_replace(json_t *m, const char *path, struct carma_err *e)
@@ -36,4 +37,18 @@ struct journal *srt_json_csv_create(const char *dir, const char *csv_path, const
         return NULL;
     }
     return journal_open(csv_path, header, "rows", e);
+}
+
+void srt_json_float_cell(struct csv_buf *b, double v)
+{
+    if (v == 0)
+        v = 0; /* -0.0 */
+    char *p = b->data + b->len;
+    size_t n = fmt_fixed6(p, v);
+    if (n && !memchr(p, '.', n)) {
+        p[n++] = '.';
+        p[n++] = '0';
+    }
+    b->len += n;
+    b->data[b->len] = '\0';
 }

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "core/csv.h"
 #include "core/err.h"
 #include "core/journal.h"
 
@@ -25,5 +26,9 @@ int srt_json_replace(json_t *m, const char *path, struct carma_err *e);
  */
 struct journal *srt_json_csv_create(const char *dir, const char *csv_path, const char *header,
                                     struct carma_err *e);
+
+/* Appends a float cell as srt-slurm's Python writes one: v with up to 6 decimals and at least
+ * one ("150.0"), never "-0.0". The buffer must have room for it (csv_buf_reserve). */
+void srt_json_float_cell(struct csv_buf *b, double v);
 
 #endif

@@ -165,24 +165,6 @@ static double us_to_seconds(int64_t us)
     return (double)us / 1e6;
 }
 
-/* Appends a number cell: v with 6 decimals at most and at least one ("150.0", as srt-slurm's
- * float cells), or nothing when !valid. */
-static void put_number(struct csv_buf *b, double v, bool valid)
-{
-    if (!valid)
-        return;
-    if (v == 0)
-        v = 0; /* -0.0 */
-    char *p = b->data + b->len;
-    size_t n = fmt_fixed6(p, v);
-    if (n && !memchr(p, '.', n)) {
-        p[n++] = '.';
-        p[n++] = '0';
-    }
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
 static const char *expected_uuid(const struct srt_power *p, unsigned gpu_index)
 {
     for (size_t i = 0; i < p->ndev; i++)
@@ -699,11 +681,13 @@ void srt_power_row(struct srt_power *p, unsigned gpu_index, const char *uuid, do
     if (uuid)
         csv_buf_field(b, uuid, 1); /* room reserved above: cannot fail */
     b->data[b->len++] = ',';
-    put_number(b, power_w, true);
+    srt_json_float_cell(b, power_w);
     b->data[b->len++] = ',';
-    put_number(b, gpu_util_pct, isfinite(gpu_util_pct) && gpu_util_pct >= 0 && gpu_util_pct <= 100);
+    if (isfinite(gpu_util_pct) && gpu_util_pct >= 0 && gpu_util_pct <= 100)
+        srt_json_float_cell(b, gpu_util_pct);
     b->data[b->len++] = ',';
-    put_number(b, sm_active, isfinite(sm_active) && sm_active >= 0 && sm_active <= 1);
+    if (isfinite(sm_active) && sm_active >= 0 && sm_active <= 1)
+        srt_json_float_cell(b, sm_active);
     memcpy(b->data + b->len, EOL, EOL_LEN);
     b->len += EOL_LEN;
     b->data[b->len] = '\0';
