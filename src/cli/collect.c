@@ -37,6 +37,7 @@
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "srt/cpu.h"
+#include "srt/gpu.h"
 #include "workload/launcher.h"
 
 #define DEFAULT_INTERVAL_NS NS_PER_S
@@ -49,6 +50,7 @@ struct collect_opts {
     int64_t duration_ns; /* 0: until a signal */
     bool required;
     bool srt_cpu;
+    bool srt_gpu;
     struct follow_opts follow; /* --report-follow */
     int verbose;
 };
@@ -57,19 +59,24 @@ static void help(void)
 {
     printf(
         "usage: carma collect (--target HOST:PORT ... | --targets-file F | --slurm) [OPTIONS]\n\n"
-        "Scrapes the /metrics of carma exporters (and srt-slurm's cpu-power-exporter) on\n"
-        "many nodes on one clock into one run directory: samples.csv (one row per channel\n"
+        "Scrapes the /metrics of carma exporters (srt-slurm's cpu-power-exporter, NVIDIA's\n"
+        "dcgm-exporter) on many nodes on one clock into one run directory: samples.csv (one\n"
+        "row per channel, dcgm-exporter GPUs as channels dcgm/gpu<N>,\n"
         "per node per cycle), nodes.csv (node power, energy and CPU utilization) and\n"
         "manifest.json. The directory's path is the first line of stdout. A target that is\n"
         "down gets a row with blank cells, a warning, and retries with backoff; the others go\n"
         "on. SIGINT/SIGTERM/SIGHUP end the run after the current cycle.\n\n"
         "targets:\n"
         "  --target T          HOST, HOST:PORT, [IPV6]:PORT or an http:// URL (repeatable);\n"
-        "                      the port defaults to 9405 (--port), the path to /metrics\n"
+        "                      the port defaults to 9405 (--port), the path to /metrics;\n"
+        "                      dcgm:T names a dcgm-exporter (port 9400 by default); a body\n"
+        "                      with dcgm-exporter's families is read as one anyway\n"
         "  --targets-file F    one target per line, '#' comments, blank lines skipped\n"
         "  --slurm             the nodes of the current Slurm job (SLURM_JOB_NODELIST,\n"
         "                      expanded with scontrol show hostnames), each at --port\n"
-        "  --port P            port of targets given without one (default 9405)\n\n"
+        "  --port P            port of targets given without one (default 9405)\n"
+        "  --dcgm-port P       with --slurm: also each node's dcgm-exporter at port P\n"
+        "                      (dcgm:NODE:P; dcgm-exporter's default is 9400)\n\n"
         "options:\n"
         "  -o, --output DIR    the run directory: new, or without an earlier run's files (never\n"
         "                      overwritten; default: a new collect_<YYYYmmdd-HHMMSS>)\n"
@@ -80,7 +87,10 @@ static void help(void)
         "  --required          a target down in the first cycle is fatal (exit 1)\n"
         "  --srt-cpu           also write srt-slurm's CPU power leg, power/cpu/samples.csv\n"
         "                      and power/cpu/cpu_manifest.json, from cpu_power_acpi_watts /\n"
-        "                      cpu_power_dcgm_watts\n" FOLLOW_OPTIONS_HELP
+        "                      cpu_power_dcgm_watts\n"
+        "  --srt-gpu           also write srt-slurm's GPU power leg, power/samples.csv and\n"
+        "                      power/manifest.json, from dcgm-exporter targets and carma\n"
+        "                      exporters' GPU channels\n" FOLLOW_OPTIONS_HELP
         "                      (with --srt-cpu, the CPU leg is this run's power/cpu/samples.csv)\n"
         "  -q, --quiet         no warnings about targets, no summary at the end\n");
 }
@@ -106,6 +116,8 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
         OPT_DURATION,
         OPT_REQUIRED,
         OPT_SRT_CPU,
+        OPT_SRT_GPU,
+        OPT_DCGM_PORT,
     };
     static const struct option longopts[] = {
         {"target", required_argument, NULL, OPT_TARGET},
@@ -118,6 +130,8 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
         {"duration", required_argument, NULL, OPT_DURATION},
         {"required", no_argument, NULL, OPT_REQUIRED},
         {"srt-cpu", no_argument, NULL, OPT_SRT_CPU},
+        {"srt-gpu", no_argument, NULL, OPT_SRT_GPU},
+        {"dcgm-port", required_argument, NULL, OPT_DCGM_PORT},
         FOLLOW_LONG_OPTIONS,
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
@@ -130,7 +144,7 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
     const char *files[64];
     size_t nfiles = 0;
     bool slurm = false;
-    unsigned port = COLLECT_DEFAULT_PORT;
+    unsigned port = COLLECT_DEFAULT_PORT, dcgm_port = 0;
     int c;
     optind = 1;
     while ((c = cli_getopt(argc, argv, "+qvho:", longopts, "collect")) != -1) {
@@ -190,6 +204,18 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
         case OPT_SRT_CPU:
             o->srt_cpu = true;
             break;
+        case OPT_SRT_GPU:
+            o->srt_gpu = true;
+            break;
+        case OPT_DCGM_PORT: {
+            uint64_t v;
+            if (parse_u64(optarg, &v) < 0 || v < 1 || v > 65535) {
+                cli_error("collect: --dcgm-port: '%s' is not a port (1..65535)", optarg);
+                return -1;
+            }
+            dcgm_port = (unsigned)v;
+            break;
+        }
         case 'q':
             o->verbose = -1;
             break;
@@ -212,6 +238,11 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
         cli_error("collect: no targets: give --target HOST:PORT, --targets-file F or --slurm");
         return -1;
     }
+    if (dcgm_port && !slurm) {
+        cli_error("collect: --dcgm-port goes with --slurm (name other dcgm-exporters with "
+                  "--target dcgm:HOST:PORT)");
+        return -1;
+    }
     struct carma_err e = {0};
     for (size_t i = 0; i < nspecs; i++)
         if (collect_targets_add(&o->targets, specs[i], port, NULL, "--target: ", &e) < 0) {
@@ -223,7 +254,7 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
             cli_error("collect: %s", e.msg);
             return -1;
         }
-    if (slurm && collect_slurm_targets(&o->targets, port, NULL, &e) < 0) {
+    if (slurm && collect_slurm_targets(&o->targets, port, dcgm_port, NULL, &e) < 0) {
         cli_error("collect: %s", e.msg);
         return -1;
     }
@@ -333,6 +364,7 @@ int cmd_collect(int argc, char **argv)
         .duration_ns = o.duration_ns,
         .required = o.required,
         .srt_cpu = o.srt_cpu ? &srt_cpu_sink : NULL,
+        .srt_gpu = o.srt_gpu ? &srt_gpu_sink : NULL,
         .quiet = o.verbose < 0,
         .version = CARMA_VERSION,
         .warn = warn_line,
@@ -375,8 +407,10 @@ int cmd_collect(int argc, char **argv)
     ret = fatal ? 1 : 0;
 
 out:
-    if (s)
+    if (s) {
+        scrape_set_end(s, &(struct scrape_end){.final = true, .fatal = fatal, .sig = stop.sig});
         scrape_close(s);
+    }
     /* after the samples are flushed: the final poll sees every row */
     if (follower_stop(&follower, "collect", o.verbose < 0) < 0)
         report_failed = true;

@@ -201,18 +201,59 @@ void collect_target_done(struct collect_target *t)
     memset(t, 0, sizeof *t);
 }
 
+/* Whether spec names a dcgm-exporter ("dcgm:" and something that is not a port alone). */
+static bool dcgm_spec(const char *spec)
+{
+    if (strncmp(spec, "dcgm:", 5) != 0)
+        return false;
+    const char *p = spec + 5;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return *p != '\0' || p == spec + 5;
+}
+
+static int target_parse(const char *spec, const char *what, unsigned default_port, const char *node,
+                        struct collect_target *ret, struct carma_err *e);
+
 int collect_target_parse(const char *spec, unsigned default_port, const char *node,
                          struct collect_target *ret, struct carma_err *e)
 {
     if (!spec || !*spec)
         return carma_err_set(e, -EINVAL, "empty target");
+    if (!dcgm_spec(spec))
+        return target_parse(spec, spec, default_port, node, ret, e);
+    if (!spec[5])
+        return carma_err_set(e, -EINVAL, "bad target '%s': no host after 'dcgm:'", spec);
+    /* errors name the whole target, "dcgm:" included */
+    int r = target_parse(spec + 5, spec, COLLECT_DCGM_PORT, node, ret, e);
+    if (r < 0)
+        return r;
+    size_t cap = strlen(ret->name) + 6;
+    char *name = malloc(cap);
+    if (!name) {
+        collect_target_done(ret);
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    }
+    snprintf(name, cap, "dcgm:%s", ret->name);
+    free(ret->name);
+    ret->name = name;
+    ret->dcgm = true;
+    return 0;
+}
+
+/* Parses spec (a target without "dcgm:"); what is the target as given, for the messages. */
+static int target_parse(const char *spec, const char *what, unsigned default_port, const char *node,
+                        struct collect_target *ret, struct carma_err *e)
+{
+    if (!*spec)
+        return carma_err_set(e, -EINVAL, "empty target");
     size_t len = strlen(spec);
     if (len > 2048)
-        return carma_err_set(e, -EINVAL, "bad target '%.40s...': longer than 2048 bytes", spec);
+        return carma_err_set(e, -EINVAL, "bad target '%.40s...': longer than 2048 bytes", what);
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)spec[i] <= ' ' || spec[i] == 0x7f)
             return carma_err_set(e, -EINVAL, "bad target '%s': a space or control character in it",
-                                 spec);
+                                 what);
 
     const char *scheme = NULL, *auth = spec, *path = "";
     size_t alen = len;
@@ -224,14 +265,14 @@ int collect_target_parse(const char *spec, unsigned default_port, const char *no
         path = auth + alen;
         if (memchr(auth, '@', alen))
             return carma_err_set(e, -EINVAL,
-                                 "bad target '%s': credentials in a URL are not supported", spec);
+                                 "bad target '%s': credentials in a URL are not supported", what);
         if (alen == 0)
-            return carma_err_set(e, -EINVAL, "bad target '%s': no host", spec);
+            return carma_err_set(e, -EINVAL, "bad target '%s': no host", what);
     } else if (strstr(spec, "://")) {
-        return carma_err_set(e, -EINVAL, "bad target '%s': only http:// and https:// URLs", spec);
+        return carma_err_set(e, -EINVAL, "bad target '%s': only http:// and https:// URLs", what);
     } else if (strpbrk(spec, "/?#@")) {
         return carma_err_set(
-            e, -EINVAL, "bad target '%s': write HOST:PORT, [IPV6]:PORT or an http:// URL", spec);
+            e, -EINVAL, "bad target '%s': write HOST:PORT, [IPV6]:PORT or an http:// URL", what);
     }
 
     /* a URL writes the '%' of an IPv6 zone as "%25" (RFC 6874); a bare address does not */
@@ -249,7 +290,7 @@ int collect_target_parse(const char *spec, unsigned default_port, const char *no
     char host[COLLECT_HOST_MAX + 1];
     bool v6 = false;
     unsigned port = default_port;
-    int r = parse_authority(spec, auth, alen, default_port, host, sizeof host, &v6, &port, e);
+    int r = parse_authority(what, auth, alen, default_port, host, sizeof host, &v6, &port, e);
     if (r < 0)
         return r;
 
@@ -488,8 +529,8 @@ static const char *last_line(struct csv_buf *b)
     return nl ? nl + 1 : s;
 }
 
-int collect_slurm_targets(struct collect_targets *ts, unsigned port, const char *scontrol,
-                          struct carma_err *e)
+int collect_slurm_targets(struct collect_targets *ts, unsigned port, unsigned dcgm_port,
+                          const char *scontrol, struct carma_err *e)
 {
     const char *list = getenv("SLURM_JOB_NODELIST");
     if (!list || !*list)
@@ -546,6 +587,16 @@ int collect_slurm_targets(struct collect_targets *ts, unsigned port, const char 
         r = carma_err_set(e, -EIO, "--slurm: '%s show hostnames %s' printed no host", scontrol,
                           list);
         goto out;
+    }
+    /* each node's dcgm-exporter, after the exporters (the nodes are the last `added` targets) */
+    for (size_t k = ts->n - (size_t)added, end = ts->n; dcgm_port && k < end; k++) {
+        char spec[COLLECT_HOST_MAX + 16], where[300];
+        char *node = ts->t[k].node;
+        snprintf(spec, sizeof spec, "dcgm:%s:%u", node, dcgm_port);
+        snprintf(where, sizeof where, "--slurm: node %s: ", node);
+        r = collect_targets_add(ts, spec, dcgm_port, node, where, e);
+        if (r < 0)
+            goto out;
     }
     r = added;
 out:
@@ -931,6 +982,20 @@ static void node_rows(struct collect_out *o, const struct prom_doc *doc, const c
     o->nodes.rows_pending++;
 }
 
+/* The prefix of the rows of the current target: "1,<timestamp>,<seq>,". */
+static void row_prefix(struct collect_out *o, int64_t real_ns, bool label_wins)
+{
+    size_t n = 0;
+    o->prefix[n++] = '1';
+    o->prefix[n++] = ',';
+    n += fmt_unix_us(o->prefix + n, real_ns);
+    o->prefix[n++] = ',';
+    n += fmt_u64(o->prefix + n, o->seq);
+    o->prefix[n++] = ',';
+    o->prefix_len = n;
+    o->label_wins = label_wins;
+}
+
 void collect_out_target(struct collect_out *o, int64_t real_ns, const char *node, bool label_wins,
                         const char *target, const struct prom_doc *doc,
                         struct collect_scrape_info *info)
@@ -941,15 +1006,7 @@ void collect_out_target(struct collect_out *o, int64_t real_ns, const char *node
     memset(info, 0, sizeof *info);
     if (!o || !o->in_cycle)
         return;
-    size_t n = 0;
-    o->prefix[n++] = '1';
-    o->prefix[n++] = ',';
-    n += fmt_unix_us(o->prefix + n, real_ns);
-    o->prefix[n++] = ',';
-    n += fmt_u64(o->prefix + n, o->seq);
-    o->prefix[n++] = ',';
-    o->prefix_len = n;
-    o->label_wins = label_wins;
+    row_prefix(o, real_ns, label_wins);
 
     if (doc && doc->nsamples > o->nfam_cap) {
         size_t cap = o->nfam_cap ? o->nfam_cap : 256;
@@ -996,6 +1053,62 @@ void collect_out_target(struct collect_out *o, int64_t real_ns, const char *node
             row_end(b);
             o->nodes.rows_pending++;
         }
+    }
+}
+
+/* Appends "N" (a decimal unsigned) to b. Room must be reserved. */
+static void put_uint(struct csv_buf *b, unsigned v)
+{
+    b->len += fmt_u64(b->data + b->len, v);
+}
+
+void collect_out_dcgm(struct collect_out *o, int64_t real_ns, const char *node, const char *target,
+                      const struct dcgm_scrape *d, struct collect_scrape_info *info)
+{
+    struct collect_scrape_info dummy;
+    if (!info)
+        info = &dummy;
+    memset(info, 0, sizeof *info);
+    if (!o || !o->in_cycle)
+        return;
+    row_prefix(o, real_ns, false);
+    struct csv_buf *b = &o->samples.buf;
+    for (size_t i = 0; d && i < d->n; i++) {
+        const struct dcgm_reading *r = &d->r[i];
+        if (!row_start(o, b, node, target, 2 * 32 + 96))
+            return;
+        static const char gpu[] = ",dcgm/gpu", mig[] = "/mig";
+        memcpy(b->data + b->len, gpu, sizeof gpu - 1);
+        b->len += sizeof gpu - 1;
+        put_uint(b, r->gpu_index);
+        if (r->mig) {
+            memcpy(b->data + b->len, mig, sizeof mig - 1);
+            b->len += sizeof mig - 1;
+            put_uint(b, r->mig_id);
+        }
+        const char *rest = r->mig ? ",dcgm,gpu,component,measured," : ",dcgm,gpu,total,measured,";
+        size_t rn = strlen(rest);
+        memcpy(b->data + b->len, rest, rn);
+        b->len += rn;
+        put_num(b, r->power_w);
+        b->data[b->len++] = ',';
+        put_num(b, r->energy_j);
+        row_end(b);
+        o->samples.rows_pending++;
+        info->power_rows++;
+    }
+    if (info->power_rows == 0 && row_start(o, b, node, target, 16)) {
+        memcpy(b->data + b->len, ",,,,,,,", 7); /* channel .. joules_total */
+        b->len += 7;
+        row_end(b);
+        o->samples.rows_pending++;
+    }
+    struct csv_buf *nb = &o->nodes.buf;
+    if (row_start(o, nb, node, target, 16)) {
+        memcpy(nb->data + nb->len, ",,,,,,,,", 8); /* method .. cpu_util_irq */
+        nb->len += 8;
+        row_end(nb);
+        o->nodes.rows_pending++;
     }
 }
 

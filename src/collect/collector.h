@@ -26,10 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collect/dcgm.h"
 #include "collect/promparse.h"
 #include "core/err.h"
 
 #define COLLECT_DEFAULT_PORT 9405
+#define COLLECT_DCGM_PORT    9400 /* dcgm-exporter's default port */
 #define COLLECT_TARGETS_MAX  4096
 #define COLLECT_HOST_MAX     255
 
@@ -38,6 +40,7 @@ struct collect_target {
     char *url;  /* what is fetched, e.g. "http://[::1]:9405/metrics" */
     char *node; /* the node: the Slurm host name, else the host (an IPv6 address unbracketed) */
     bool node_given; /* node was given (a Slurm node name): it names the rows, not the exporter */
+    bool dcgm;       /* named a dcgm-exporter target ("dcgm:HOST[:PORT]") */
 };
 
 struct collect_targets {
@@ -47,6 +50,9 @@ struct collect_targets {
 
 /*
  * Parses one target into *ret (free with collect_target_done): "HOST", "HOST:PORT",
+ * "dcgm:TARGET" (TARGET any of the forms below: a dcgm-exporter, COLLECT_DCGM_PORT when it names
+ * no port; its name keeps the "dcgm:"; "dcgm:" followed by digits only is the host "dcgm" and a
+ * port, a plain target),
  * "[V6ADDR]", "[V6ADDR]:PORT", a bare IPv6 address ("::1": no port can follow one), or an
  * "http://" / "https://" URL (a URL without a port gets default_port too, without a path
  * "/metrics"). HOST is a DNS name or an IPv4 address; a zone in an IPv6 address ("fe80::1%eth0")
@@ -71,14 +77,15 @@ int collect_targets_file(struct collect_targets *ts, const char *path, unsigned 
                          struct carma_err *e);
 
 /*
- * The nodes of the current Slurm job at port: $SLURM_JOB_NODELIST (else $SLURM_NODELIST)
- * expanded by `scontrol show hostnames LIST` (the program scontrol, NULL: "scontrol", looked
- * up in PATH), each added with its host name as node. Returns the number added, or -ENOENT
- * (not in a job, or no scontrol), -EIO (scontrol failed: its exit status and last stderr line
- * in e), -EINVAL (an output line that is not a host name), with e set.
+ * The nodes of the current Slurm job at port (and, dcgm_port not 0, their dcgm-exporters at
+ * dcgm_port, "dcgm:NODE:PORT" targets added after all the others): $SLURM_JOB_NODELIST (else
+ * $SLURM_NODELIST) expanded by `scontrol show hostnames LIST` (the program scontrol, NULL:
+ * "scontrol", looked up in PATH), each added with its host name as node. Returns the number added,
+ * or -ENOENT (not in a job, or no scontrol), -EIO (scontrol failed: its exit status and last stderr
+ * line in e), -EINVAL (an output line that is not a host name), with e set.
  */
-int collect_slurm_targets(struct collect_targets *ts, unsigned port, const char *scontrol,
-                          struct carma_err *e);
+int collect_slurm_targets(struct collect_targets *ts, unsigned port, unsigned dcgm_port,
+                          const char *scontrol, struct carma_err *e);
 
 void collect_targets_free(struct collect_targets *ts);
 
@@ -109,6 +116,20 @@ void collect_out_cycle_begin(struct collect_out *o, uint64_t seq);
 void collect_out_target(struct collect_out *o, int64_t real_ns, const char *node, bool label_wins,
                         const char *target, const struct prom_doc *doc,
                         struct collect_scrape_info *info);
+
+/*
+ * Adds the rows of one dcgm-exporter target's scrape (d: its body read by collect/dcgm),
+ * stamped real_ns: one samples.csv row per reading, in body order: a GPU as channel
+ * "dcgm/gpu<N>" (N its gpu label), source "dcgm", kind "gpu", domain "total", method "measured",
+ * watts its DCGM_FI_DEV_POWER_USAGE, joules_total its DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION in J
+ * (blank cells when absent); a MIG instance as "dcgm/gpu<N>/mig<GPU_I_ID>" with domain
+ * "component" (the figures dcgm-exporter repeats on it are its GPU's: never added to a node's
+ * total). No reading: one row with blank cells. nodes.csv: one row with blank cells (a
+ * dcgm-exporter gives no node power). node names the rows (never the exporter's Hostname
+ * label). info (may be NULL): power_rows = the rows written, node_label NULL.
+ */
+void collect_out_dcgm(struct collect_out *o, int64_t real_ns, const char *node, const char *target,
+                      const struct dcgm_scrape *d, struct collect_scrape_info *info);
 
 /* Writes the cycle's rows (one write(2) per file). Returns 0 or a negative errno with e set
  * naming the file; the rows written before stay. */

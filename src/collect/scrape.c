@@ -36,7 +36,8 @@ struct tgt {
     bool done;    /* its transfer ended this cycle */
     bool scraped; /* it was due this cycle */
     CURLcode result;
-    int64_t done_real_ns;
+    int64_t start_real_ns; /* its request of this cycle started */
+    int64_t done_real_ns;  /* and settled */
     char errbuf[CURL_ERROR_SIZE];
     struct collect_backoff backoff;
 
@@ -66,13 +67,18 @@ struct scrape {
     uint64_t max_skip;
 
     struct collect_out *out;
-    void *cpu; /* o.srt_cpu's writer */
+    void *cpu;                /* o.srt_cpu's writer */
+    void *gpu;                /* o.srt_gpu's writer */
+    struct dcgm_scrape *dcgm; /* the dcgm-exporter body being handled */
+    bool have_end;
+    struct scrape_end end; /* scrape_set_end's */
 
     int64_t start_mono, start_real, stop_real;
     uint64_t cycles, missed;
     bool write_failing; /* samples.csv: warned, not yet written again */
     bool write_failed;  /* ever */
     bool cpu_write_failing, cpu_write_failed;
+    bool gpu_write_failing, gpu_write_failed;
     bool ran;      /* the clock started (else the run failed before its first cycle) */
     uint64_t rows; /* samples.csv rows, kept when it is closed */
 };
@@ -226,6 +232,7 @@ static void http_cycle(struct scrape *c, int64_t deadline)
         t->too_big = false;
         t->done = false;
         t->errbuf[0] = '\0';
+        t->start_real_ns = time_real_ns();
         if (curl_multi_add_handle(c->multi, t->easy) != CURLM_OK) {
             t->done = true;
             t->result = CURLE_OUT_OF_MEMORY;
@@ -369,16 +376,28 @@ static int outcome(struct scrape *c, size_t i, uint64_t seq, int64_t cycle_real)
         return -1;
     }
     struct collect_scrape_info info;
-    collect_out_target(c->out, ts, node_of(t), !t->t->node_given, t->t->name, &doc, &info);
-    node_label_seen(t, info.node_label);
+    bool dcgm = t->t->dcgm || dcgm_is_body(&doc);
+    if (dcgm) {
+        dcgm_parse(&doc, c->dcgm);
+        collect_out_dcgm(c->out, ts, node_of(t), t->t->name, c->dcgm, &info);
+    } else {
+        collect_out_target(c->out, ts, node_of(t), !t->t->node_given, t->t->name, &doc, &info);
+        node_label_seen(t, info.node_label);
+    }
     /* an exporter that has just started may not have a reading yet: only a target that
      * stays without one is worth a warning */
     t->empty_in_row = info.power_rows == 0 && !info.srt_cpu ? t->empty_in_row + 1 : 0;
     if (t->empty_in_row == EMPTY_WARN_SCRAPES && !t->warned_empty && !c->o.quiet) {
-        warnf(c,
-              "collect: warning: %s (node %s) serves no carma_power_watts (nor srt-slurm's "
-              "cpu_power_*_watts) samples in %d scrapes",
-              t->t->name, node_of(t), EMPTY_WARN_SCRAPES);
+        if (dcgm)
+            warnf(c,
+                  "collect: warning: %s (node %s) serves no dcgm-exporter GPU readings "
+                  "(DCGM_FI_DEV_POWER_USAGE, ...{gpu=...}) in %d scrapes",
+                  t->t->name, node_of(t), EMPTY_WARN_SCRAPES);
+        else
+            warnf(c,
+                  "collect: warning: %s (node %s) serves no carma_power_watts (nor srt-slurm's "
+                  "cpu_power_*_watts) samples in %d scrapes",
+                  t->t->name, node_of(t), EMPTY_WARN_SCRAPES);
         t->warned_empty = true;
     }
     if (info.negative && !t->negative && !c->o.quiet)
@@ -389,6 +408,8 @@ static int outcome(struct scrape *c, size_t i, uint64_t seq, int64_t cycle_real)
     t->negative += info.negative;
     if (c->cpu)
         c->o.srt_cpu->node(c->cpu, i, ts, &doc);
+    if (c->gpu)
+        c->o.srt_gpu->node(c->gpu, i, t->start_real_ns, ts, &doc, dcgm ? c->dcgm : NULL);
     prom_doc_free(&doc);
     succeeded(c, t, seq);
     return 0;
@@ -415,7 +436,7 @@ static const char *status_of(const struct scrape *c, const struct scrape_end *en
     /* without --duration a signal is the ordinary end of the run; with one, it cut it short */
     if (end->sig && c->o.duration_ns)
         return "interrupted";
-    bool gaps = c->missed || c->write_failed || c->cpu_write_failed;
+    bool gaps = c->missed || c->write_failed || c->cpu_write_failed || c->gpu_write_failed;
     for (size_t i = 0; i < c->n && !gaps; i++)
         gaps = c->tg[i].errors || c->tg[i].skipped;
     return gaps ? "incomplete" : "complete";
@@ -444,6 +465,8 @@ json_t *scrape_manifest(struct scrape *c, const struct scrape_end *end, json_t *
     json_object_set_new(sv, "nodes_csv", json_integer(1));
     if (c->o.srt_cpu)
         json_object_set_new(sv, "srt_cpu_samples_csv", json_integer(1));
+    if (c->o.srt_gpu)
+        json_object_set_new(sv, "srt_gpu_samples_csv", json_integer(2));
     json_object_set_new(m, "schema_versions", sv);
     json_t *opt = json_object();
     json_object_set_new(opt, "interval_s", json_real((double)c->o.interval_ns / 1e9));
@@ -452,6 +475,7 @@ json_t *scrape_manifest(struct scrape *c, const struct scrape_end *end, json_t *
                         c->o.duration_ns ? json_real((double)c->o.duration_ns / 1e9) : json_null());
     json_object_set_new(opt, "required", json_boolean(c->o.required));
     json_object_set_new(opt, "srt_cpu", json_boolean(c->o.srt_cpu != NULL));
+    json_object_set_new(opt, "srt_gpu", json_boolean(c->o.srt_gpu != NULL));
     json_object_set_new(opt, "max_body_bytes",
                         json_integer((json_int_t)prom_limits_default.max_bytes));
     json_object_set_new(opt, "backoff_max_cycles", json_integer((json_int_t)c->max_skip));
@@ -466,6 +490,7 @@ json_t *scrape_manifest(struct scrape *c, const struct scrape_end *end, json_t *
         json_object_set_new(o, "target", json_string(t->t->name));
         json_object_set_new(o, "url", json_string(t->t->url));
         json_object_set_new(o, "node", json_string(t->t->node));
+        json_object_set_new(o, "kind", json_string(t->t->dcgm ? "dcgm" : "exporter"));
         json_object_set_new(o, "node_label", jstr_or_null(t->node_label));
         json_object_set_new(o, "scrape_count", json_integer((json_int_t)t->scrapes));
         json_object_set_new(o, "error_count", json_integer((json_int_t)t->errors));
@@ -514,6 +539,8 @@ json_t *scrape_manifest(struct scrape *c, const struct scrape_end *end, json_t *
             json_array_append_new(rc, json_string("samples_write_failed"));
         if (c->cpu_write_failed)
             json_array_append_new(rc, json_string("srt_cpu_write_failed"));
+        if (c->gpu_write_failed)
+            json_array_append_new(rc, json_string("srt_gpu_write_failed"));
     }
     json_object_set_new(m, "reason_codes", rc);
     return m;
@@ -574,6 +601,8 @@ static size_t run_cycle(struct scrape *c, uint64_t seq, int64_t tick)
     collect_out_cycle_begin(c->out, seq);
     if (c->cpu)
         c->o.srt_cpu->cycle_begin(c->cpu);
+    if (c->gpu)
+        c->o.srt_gpu->cycle_begin(c->gpu, seq);
     for (size_t i = 0; i < c->n; i++)
         failures += outcome(c, i, seq, cycle_real) < 0;
     struct carma_err e = {0};
@@ -595,6 +624,16 @@ static size_t run_cycle(struct scrape *c, uint64_t seq, int64_t tick)
             c->cpu_write_failing = true;
         } else {
             c->cpu_write_failing = false;
+        }
+    }
+    if (c->gpu) {
+        if (c->o.srt_gpu->cycle_end(c->gpu, &e) < 0) {
+            c->gpu_write_failed = true;
+            if (!c->gpu_write_failing)
+                warnf(c, "collect: %s; trying again every cycle", e.msg);
+            c->gpu_write_failing = true;
+        } else {
+            c->gpu_write_failing = false;
         }
     }
     c->cycles++;
@@ -620,7 +659,8 @@ struct scrape *scrape_new(const struct collect_targets *ts, const struct scrape_
     c->req_timeout_ns = timeout < cap ? timeout : cap;
     c->max_skip = (uint64_t)((BACKOFF_MAX_NS + o->interval_ns - 1) / o->interval_ns);
     c->tg = calloc(c->n, sizeof *c->tg);
-    if (!c->tg) {
+    c->dcgm = malloc(sizeof *c->dcgm);
+    if (!c->tg || !c->dcgm) {
         scrape_free(c);
         carma_err_set(e, -ENOMEM, "out of memory");
         return NULL;
@@ -646,6 +686,21 @@ int scrape_open(struct scrape *c, const char *dir, struct carma_err *e)
         c->cpu = c->o.srt_cpu->open(cpu_dir, nodes, c->n, e);
         free(nodes);
         if (!c->cpu)
+            return e && e->code ? e->code : -EIO;
+    }
+    if (c->o.srt_gpu) {
+        char gpu_dir[PATH_MAX + 16];
+        snprintf(gpu_dir, sizeof gpu_dir, "%s/power", dir);
+        const char **nodes = calloc(c->n, sizeof *nodes);
+        if (!nodes)
+            return carma_err_set(e, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < c->n; i++)
+            nodes[i] = c->targets->t[i].node;
+        struct scrape_opts go = c->o;
+        go.timeout_ns = c->req_timeout_ns;
+        c->gpu = c->o.srt_gpu->open(gpu_dir, nodes, c->n, &go, e);
+        free(nodes);
+        if (!c->gpu)
             return e && e->code ? e->code : -EIO;
     }
     c->start_real = time_real_ns();
@@ -700,6 +755,23 @@ int scrape_run(struct scrape *c, const sigset_t *sigs, int *ret_sig)
     return fatal ? 1 : 0;
 }
 
+void scrape_set_end(struct scrape *c, const struct scrape_end *end)
+{
+    c->end = *end;
+    c->have_end = true;
+}
+
+/* The GPU leg's status: srt-slurm's complete, incomplete or failed. */
+static const char *gpu_status(const struct scrape *c)
+{
+    if (!c->have_end)
+        return "incomplete";
+    struct scrape_end end = c->end;
+    end.final = true;
+    const char *s = status_of(c, &end);
+    return strcmp(s, "complete") == 0 || strcmp(s, "failed") == 0 ? s : "incomplete";
+}
+
 void scrape_close(struct scrape *c)
 {
     if (c->out) {
@@ -720,11 +792,19 @@ void scrape_close(struct scrape *c)
         }
         c->cpu = NULL;
     }
+    if (c->gpu) {
+        struct carma_err ce = {0};
+        if (c->o.srt_gpu->finish(c->gpu, gpu_status(c), &ce) < 0) {
+            warnf(c, "collect: %s", ce.msg);
+            c->gpu_write_failed = true;
+        }
+        c->gpu = NULL;
+    }
 }
 
 bool scrape_write_failed(const struct scrape *c)
 {
-    return c->write_failed || c->cpu_write_failed;
+    return c->write_failed || c->cpu_write_failed || c->gpu_write_failed;
 }
 
 void scrape_totals_get(const struct scrape *c, struct scrape_totals *ret)
@@ -744,6 +824,8 @@ void scrape_free(struct scrape *c)
     collect_out_close(c->out, NULL); /* where scrape_close was not called */
     if (c->cpu)
         c->o.srt_cpu->finish(c->cpu, NULL);
+    if (c->gpu)
+        c->o.srt_gpu->finish(c->gpu, "failed", NULL);
     if (c->multi || c->headers || c->curl_global)
         http_done(c);
     for (size_t i = 0; c->tg && i < c->n; i++) {
@@ -751,5 +833,6 @@ void scrape_free(struct scrape *c)
         free(c->tg[i].node_label);
     }
     free(c->tg);
+    free(c->dcgm);
     free(c);
 }

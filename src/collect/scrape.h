@@ -1,7 +1,9 @@
 /*
  * collect/scrape: the collector's scrape engine (libcurl). Scrapes the /metrics of many
  * exporters on one clock and writes what they serve through collect/collector (samples.csv,
- * nodes.csv) and, with a sink (srt-slurm's CPU power leg, srt/cpu), through it (power/cpu/).
+ * nodes.csv) and, with sinks, srt-slurm's CPU power leg (srt/cpu: power/cpu/) and GPU power leg
+ * (srt/gpu: power/). A target named "dcgm:" or whose body has dcgm-exporter's families is read
+ * by collect/dcgm into GPU rows (collect_out_dcgm).
  *
  * The clock: cycle k starts at start + k x interval on CLOCK_MONOTONIC (absolute, so nothing
  * drifts); a cycle that could not start within its slot is counted as missed, and its
@@ -32,7 +34,10 @@
 #include <stdint.h>
 
 #include "collect/collector.h"
+#include "collect/dcgm.h"
 #include "core/err.h"
+
+struct scrape_opts;
 
 /* One line of warning or note, e.g. "collect: warning: host:9405 (node n1) is down: ...". */
 typedef void (*scrape_warn_fn)(void *cls, const char *msg);
@@ -58,14 +63,42 @@ struct scrape_sink {
     int (*finish)(void *w, struct carma_err *e);
 };
 
+/*
+ * A writer of every cycle's GPU readings: srt-slurm's GPU power leg (srt/gpu's srt_gpu_sink).
+ * All called on the engine's thread.
+ *   open         at scrape_open: dir the directory to write (DIR/power), nodes[0..n) the
+ *                targets' node names in order, o the engine's options (interval, timeout,
+ *                required, version); the writer, or NULL with e set naming the file;
+ *   cycle_begin  before a cycle's scrapes; seq the cycle's scrape_seq (samples.csv's);
+ *   node         target i's scrape of the cycle: the HTTP request started at start_ns and
+ *                settled (its answer complete) at settle_ns (realtime); doc its parsed body,
+ *                dcgm that body read by collect/dcgm when it is a dcgm-exporter's (a "dcgm:"
+ *                target, or a body with dcgm-exporter's families), else NULL; only called for
+ *                a scrape that gave a parsed body;
+ *   cycle_end    writes the cycle: 0, or a negative errno with e set naming the file;
+ *   finish       flushes, closes and frees w (NULL-safe; e may be NULL), status the run's as
+ *                srt-slurm names them ("complete", "incomplete", "failed"): 0, or a negative
+ *                errno with e set (the first error).
+ */
+struct scrape_gpu_sink {
+    void *(*open)(const char *dir, const char *const *nodes, size_t n, const struct scrape_opts *o,
+                  struct carma_err *e);
+    void (*cycle_begin)(void *w, uint64_t seq);
+    void (*node)(void *w, size_t i, int64_t start_ns, int64_t settle_ns, const struct prom_doc *doc,
+                 const struct dcgm_scrape *dcgm);
+    int (*cycle_end)(void *w, struct carma_err *e);
+    int (*finish)(void *w, const char *status, struct carma_err *e);
+};
+
 struct scrape_opts {
     int64_t interval_ns;
     int64_t timeout_ns;  /* 0: min(interval, 5 s); never more than 95 % of the interval */
     int64_t duration_ns; /* 0: until a signal */
     bool required;       /* a target down in the first cycle ends the run */
-    const struct scrape_sink *srt_cpu; /* also srt-slurm's CPU power leg (NULL: none) */
-    bool quiet;                        /* no warnings about targets */
-    const char *version;               /* carma's, for the User-Agent and the manifest */
+    const struct scrape_sink *srt_cpu;     /* also srt-slurm's CPU power leg (NULL: none) */
+    const struct scrape_gpu_sink *srt_gpu; /* also srt-slurm's GPU power leg (NULL: none) */
+    bool quiet;                            /* no warnings about targets */
+    const char *version;                   /* carma's, for the User-Agent and the manifest */
     scrape_warn_fn warn;
     void *warn_cls;
 };
@@ -90,7 +123,8 @@ struct scrape *scrape_new(const struct collect_targets *ts, const struct scrape_
                           struct carma_err *e);
 
 /* Opens the output files in dir (which exists): samples.csv, nodes.csv, with srt_cpu
- * power/cpu/ (its open). Returns 0 or a negative errno with e set naming the file. */
+ * power/cpu/ (its open), with srt_gpu power/ (its open). Returns 0 or a negative errno with e set
+ * naming the file. */
 int scrape_open(struct scrape *s, const char *dir, struct carma_err *e);
 
 /* Whether scrape_open succeeded (the run has a start time, and a manifest to write). */
@@ -111,10 +145,14 @@ int scrape_run(struct scrape *s, const sigset_t *sigs, int *ret_sig);
  * 0 when none was. */
 int scrape_signal_pending(const sigset_t *set);
 
+/* How the run ended, before scrape_close: the GPU leg's final status comes from it (without
+ * it, "incomplete"). */
+void scrape_set_end(struct scrape *s, const struct scrape_end *end);
+
 /* Flushes and closes the output files; a failure is warned about ("collect: ..."). */
 void scrape_close(struct scrape *s);
 
-/* Whether writing samples.csv or the CPU leg ever failed. */
+/* Whether writing samples.csv, the CPU leg or the GPU leg ever failed. */
 bool scrape_write_failed(const struct scrape *s);
 
 /*

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,10 @@
 #include "core/file.h"
 #include "core/fmt.h"
 #include "core/pyjson.h"
+
+#ifdef CARMA_HAVE_LIBCRYPTO
+#include <openssl/evp.h>
+#endif
 
 int srt_json_replace(json_t *m, const char *path, struct carma_err *e)
 {
@@ -51,4 +56,52 @@ void srt_json_float_cell(struct csv_buf *b, double v)
     }
     b->len += n;
     b->data[b->len] = '\0';
+}
+
+int srt_json_file_sha256(const char *path, char out[65])
+{
+#ifdef CARMA_HAVE_LIBCRYPTO
+    int fd = file_open_input(AT_FDCWD, path, NULL);
+    if (fd < 0)
+        return fd;
+    int r = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    char *chunk = malloc(1 << 16);
+    if (!ctx || !chunk || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        r = -ENOMEM;
+        goto out;
+    }
+    for (;;) {
+        ssize_t n = read(fd, chunk, 1 << 16);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        if (EVP_DigestUpdate(ctx, chunk, (size_t)n) != 1) {
+            r = -EIO;
+            goto out;
+        }
+    }
+    unsigned char md[32];
+    unsigned len = 0;
+    if (EVP_DigestFinal_ex(ctx, md, &len) != 1 || len != 32) {
+        r = -EIO;
+        goto out;
+    }
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+out:
+    free(chunk);
+    EVP_MD_CTX_free(ctx);
+    close(fd);
+    return r;
+#else
+    (void)path;
+    out[0] = '\0';
+    return -ENOTSUP;
+#endif
 }

@@ -31,4 +31,8 @@ struct journal *srt_json_csv_create(const char *dir, const char *csv_path, const
  * one ("150.0"), never "-0.0". The buffer must have room for it (csv_buf_reserve). */
 void srt_json_float_cell(struct csv_buf *b, double v);
 
+/* The SHA-256 of the file at path (samples_sha256) as 64 lowercase hex digits in out[65].
+ * Returns 0, -ENOTSUP without libcrypto, or a negative errno. */
+int srt_json_file_sha256(const char *path, char out[65]);
+
 #endif

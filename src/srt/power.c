@@ -30,10 +30,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifdef CARMA_HAVE_LIBCRYPTO
-#include <openssl/evp.h>
-#endif
-
 #include "core/csv.h"
 #include "core/fmt.h"
 #include "core/journal.h"
@@ -412,56 +408,6 @@ static int manifest_write(const struct srt_power *p, const char *status, bool fi
                             e);
 }
 
-/* The SHA-256 of the file at path as 64 lowercase hex digits in out[65]. Returns 0,
- * -ENOTSUP without libcrypto, or a negative errno. */
-static int file_sha256(const char *path, char out[65])
-{
-#ifdef CARMA_HAVE_LIBCRYPTO
-    int fd = file_open_input(AT_FDCWD, path, NULL);
-    if (fd < 0)
-        return fd;
-    int r = 0;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    char *chunk = malloc(1 << 16);
-    if (!ctx || !chunk || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-        r = -ENOMEM;
-        goto out;
-    }
-    for (;;) {
-        ssize_t n = read(fd, chunk, 1 << 16);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        if (EVP_DigestUpdate(ctx, chunk, (size_t)n) != 1) {
-            r = -EIO;
-            goto out;
-        }
-    }
-    unsigned char md[32];
-    unsigned len = 0;
-    if (EVP_DigestFinal_ex(ctx, md, &len) != 1 || len != 32) {
-        r = -EIO;
-        goto out;
-    }
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-out:
-    free(chunk);
-    EVP_MD_CTX_free(ctx);
-    close(fd);
-    return r;
-#else
-    (void)path;
-    out[0] = '\0';
-    return -ENOTSUP;
-#endif
-}
-
 /* ---- the writer ---- */
 
 static void free_all(struct srt_power *p)
@@ -773,7 +719,7 @@ int srt_power_finish(struct srt_power *p, const char *status, struct carma_err *
     }
 
     char sha[65];
-    int r = file_sha256(p->csv_path, sha);
+    int r = srt_json_file_sha256(p->csv_path, sha);
     if (r < 0 && r != -ENOTSUP && !ret)
         ret = carma_err_set(e, r, "cannot read %s: %s", p->csv_path, strerror(-r));
     struct carma_err me = {0};
