@@ -77,8 +77,8 @@ struct srt_gpu {
     bool required;
     int64_t started_us;
 
-    size_t nnodes;     /* targets */
-    size_t *host_of;   /* target -> index into hosts */
+    size_t nnodes;   /* targets */
+    size_t *host_of; /* target -> index into hosts */
     size_t nhosts;
     struct host *hosts;
 

@@ -78,11 +78,11 @@ size_t srt_gpu_from_dcgm(const struct dcgm_scrape *d, struct srt_gpu_reading *ou
 size_t srt_gpu_from_carma(const struct prom_doc *doc, struct srt_gpu_reading *out, size_t cap);
 
 struct srt_gpu_opts {
-    const char *dir;                /* created when missing (with its parents) */
-    const char *const *nodes;       /* the targets' node names, in order (a name may repeat) */
+    const char *dir;          /* created when missing (with its parents) */
+    const char *const *nodes; /* the targets' node names, in order (a name may repeat) */
     size_t nnodes;
-    double interval_s, timeout_s;   /* sample_interval_seconds, request_timeout_seconds */
-    bool required;                  /* the manifest's "required" */
+    double interval_s, timeout_s; /* sample_interval_seconds, request_timeout_seconds */
+    bool required;                /* the manifest's "required" */
     const char *producer_version;
     const char *job_id; /* NULL: $SLURM_JOB_ID when set, else null */
 };
