@@ -55,8 +55,7 @@ static struct srt_gpu *open_writer(const char *const *nodes, size_t n)
     return w;
 }
 
-static struct srt_gpu_reading rd(unsigned gpu, const char *uuid, double w, double util,
-                                 double sm)
+static struct srt_gpu_reading rd(unsigned gpu, const char *uuid, double w, double util, double sm)
 {
     return (struct srt_gpu_reading){gpu, uuid, false, w, util, sm};
 }
@@ -83,11 +82,11 @@ static void test_rows(void **state)
     srt_gpu_cycle_begin(w, 4);
     struct srt_gpu_reading a[] = {
         rd(0, "GPU-a0", 400, 50, NAN),
-        rd(1, "GPU-a1", 350.5, 101, 0.25),      /* util out of range: blank */
-        {1, "GPU-a1", true, 60, 10, 0.1},       /* MIG: skipped */
-        rd(1, "GPU-a1x", 999, 10, 0.1),         /* a second reading of GPU 1: skipped */
-        rd(2, "GPU-a2", -1, 10, NAN),           /* negative power: skipped */
-        rd(3, NULL, 120, -0.5, 1.5),            /* no UUID; both riders blank */
+        rd(1, "GPU-a1", 350.5, 101, 0.25), /* util out of range: blank */
+        {1, "GPU-a1", true, 60, 10, 0.1},  /* MIG: skipped */
+        rd(1, "GPU-a1x", 999, 10, 0.1),    /* a second reading of GPU 1: skipped */
+        rd(2, "GPU-a2", -1, 10, NAN),      /* negative power: skipped */
+        rd(3, NULL, 120, -0.5, 1.5),       /* no UUID; both riders blank */
     };
     srt_gpu_host(w, 0, T0, T0 + 200000000, SRT_GPU_SOURCE_DCGM, a, 6);
     struct srt_gpu_reading b[] = {rd(0, "GPU-b0", 0, 0, 0)};
@@ -161,8 +160,8 @@ static void test_rows(void **state)
     assert_int_equal(json_array_size(ob), 6);
     static const char *const ohost[] = {"n1", "n1", "n1", "n1", "n2", "n2"};
     static const int oidx[] = {0, 1, 3, 4, 0, 7};
-    static const double ofirst[] = {1796000000.1, 1796000000.1, 1796000000.1, 1796000000.1,
-                                    1796000000.0205, 1796000002.0};
+    static const double ofirst[] = {1796000000.1, 1796000000.1,    1796000000.1,
+                                    1796000000.1, 1796000000.0205, 1796000002.0};
     static const double olast[] = {1796000000.1, 1796000000.1,      1796000000.1,
                                    1796000000.1, 1796000003.000001, 1796000003.000001};
     for (size_t i = 0; i < 6; i++) {
