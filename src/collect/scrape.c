@@ -370,7 +370,7 @@ static int outcome(struct scrape *c, size_t i, uint64_t seq, int64_t cycle_real)
         failed(c, t, seq, err);
         collect_out_target(c->out, ts, node_of(t), false, t->t->name, NULL, NULL);
         /* srt-slurm counts a poll that answered, not one abandoned at the deadline */
-        if (c->cpu && t->done)
+        if (c->cpu && t->done && !t->t->dcgm)
             c->o.srt_cpu->node(c->cpu, i, ts, NULL);
         prom_doc_free(&doc);
         return -1;
@@ -406,7 +406,8 @@ static int outcome(struct scrape *c, size_t i, uint64_t seq, int64_t cycle_real)
               "a missing value (each counted; the count is in the last line)",
               t->t->name, node_of(t));
     t->negative += info.negative;
-    if (c->cpu)
+    /* a dcgm-exporter is no CPU leg's exporter: its polls are not srt-slurm's CPU polls */
+    if (c->cpu && !dcgm)
         c->o.srt_cpu->node(c->cpu, i, ts, &doc);
     if (c->gpu)
         c->o.srt_gpu->node(c->gpu, i, t->start_real_ns, ts, &doc, dcgm ? c->dcgm : NULL);

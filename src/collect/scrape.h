@@ -50,7 +50,8 @@ typedef void (*scrape_warn_fn)(void *cls, const char *msg);
  *   cycle_begin  before a cycle's scrapes;
  *   node         target i's scrape of the cycle, stamped real_ns: doc its parsed body, NULL
  *                when the poll failed (no answer, an HTTP error, an unparseable body); not
- *                called for a poll abandoned at the cycle's deadline;
+ *                called for a poll abandoned at the cycle's deadline, nor for a dcgm-exporter
+ *                (a "dcgm:" target, or a body with dcgm-exporter's families);
  *   cycle_end    writes the cycle: 0, or a negative errno with e set naming the file;
  *   finish       flushes, closes and frees w (NULL-safe; e may be NULL): 0, or a negative errno
  *                with e set (the first error).

@@ -277,6 +277,12 @@ for host in ("127.0.0.1", "127.0.0.2"):
         assert abs(b["joules"] - want) <= 0.01 * want, (host, g, b["joules"], want)
 assert [b["label"] for b in r["cpu_per_node"]] == ["cpu/127.0.0.5"], r["cpu_per_node"]
 assert r["cpu_total_joules"] > 0 and r["gpu_total_joules"] > 0
+cm = json.load(open("run/power/cpu/cpu_manifest.json"))["nodes"]
+# the dcgm-exporters are no CPU-leg exporters: never polled for it (the carma exporter, without
+# --compat srtctl, answers without CPU families: an error there, as before)
+assert cm["127.0.0.5"]["resolved_mode"] == "dcgm" and cm["127.0.0.5"]["error_count"] == 0, cm
+assert all(cm[h]["scrape_count"] == 0 for h in ("127.0.0.1", "127.0.0.3")), cm
+assert cm["127.0.0.2"]["scrape_count"] == 0, cm  # recognised by its body
 assert [b["label"] for b in r["gpu_per_role"]] == ["gpu/%s/agg" % h for h in ("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")], r["gpu_per_role"]
 '
 
