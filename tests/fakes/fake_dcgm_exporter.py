@@ -15,12 +15,15 @@
 # usage: fake_dcgm_exporter.py [--host 127.0.0.1] [--port 0] [--ready FILE] [--gpus N]
 #            [--hostname NAME] [--lower] [--sm-active] [--mig GPU:ID:PROFILE]...
 #            [--blank FIELD:GPU]... [--cpu-zero] [--epoch UNIX] [--reset]
-#            [--base W] [--step W] [--amp W] [--period S] [--uuid-prefix P]
+#            [--base W] [--step W] [--amp W] [--period S] [--uuid-prefix P] [--shuffle SEED]
 # --ready FILE gets the port once the server listens. The power of GPU g at time t is
 #   P_g(t) = base + step*g + amp*sin(2*pi*(t - epoch)/(period + g))
 # and its counter (mJ, truncated) is the integral of P_g from epoch, or, with --reset, from
-# this process's start (a restarted exporter whose counter started again at 0).
+# this process's start (a restarted exporter whose counter started again at 0). --shuffle SEED
+# changes the order of the families, of the samples and of each sample's labels at every
+# scrape (dcgm-exporter's order is not stable either).
 import argparse
+import random
 import math
 import sys
 import threading
@@ -83,7 +86,11 @@ def render(p, a):
             if m[0] == g:
                 rows.append((g, m))
     out = []
-    for name, typ, help_, int64 in FAMILIES:
+    fams = list(FAMILIES)
+    if a.rng:
+        a.rng.shuffle(fams)
+        a.rng.shuffle(rows)
+    for name, typ, help_, int64 in fams:
         if name == "DCGM_FI_PROF_SM_ACTIVE" and not a.sm_active:
             continue
         out.append(f"# HELP {name} {help_}\n# TYPE {name} {typ}\n")
@@ -113,6 +120,8 @@ def render(p, a):
                 v = f"{40 + g:d}"
             else:
                 v = "3"
+            if a.rng:
+                a.rng.shuffle(labels)
             lab = ",".join(f'{k}="{val}"' for k, val in labels)
             out.append(f"{name}{{{lab}}} {v}\n")
     if a.cpu_zero:
@@ -142,13 +151,16 @@ def main():
     ap.add_argument("--amp", type=float, default=80.0)
     ap.add_argument("--period", type=float, default=5.0)
     ap.add_argument("--uuid-prefix", default="GPU-fake-dcgm-")
+    ap.add_argument("--shuffle", type=int, metavar="SEED")
     a = ap.parse_args()
+    a.rng = random.Random(a.shuffle) if a.shuffle is not None else None
     mig = []
     for m in a.mig:
         g, i, prof = m.split(":", 2)
         mig.append((int(g), int(i), prof))
     a.mig = mig
     p = Plant(a)
+    lock = threading.Lock()
 
     class H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -157,7 +169,8 @@ def main():
             if self.path != "/metrics":
                 self.send_error(404)
                 return
-            body = render(p, a)
+            with lock:
+                body = render(p, a)
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

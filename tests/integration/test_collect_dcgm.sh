@@ -56,9 +56,10 @@ start_fake() {
 start_fake a 127.0.0.1 --gpus 2 --mig 1:3:1g.18gb --blank GPU_UTIL:0 --sm-active --cpu-zero \
     --hostname pod-a --uuid-prefix GPU-a-
 # B: dcgm-exporter HEAD's lowercase uuid/hostname, three GPUs, GPU 2 with a blank energy
-#    counter; given as a plain target (recognised by its families)
+#    counter, families, samples and labels in a new order at every scrape; given as a plain
+#    target (recognised by its families)
 start_fake b 127.0.0.2 --gpus 3 --lower --blank TOTAL_ENERGY_CONSUMPTION:2 --hostname pod-b \
-    --uuid-prefix GPU-b- --base 200 --amp 60 --period 3
+    --uuid-prefix GPU-b- --base 200 --amp 60 --period 3 --shuffle 7
 # C: killed and restarted mid-run
 start_fake c 127.0.0.3 --gpus 2 --hostname pod-c --uuid-prefix GPU-c- --base 500 --amp 100
 # a carma exporter over the fake NVML's two GPUs (350 W and 120.5 W)
