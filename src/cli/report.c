@@ -26,6 +26,7 @@
 #include "srt/follow.h"
 #include "report/html.h"
 #include "core/pyjson.h"
+#include "report/collectreport.h"
 #include "report/reportdir.h"
 #include "report/runreport.h"
 #include "srt/log.h"
@@ -40,8 +41,10 @@ static void usage(FILE *f)
            "\n"
            "Energy, power statistics, perf-per-watt and carbon per window of DIR: a run\n"
            "directory of `carma run -o` or `carma stat -o` (windows: the whole run and each\n"
-           "workload), or an srt-slurm log directory (windows: each benchmark concurrency, as\n"
-           "srt-slurm's power_energy_report reads them).\n"
+           "workload), an srt-slurm log directory (windows: each benchmark concurrency, as\n"
+           "srt-slurm's power_energy_report reads them), or a `carma collect -o` directory\n"
+           "(windows: the whole collect run, --window, --windows and, when DIR or its parent\n"
+           "holds benchmark.out, that srt-slurm log's benchmark windows).\n"
            "\n"
            "options:\n"
            "  --format text|json|html  what goes to stdout (default text); html: one\n"
@@ -54,6 +57,15 @@ static void usage(FILE *f)
            "                      linear interpolation, gaps inside checked) or snap (srt-slurm's\n"
            "                      nearest sample within 3 s: its numbers exactly)\n"
            "  --strict            srt-slurm: refuse what its strict samples readers refuse\n"
+           "  --window NAME=START,END  collect: a window to report (Unix seconds or ISO 8601\n"
+           "                      with a UTC offset; repeatable)\n"
+           "  --windows FILE      collect: windows from FILE (CSV name,start,end[,tokens]\n"
+           "                      [,requests], or a JSON list of such objects)\n"
+           "  --region CODE       collect: the grid region of every node (default: WORLD)\n"
+           "  --region NODE=CODE  collect: NODE's own region (repeatable)\n"
+           "  --pue P             collect: the PUE for the carbon (default 1.0)\n"
+           "  --max-gap S         collect: the longest gap between samples that is\n"
+           "                      interpolated across (default max(3, 3 x the interval))\n"
            "  --follow            srt-slurm: poll DIR and write power_energy_c<N>.json next to\n"
            "                      each finished window's artifact and a line to\n"
            "                      DIR/power_energy_report.jsonl, until SIGINT/SIGTERM (then once\n"
@@ -76,7 +88,73 @@ enum {
     OPT_POLL,
     OPT_ONCE,
     OPT_JSON_FORMAT,
+    OPT_WINDOW,
+    OPT_WINDOWS,
+    OPT_REGION,
+    OPT_PUE,
+    OPT_MAX_GAP,
 };
+
+static int report_error(const char *msg);
+
+#define REPORT_WINDOWS_MAX 4096
+#define REPORT_REGIONS_MAX 4096
+
+/* carma report of a carma collect directory (report/collectreport), to stdout, -o, --json-out. */
+static int collect_report(const char *dir, const struct collectreport_opts *o, bool json,
+                          const char *json_out, const char *output)
+{
+    json_t *rep = NULL;
+    struct carma_err e = {0};
+    if (collectreport_build(dir, o, &rep, &e) < 0)
+        return report_error(e.msg);
+    char *js = (json || json_out) ? pyjson_dumps(rep, 2) : NULL;
+    char *text = json ? NULL : collectreport_text(rep);
+    json_decref(rep);
+    int status = 0;
+    if ((!json && !text) || ((json || json_out) && !js)) {
+        status = report_error("out of memory");
+        goto out;
+    }
+    if (json_out) {
+        size_t n = strlen(js);
+        js[n] = '\n';
+        int r = file_replace(json_out, js, n + 1);
+        js[n] = '\0';
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", json_out, strerror(-r));
+            status = 1;
+            goto out;
+        }
+    }
+    if (output) {
+        int r;
+        if (json) {
+            size_t n = strlen(js);
+            js[n] = '\n';
+            r = file_replace(output, js, n + 1);
+        } else {
+            r = file_replace(output, text, strlen(text));
+        }
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
+            status = 1;
+        }
+        goto out;
+    }
+    if (json)
+        printf("%s\n", js);
+    else
+        fputs(text, stdout);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
+        status = 1;
+    }
+out:
+    free(js);
+    free(text);
+    return status;
+}
 
 static double now_unix(void)
 {
@@ -211,6 +289,11 @@ int cmd_report(int argc, char **argv)
         {"follow", no_argument, NULL, OPT_FOLLOW},
         {"poll", required_argument, NULL, OPT_POLL},
         {"once", no_argument, NULL, OPT_ONCE},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"windows", required_argument, NULL, OPT_WINDOWS},
+        {"region", required_argument, NULL, OPT_REGION},
+        {"pue", required_argument, NULL, OPT_PUE},
+        {"max-gap", required_argument, NULL, OPT_MAX_GAP},
         {"quiet", no_argument, NULL, 'q'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -221,6 +304,10 @@ int cmd_report(int argc, char **argv)
     enum series_edges edges = SERIES_EDGES_INTERPOLATE;
     unsigned flags = 0;
     int64_t poll_ns = DEFAULT_POLL_NS;
+    static struct collectreport_window windows[REPORT_WINDOWS_MAX];
+    static struct collectreport_region regions[REPORT_REGIONS_MAX];
+    struct collectreport_opts co = {.windows = windows, .regions = regions};
+    bool collect_opt = false;
     int c;
     optind = 1;
     while ((c = cli_getopt(argc, argv, "qho:", longopts, "report")) != -1) {
@@ -266,6 +353,39 @@ int cmd_report(int argc, char **argv)
         case OPT_ONCE:
             once = true;
             break;
+        case OPT_WINDOW:
+        case OPT_REGION: {
+            struct carma_err we = {0};
+            bool win = c == OPT_WINDOW;
+            if ((win ? co.nwindows : co.nregions) == REPORT_WINDOWS_MAX) {
+                cli_error("--%s: at most %d", win ? "window" : "region", REPORT_WINDOWS_MAX);
+                return 2;
+            }
+            if ((win ? collectreport_window_parse(optarg, &windows[co.nwindows], &we)
+                     : collectreport_region_parse(optarg, &regions[co.nregions], &we)) < 0) {
+                cli_error("%s", we.msg);
+                return 2;
+            }
+            *(win ? &co.nwindows : &co.nregions) += 1;
+            collect_opt = true;
+            break;
+        }
+        case OPT_WINDOWS:
+            co.windows_file = optarg;
+            collect_opt = true;
+            break;
+        case OPT_PUE:
+        case OPT_MAX_GAP: {
+            double v;
+            if (parse_double(optarg, &v) < 0 || !(v > 0) || !(v < 1e9)) {
+                cli_error("--%s: '%s' is not a positive number", c == OPT_PUE ? "pue" : "max-gap",
+                          optarg);
+                return 2;
+            }
+            *(c == OPT_PUE ? &co.pue : &co.max_gap_s) = v;
+            collect_opt = true;
+            break;
+        }
         case 'q':
             quiet = true;
             break;
@@ -296,7 +416,37 @@ int cmd_report(int argc, char **argv)
     struct carma_err de = {0};
     if (!follow && reportdir_detect(dir, &kind, &de) < 0)
         return report_error(de.msg);
+    enum reportdir_kind fk;
+    if (follow && reportdir_detect(dir, &fk, &de) == 0 && fk == REPORTDIR_COLLECT) {
+        cli_error("--follow: not for a carma collect directory yet (%s): run carma report %s "
+                  "when the collector is done, or carma collect --report-follow LOGDIR for an "
+                  "srt-slurm job",
+                  dir, dir);
+        return 2;
+    }
     bool run_dir = follow ? runreport_is_run_dir(dir) : kind == REPORTDIR_RUN;
+    if (!follow && kind == REPORTDIR_COLLECT) {
+        if (html) {
+            cli_error("--format html: not for a carma collect directory yet (%s); use --format "
+                      "text or json",
+                      dir);
+            return 2;
+        }
+        if (cpu_samples || (flags & SRT_LOG_STRICT)) {
+            cli_error("--cpu-samples and --strict read srt-slurm log directories; %s is a carma "
+                      "collect directory",
+                      dir);
+            return 2;
+        }
+        co.edges = edges;
+        return collect_report(dir, &co, json, json_out, output);
+    }
+    if (collect_opt) {
+        cli_error("--window, --windows, --region, --pue and --max-gap read carma collect "
+                  "directories; %s is not one",
+                  dir);
+        return 2;
+    }
     if (html)
         return html_report(dir, run_dir, cpu_samples, flags, edges, json_out, output);
     if (follow) {

@@ -1,0 +1,87 @@
+/*
+ * collectreport: `carma report DIR` of a `carma collect -o DIR` directory: energy, average
+ * power and power statistics per window, per channel, per node (its total only, nothing counted
+ * twice), per device kind and for the job; perf/W and J/token for windows with tokens; carbon
+ * per node; coverage and the nodes that were down (docs/report.md, "carma collect
+ * directories").
+ *
+ * samples.csv and nodes.csv are read once, line by line (rundir/rundir.c's reader: its row
+ * rules and "PATH:LINE: what" errors); each (node, target) keeps one time array and each
+ * channel one array of watts (and one of joules where the exporter published its counter), so
+ * that a row costs about 8 bytes, plus 8 for a counter, plus 8 / channels for the time.
+ */
+#ifndef CARMA_REPORT_COLLECTREPORT_H
+#define CARMA_REPORT_COLLECTREPORT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analysis/series.h"
+#include "core/err.h"
+
+#define COLLECTREPORT_NAME_MAX 128
+
+/* A window the user names: [start, end] in Unix seconds, tokens/requests NAN when not given. */
+struct collectreport_window {
+    char name[COLLECTREPORT_NAME_MAX];
+    double start, end;
+    double tokens, requests;
+};
+
+/* --region NODE=CODE (node NULL: the default region, --region CODE). */
+struct collectreport_region {
+    const char *node;
+    const char *code;
+};
+
+struct collectreport_opts {
+    enum series_edges edges;
+    const struct collectreport_window *windows; /* --window, in order */
+    size_t nwindows;
+    const char *windows_file; /* --windows FILE, NULL: none */
+    const struct collectreport_region *regions;
+    size_t nregions;
+    double pue;       /* <= 0: 1.0 */
+    double max_gap_s; /* <= 0: the default, max(3 s, 3 x the collect interval) */
+    bool no_srt;      /* do not look for an srt-slurm log directory */
+};
+
+/*
+ * Parses `NAME=START,END` (START, END: Unix seconds or ISO 8601 with a UTC offset, END after
+ * START) into *ret. Returns 0 or -EINVAL with e saying what is wrong with spec.
+ */
+int collectreport_window_parse(const char *spec, struct collectreport_window *ret,
+                               struct carma_err *e);
+
+/*
+ * Parses `NODE=CODE` or `CODE` (--region) into *ret, pointing into spec (which must outlive
+ * it). Returns 0 or -EINVAL with e set (an empty node or code).
+ */
+int collectreport_region_parse(char *spec, struct collectreport_region *ret, struct carma_err *e);
+
+/*
+ * Reads a windows file: CSV with a header naming name, start, end (and optionally tokens,
+ * requests), or a JSON list of {"name", "start", "end", "tokens"?, "requests"?}. Appends the
+ * windows to *v (n of them, cap room; realloc'ed). Returns the number read, or a negative
+ * errno with e saying "FILE:LINE: field: what".
+ */
+int collectreport_windows_load(const char *path, struct collectreport_window **v, size_t *n,
+                               size_t *cap, struct carma_err *e);
+
+/*
+ * Builds the report of the collect directory dir: *ret = {"kind": "collect", "windows": [...],
+ * "coverage": [...], "warnings": [...], ...} (docs/report.md). o NULL: the defaults. Returns 0,
+ * or a negative errno with e naming the file and line (nothing in *ret): -ENOENT (samples.csv
+ * or manifest.json absent), -EINVAL (a malformed row, header or schema version; a bad windows
+ * file; a window that is not after its start; an unknown region), -ENOMEM. A torn last line
+ * is skipped with a warning. The caller owns *ret.
+ */
+int collectreport_build(const char *dir, const struct collectreport_opts *o, json_t **ret,
+                        struct carma_err *e);
+
+/* The text form of a report built by collectreport_build, malloc'ed, ending with '\n'; NULL
+ * when out of memory. */
+char *collectreport_text(const json_t *report);
+
+#endif
