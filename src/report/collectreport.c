@@ -48,8 +48,8 @@ static const char *const SAMPLES_COLS[] = {
     "schema_version", "timestamp_unix", "scrape_seq", "node",   "target", "channel",
     "source",         "kind",           "domain",     "method", "watts",  "joules_total"};
 static const char *const NODES_COLS[] = {
-    "schema_version", "timestamp_unix", "scrape_seq",     "node",          "target",
-    "method",         "watts",          "joules_total",   "cpu_util_total", "cpu_util_user",
+    "schema_version", "timestamp_unix", "scrape_seq",   "node",           "target",
+    "method",         "watts",          "joules_total", "cpu_util_total", "cpu_util_user",
     "cpu_util_nice",  "cpu_util_sys",   "cpu_util_irq"};
 
 /* ---- the loaded data ---- */
@@ -292,8 +292,8 @@ static int tab_load(struct cr *cr, struct tab *t, const char *name, bool nodes, 
                     struct carma_err *e)
 {
     const char *const *cols = nodes ? NODES_COLS : SAMPLES_COLS;
-    size_t ncols = nodes ? sizeof NODES_COLS / sizeof *NODES_COLS
-                         : sizeof SAMPLES_COLS / sizeof *SAMPLES_COLS;
+    size_t ncols =
+        nodes ? sizeof NODES_COLS / sizeof *NODES_COLS : sizeof SAMPLES_COLS / sizeof *SAMPLES_COLS;
     struct rundir_lines l;
     memset(&l, 0, sizeof l);
     if (ret_absent) {
@@ -403,8 +403,9 @@ static int tab_load(struct cr *cr, struct tab *t, const char *name, bool nodes, 
         struct chan *c = &t->c[ci];
         size_t at = g->n - 1;
         if (c->n > at) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: channel '%.60s' of target %s twice in scrape %llu",
-                              l.path, l.line, c->channel, f[4], (unsigned long long)seq);
+            r = carma_err_set(e, -EINVAL,
+                              "%s:%zu: channel '%.60s' of target %s twice in scrape %llu", l.path,
+                              l.line, c->channel, f[4], (unsigned long long)seq);
             break;
         }
         if (chan_at(c, at) < 0 || (!isnan(j) && chan_need_j(c) < 0)) {
@@ -532,12 +533,12 @@ static int view_energy(struct cr *cr, const struct view *x, double a, double b, 
         if (j > i) {
             double s = x->t[i] > a ? x->t[i] : a, t_end = x->t[j] < b ? x->t[j] : b;
             if (t_end > s) {
-                struct series sv = {.t = x->t + i, .w = x->v + i, .n = j - i + 1, .cap = j - i + 1,
-                                    .sorted = true};
+                struct series sv = {
+                    .t = x->t + i, .w = x->v + i, .n = j - i + 1, .cap = j - i + 1, .sorted = true};
                 struct series_window w;
                 struct carma_err we = {0};
-                int r = mode == E_COUNTER ? series_window_counter(&sv, s, t_end, &so, "c", &cr->sc,
-                                                                  &w, &we)
+                int r = mode == E_COUNTER
+                            ? series_window_counter(&sv, s, t_end, &so, "c", &cr->sc, &w, &we)
                         : mode == E_SNAP
                             ? series_window_snap(&sv, s, t_end, "c", &cr->sc, &w, &we)
                             : series_window_interpolate(&sv, s, t_end, &so, "c", &cr->sc, &w, &we);
@@ -806,8 +807,8 @@ static int nodes_build(struct cr *cr)
             const struct chan *ch = &cr->s.c[c];
             if (strcmp(cr->s.g[ch->grp].node, nd->name) != 0)
                 continue;
-            bool add = is_dcgm(ch) ? !carma_gpu
-                                   : !nd->from_nodes_csv && strcmp(ch->domain, "total") == 0;
+            bool add =
+                is_dcgm(ch) ? !carma_gpu : !nd->from_nodes_csv && strcmp(ch->domain, "total") == 0;
             if (add && node_add_part(nd, &cr->s, c) < 0)
                 return -ENOMEM;
             nd->dcgm_added += add && is_dcgm(ch);
@@ -851,8 +852,7 @@ struct down {
 
 /* How long group g was down within [a, b]: before its first time, gaps over the limit, after
  * its last; and its blank rows there. */
-static void group_down(const struct cr *cr, const struct grp *g, double a, double b,
-                       struct down *d)
+static void group_down(const struct cr *cr, const struct grp *g, double a, double b, struct down *d)
 {
     memset(d, 0, sizeof *d);
     d->longest_at = NAN;
@@ -1032,7 +1032,9 @@ static int windows_json(const char *path, const char *text, size_t len,
         const char *name = json_string_value(json_object_get(o, "name"));
         if (!name || !name[0] || strlen(name) >= COLLECTREPORT_NAME_MAX) {
             r = carma_err_set(e, -EINVAL, "%s:%zu: name: %s", path, line,
-                              !name ? "missing or not a string" : !name[0] ? "empty" : "too long");
+                              !name      ? "missing or not a string"
+                              : !name[0] ? "empty"
+                                         : "too long");
             goto out;
         }
         snprintf(w.name, sizeof w.name, "%s", name);
@@ -1086,8 +1088,7 @@ out:
 }
 
 static int windows_csv(const char *path, const char *text, size_t len,
-                       struct collectreport_window **v, size_t *n, size_t *cap,
-                       struct carma_err *e)
+                       struct collectreport_window **v, size_t *n, size_t *cap, struct carma_err *e)
 {
     struct csv_doc doc;
     int r = csv_parse(text, len, path, &doc, e);
@@ -1103,7 +1104,8 @@ static int windows_csv(const char *path, const char *text, size_t len,
     for (int k = 0; k < 5; k++) {
         ci[k] = csv_column(&doc.rows[0], cols[k]);
         if (ci[k] < 0 && k < 3) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: no column '%s' (want name,start,end[,tokens]"
+            r = carma_err_set(e, -EINVAL,
+                              "%s:%zu: no column '%s' (want name,start,end[,tokens]"
                               "[,requests])",
                               path, doc.rows[0].line, cols[k]);
             goto out;
@@ -1112,8 +1114,8 @@ static int windows_csv(const char *path, const char *text, size_t len,
     for (size_t i = 1; i < doc.n; i++) {
         const struct csv_row *row = &doc.rows[i];
         if (row->n != doc.rows[0].n) {
-            r = carma_err_set(e, -EINVAL, "%s:%zu: %zu fields, the header has %zu", path,
-                              row->line, row->n, doc.rows[0].n);
+            r = carma_err_set(e, -EINVAL, "%s:%zu: %zu fields, the header has %zu", path, row->line,
+                              row->n, doc.rows[0].n);
             goto out;
         }
         struct collectreport_window w;
@@ -1215,7 +1217,8 @@ static int srt_windows(struct cr *cr, struct win **v, size_t *n, size_t *cap)
             srt_log_done(&log);
             if (r == -ENOMEM)
                 return r;
-            return warn(cr, "srt-slurm log directory %s: its benchmark windows are not reported: %s",
+            return warn(cr,
+                        "srt-slurm log directory %s: its benchmark windows are not reported: %s",
                         cand[c], e.msg);
         }
         for (size_t i = 0; i < log.nwindows; i++) {
@@ -1345,11 +1348,11 @@ static int window_report(struct cr *cr, const struct win *w, json_t *out, struct
             ncounter |= pr->counter;
             ntrapz |= !pr->counter;
             json_t *po = json_object();
-            json_object_set_new(po, "file", json_string(pt->tab == &cr->s ? "samples.csv"
-                                                                          : "nodes.csv"));
+            json_object_set_new(po, "file",
+                                json_string(pt->tab == &cr->s ? "samples.csv" : "nodes.csv"));
             json_object_set_new(po, "target", json_string(g->target));
-            json_object_set_new(po, "channel", json_string(pt->tab == &cr->s ? ch->channel
-                                                                             : "node total"));
+            json_object_set_new(po, "channel",
+                                json_string(pt->tab == &cr->s ? ch->channel : "node total"));
             json_object_set_new(po, "method", json_string(method_name(ch->methods)));
             pres_json(po, pr);
             json_array_append_new(parts, po);
@@ -1458,7 +1461,8 @@ static int window_report(struct cr *cr, const struct win *w, json_t *out, struct
         jsonutil_set_num(cb, "g_co2e", g_co2);
         jsonutil_set_num(cb, "g_per_kwh", nd->ci.g_per_kwh);
         jsonutil_set_num(cb, "pue", cr->pue);
-        json_object_set_new(cb, "region", nd->ci.region[0] ? json_string(nd->ci.region) : json_null());
+        json_object_set_new(cb, "region",
+                            nd->ci.region[0] ? json_string(nd->ci.region) : json_null());
         json_object_set_new(cb, "intensity_source", json_string(nd->ci.source));
         json_object_set_new(cb, "method", json_string(method_name(nm)));
         json_object_set_new(o, "carbon", cb);
@@ -1639,10 +1643,9 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
     json_t *job_id = json_incref(json_object_get(man, "job_id"));
     json_t *status = json_incref(json_object_get(man, "status"));
     json_decref(man);
-    cr.gap = o->max_gap_s > 0 ? o->max_gap_s
-             : isfinite(cr.interval_s) && 3 * cr.interval_s > SERIES_MAX_GAP_S
-                 ? 3 * cr.interval_s
-                 : SERIES_MAX_GAP_S;
+    cr.gap = o->max_gap_s > 0                                                  ? o->max_gap_s
+             : isfinite(cr.interval_s) && 3 * cr.interval_s > SERIES_MAX_GAP_S ? 3 * cr.interval_s
+                                                                               : SERIES_MAX_GAP_S;
     bool absent = false;
     if ((r = tab_load(&cr, &cr.s, "samples.csv", false, NULL, e)) < 0 ||
         (r = tab_load(&cr, &cr.n, "nodes.csv", true, &absent, e)) < 0) {
@@ -1650,8 +1653,9 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
         json_decref(status);
         goto out;
     }
-    if (absent && (r = warn(&cr, "%s/nodes.csv: absent: each node is the sum of its total-domain "
-                                 "channels",
+    if (absent && (r = warn(&cr,
+                            "%s/nodes.csv: absent: each node is the sum of its total-domain "
+                            "channels",
                             dir)) < 0)
         goto out_j;
     if ((r = nodes_build(&cr)) < 0) {
@@ -1686,18 +1690,25 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
                 t1 = cr.s.g[gi].t[cr.s.g[gi].n - 1];
         }
     if (!(t1 > t0)) {
-        r = carma_err_set(e, -ENODATA,
-                          "%s/samples.csv: %s: there is no run to report", dir,
+        r = carma_err_set(e, -ENODATA, "%s/samples.csv: %s: there is no run to report", dir,
                           isfinite(t0) ? "one scrape's samples only" : "no power samples");
         goto out_j;
     }
-    struct win rw = {.name = "run", .source = "run", .start = t0, .end = t1, .tokens = NAN,
-                     .requests = NAN, .input_tokens = NAN};
+    struct win rw = {.name = "run",
+                     .source = "run",
+                     .start = t0,
+                     .end = t1,
+                     .tokens = NAN,
+                     .requests = NAN,
+                     .input_tokens = NAN};
     if (cr_push_win(&wins, &nw, &wcap, &rw) < 0)
         goto oom;
     for (size_t i = 0; i < o->nwindows; i++) {
-        struct win w = {.source = "cli", .start = o->windows[i].start, .end = o->windows[i].end,
-                        .tokens = o->windows[i].tokens, .requests = o->windows[i].requests,
+        struct win w = {.source = "cli",
+                        .start = o->windows[i].start,
+                        .end = o->windows[i].end,
+                        .tokens = o->windows[i].tokens,
+                        .requests = o->windows[i].requests,
                         .input_tokens = NAN};
         snprintf(w.name, sizeof w.name, "%s", o->windows[i].name);
         if (cr_push_win(&wins, &nw, &wcap, &w) < 0)
@@ -1707,8 +1718,11 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
         if ((r = collectreport_windows_load(o->windows_file, &fw, &nfw, &fwcap, e)) < 0)
             goto out_j;
         for (size_t i = 0; i < nfw; i++) {
-            struct win w = {.source = "file", .start = fw[i].start, .end = fw[i].end,
-                            .tokens = fw[i].tokens, .requests = fw[i].requests,
+            struct win w = {.source = "file",
+                            .start = fw[i].start,
+                            .end = fw[i].end,
+                            .tokens = fw[i].tokens,
+                            .requests = fw[i].requests,
                             .input_tokens = NAN};
             snprintf(w.name, sizeof w.name, "%s", fw[i].name);
             if (cr_push_win(&wins, &nw, &wcap, &w) < 0)
@@ -1725,8 +1739,8 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
     job_id = NULL;
     json_object_set_new(report, "collect_status", status ? status : json_null());
     status = NULL;
-    json_object_set_new(report, "edges", json_string(cr.edges == SERIES_EDGES_SNAP ? "snap"
-                                                                                   : "interpolate"));
+    json_object_set_new(report, "edges",
+                        json_string(cr.edges == SERIES_EDGES_SNAP ? "snap" : "interpolate"));
     jsonutil_set_num(report, "interval_s", cr.interval_s);
     jsonutil_set_num(report, "max_gap_s", cr.gap);
     json_object_set_new(report, "windows", jwins);
@@ -1849,13 +1863,13 @@ char *collectreport_text(const json_t *rep)
         {
             sb_printf(&b, "  kind %-8s %14s J  avg %10s W  (%s)\n", jsonutil_get_str(n, "kind"),
                       fnum(x1, sizeof x1, n, "energy_j", "%.3f"),
-                      fnum(x2, sizeof x2, n, "avg_power_w", "%.3f"),
-                      jsonutil_get_str(n, "method"));
+                      fnum(x2, sizeof x2, n, "avg_power_w", "%.3f"), jsonutil_get_str(n, "method"));
         }
         json_array_foreach(json_object_get(w, "channels"), k, n)
         {
-            sb_printf(&b, "  channel %s %s %s: %s J (%s, trapezoid %s J, drift %s %%, %lld "
-                          "reset%s) avg %s W p50 %s W (%s)\n",
+            sb_printf(&b,
+                      "  channel %s %s %s: %s J (%s, trapezoid %s J, drift %s %%, %lld "
+                      "reset%s) avg %s W p50 %s W (%s)\n",
                       jsonutil_get_str(n, "node"), jsonutil_get_str(n, "target"),
                       jsonutil_get_str(n, "channel"), fnum(x1, sizeof x1, n, "energy_j", "%.3f"),
                       jsonutil_get_str(n, "energy_source"),
