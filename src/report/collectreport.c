@@ -1325,7 +1325,7 @@ static int window_report(struct cr *cr, const struct win *w, json_t *out, struct
         double nj = 0, navg = 0, nest = 0, ntrap = 0, ncov = INFINITY;
         size_t nres_n = 0;
         unsigned nm = 0;
-        bool ncounter = false, ntrapz = false;
+        bool ncounter = false, ntrapz = false, ncovered_any = false;
         json_t *parts = json_array();
         size_t v0 = jvn;
         for (size_t p = 0; p < nd->nparts; p++) {
@@ -1337,8 +1337,10 @@ static int window_report(struct cr *cr, const struct win *w, json_t *out, struct
                 break;
             nj += pr->energy;
             ntrap += pr->trap;
-            if (pr->covered > 0)
+            if (pr->covered > 0) {
                 navg += pr->avg;
+                ncovered_any = true;
+            }
             if (pr->covered < ncov)
                 ncov = pr->covered;
             nres_n += pr->resets;
@@ -1434,7 +1436,7 @@ static int window_report(struct cr *cr, const struct win *w, json_t *out, struct
         json_t *o = json_object();
         json_object_set_new(o, "node", json_string(nd->name));
         jsonutil_set_num(o, "energy_j", nj);
-        jsonutil_set_num(o, "avg_power_w", ncov > 0 ? navg : NAN);
+        jsonutil_set_num(o, "avg_power_w", ncovered_any ? navg : NAN);
         json_object_set_new(o, "method", json_string(method_name(nm)));
         jsonutil_set_num(o, "estimated_j", nest);
         json_object_set_new(o, "energy_source",
@@ -1469,7 +1471,7 @@ static int window_report(struct cr *cr, const struct win *w, json_t *out, struct
         json_object_set_new(o, "parts", parts);
         json_array_append_new(jn, o);
         job_j += nj;
-        if (ncov > 0)
+        if (ncovered_any)
             job_avg += navg;
         job_est += nest;
         job_g += g_co2;

@@ -21,10 +21,10 @@
 #include "report/collectreport.h"
 
 #define SH                                                                                         \
-    "schema_version,timestamp_unix,scrape_seq,node,target,channel,source,kind,domain,method,"     \
+    "schema_version,timestamp_unix,scrape_seq,node,target,channel,source,kind,domain,method,"      \
     "watts,joules_total\r\n"
 #define NH                                                                                         \
-    "schema_version,timestamp_unix,scrape_seq,node,target,method,watts,joules_total,"            \
+    "schema_version,timestamp_unix,scrape_seq,node,target,method,watts,joules_total,"              \
     "cpu_util_total,cpu_util_user,cpu_util_nice,cpu_util_sys,cpu_util_irq\r\n"
 
 static void put_dir(const char *samples, const char *nodes)
@@ -129,7 +129,7 @@ static void counter_vs_trapezoid(void **state)
     tu_assert_near(num(run, "end_unix"), 104, 0);
     const json_t *c = item(run, "channels", "channel", "c");
     assert_string_equal(json_string_value(json_object_get(c, "energy_source")), "counter");
-    tu_assert_near(num(c, "energy_j"), 62, 1e-12);   /* 62 - 0 */
+    tu_assert_near(num(c, "energy_j"), 62, 1e-12);    /* 62 - 0 */
     tu_assert_near(num(c, "trapezoid_j"), 60, 1e-12); /* 15 + 20 + 15 + 10 */
     tu_assert_near(num(c, "drift_pct"), (60.0 - 62.0) / 62.0 * 100.0, 1e-12);
     tu_assert_near(num(c, "avg_power_w"), 62.0 / 4, 1e-12);
@@ -284,10 +284,10 @@ static void node_rule(void **state)
     tu_assert_near(num(job, "p50_w"), 380, 1e-12);
     assert_string_equal(json_string_value(json_object_get(job, "method")), "measured+estimated");
     /* regions: n2 its own, n1 the default */
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(n2, "carbon"), "region")), "FRA");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(n1, "carbon"), "region")), "DEU");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(n2, "carbon"), "region")),
+                        "FRA");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(n1, "carbon"), "region")),
+                        "DEU");
     const json_t *cb = json_object_get(n1, "carbon");
     tu_assert_near(num(cb, "g_co2e"), 400 / 3.6e6 * num(cb, "g_per_kwh"), 1e-12);
     char *text = collectreport_text(j);

@@ -253,7 +253,8 @@ for (name, A, B, tokens) in wins:
     for n in names:
         ps = node_parts[n]
         E = sum(res[id(s)]["energy_j"] for s in ps)
-        avg = sum(res[id(s)]["avg_power_w"] or 0.0 for s in ps)
+        avgs = [res[id(s)]["avg_power_w"] for s in ps if res[id(s)]["avg_power_w"] is not None]
+        avg = sum(avgs) if avgs else None
         views = [res[id(s)]["view"] for s in ps]
         job_views += views
         nd = {"node": n, "energy_j": E, "avg_power_w": avg,
@@ -261,7 +262,7 @@ for (name, A, B, tokens) in wins:
         nd.update(stats(views, A, B))
         W["nodes"].append(nd)
         job_e += E
-        job_avg += avg
+        job_avg += avg or 0.0
     for k in ("cpu", "dram", "soc", "gpu", "system", "other"):
         ks = [s for s in chans if in_kind(s) and s.kind == k]
         if not ks:
