@@ -438,16 +438,20 @@ out:
 
 /* ---- views and windows ---- */
 
-/* A part's samples around a window, NANs left out: a contiguous copy. */
+/* A part's samples around a window, NANs left out: the arrays themselves where the range
+ * holds no NAN (borrowed), else a contiguous copy (owned). */
 struct view {
     double *t, *v;
     size_t n;
+    bool owned;
 };
 
 static void view_free(struct view *x)
 {
-    free(x->t);
-    free(x->v);
+    if (x->owned) {
+        free(x->t);
+        free(x->v);
+    }
     memset(x, 0, sizeof *x);
 }
 
@@ -498,6 +502,19 @@ static int view_make(struct view *x, const double *t, const double *v, size_t n,
     size_t m = e1 > i0 ? e1 - i0 : 0;
     if (m == 0)
         return 0;
+    size_t bad = 0;
+    for (size_t k = i0; k < e1; k++)
+        bad += !isfinite(v[k]);
+    if (bad == 0) {
+        x->t = (double *)t + i0; /* borrowed: never written through */
+        x->v = (double *)v + i0;
+        x->n = m;
+        return 0;
+    }
+    m -= bad;
+    if (m == 0)
+        return 0;
+    x->owned = true;
     x->t = malloc(m * sizeof *x->t);
     x->v = malloc(m * sizeof *x->v);
     if (!x->t || !x->v) {
