@@ -85,6 +85,21 @@ static void help(void)
         "  -q, --quiet         no warnings about targets, no summary at the end\n");
 }
 
+/* Whether paths a and b name the same directory (as written, trailing slashes aside, or by
+ * realpath when both exist). */
+static bool same_dir(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (realpath(a, ra) && realpath(b, rb))
+        return strcmp(ra, rb) == 0;
+    size_t na = strlen(a), nb = strlen(b);
+    while (na > 1 && a[na - 1] == '/')
+        na--;
+    while (nb > 1 && b[nb - 1] == '/')
+        nb--;
+    return na == nb && memcmp(a, b, na) == 0;
+}
+
 static int parse_duration_opt(const char *opt, const char *arg, int64_t min_ns, int64_t max_ns,
                               int64_t *ret)
 {
@@ -210,6 +225,13 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
     }
     if (nspecs == 0 && nfiles == 0 && !slurm) {
         cli_error("collect: no targets: give --target HOST:PORT, --targets-file F or --slurm");
+        return -1;
+    }
+    if (o->follow.dir && o->out_dir && same_dir(o->follow.dir, o->out_dir)) {
+        cli_error("collect: --report-follow reads srt-slurm log directories, not this collect "
+                  "directory (%s): report it with carma report %s (while it runs: carma report "
+                  "%s --follow)",
+                  o->out_dir, o->out_dir, o->out_dir);
         return -1;
     }
     struct carma_err e = {0};

@@ -210,6 +210,47 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
     return status;
 }
 
+/* --format html of a carma collect directory (report/html's html_collect), --json-out too. */
+static int collect_html(const char *dir, const struct collectreport_opts *co, const char *json_out,
+                        const char *output)
+{
+    struct carma_err e = {0};
+    struct collectreport_timeline tl;
+    if (collectreport_timeline_load(dir, co, &tl, &e) < 0)
+        return report_error(e.msg);
+    struct html_opts ho = {.version = CARMA_VERSION};
+    char *page = NULL;
+    size_t len = 0;
+    int r = html_collect(&tl, &ho, &page, &len, &e);
+    char *js = r == 0 && json_out ? pyjson_dumps(tl.report, 2) : NULL;
+    collectreport_timeline_free(&tl);
+    if (r < 0)
+        return report_error(e.msg);
+    int status = 0;
+    if (json_out) {
+        size_t n = js ? strlen(js) : 0;
+        if (js)
+            js[n] = '\n';
+        if (!js || (r = file_replace(json_out, js, n + 1)) < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", json_out,
+                    js ? strerror(-r) : "out of memory");
+            status = 1;
+        }
+    }
+    if (status == 0 && output) {
+        if ((r = file_replace(output, page, len)) < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
+            status = 1;
+        }
+    } else if (status == 0 && (fwrite(page, 1, len, stdout) != len || fflush(stdout) != 0)) {
+        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
+        status = 1;
+    }
+    free(js);
+    free(page);
+    return status;
+}
+
 /*
  * --format html: the page for DIR to output (atomically) or stdout; with json_out, the JSON
  * list too (the same report). The exit status.
@@ -426,12 +467,6 @@ int cmd_report(int argc, char **argv)
     }
     bool run_dir = follow ? runreport_is_run_dir(dir) : kind == REPORTDIR_RUN;
     if (!follow && kind == REPORTDIR_COLLECT) {
-        if (html) {
-            cli_error("--format html: not for a carma collect directory yet (%s); use --format "
-                      "text or json",
-                      dir);
-            return 2;
-        }
         if (cpu_samples || (flags & SRT_LOG_STRICT)) {
             cli_error("--cpu-samples and --strict read srt-slurm log directories; %s is a carma "
                       "collect directory",
@@ -439,6 +474,8 @@ int cmd_report(int argc, char **argv)
             return 2;
         }
         co.edges = edges;
+        if (html)
+            return collect_html(dir, &co, json_out, output);
         return collect_report(dir, &co, json, json_out, output);
     }
     if (collect_opt) {

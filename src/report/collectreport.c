@@ -1625,25 +1625,25 @@ static void cr_free(struct cr *cr)
     json_decref(cr->warnings);
 }
 
-int collectreport_build(const char *dir, const struct collectreport_opts *o, json_t **ret,
-                        struct carma_err *e)
+/* collectreport_build, leaving what it loaded in *crp (cr_free it, whatever this returns). */
+static int build_keep(const char *dir, const struct collectreport_opts *o, struct cr *crp,
+                      json_t **ret, struct carma_err *e)
 {
     struct collectreport_opts def = {0};
     if (!o)
         o = &def;
-    struct cr cr;
-    memset(&cr, 0, sizeof cr);
-    cr.dir = dir;
-    cr.edges = o->edges;
-    cr.pue = o->pue > 0 ? o->pue : 1.0;
-    cr.warnings = json_array();
+    memset(crp, 0, sizeof *crp);
+    crp->dir = dir;
+    crp->edges = o->edges;
+    crp->pue = o->pue > 0 ? o->pue : 1.0;
+    crp->warnings = json_array();
     struct win *wins = NULL;
     size_t nw = 0, wcap = 0;
     struct collectreport_window *fw = NULL;
     size_t nfw = 0, fwcap = 0;
     json_t *report = NULL;
     int r = 0;
-    if (!cr.warnings) {
+    if (!crp->warnings) {
         r = carma_err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
@@ -1658,26 +1658,27 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
                  : carma_err_set(e, -EINVAL, "%s:%d:%d: %s", mp, je.line, je.column, je.text);
         goto out;
     }
-    cr.interval_s = jsonutil_get_num(json_object_get(man, "options"), "interval_s");
+    crp->interval_s = jsonutil_get_num(json_object_get(man, "options"), "interval_s");
     json_t *job_id = json_incref(json_object_get(man, "job_id"));
     json_t *status = json_incref(json_object_get(man, "status"));
     json_decref(man);
-    cr.gap = o->max_gap_s > 0                                                  ? o->max_gap_s
-             : isfinite(cr.interval_s) && 3 * cr.interval_s > SERIES_MAX_GAP_S ? 3 * cr.interval_s
-                                                                               : SERIES_MAX_GAP_S;
+    crp->gap = o->max_gap_s > 0 ? o->max_gap_s
+               : isfinite(crp->interval_s) && 3 * crp->interval_s > SERIES_MAX_GAP_S
+                   ? 3 * crp->interval_s
+                   : SERIES_MAX_GAP_S;
     bool absent = false;
-    if ((r = tab_load(&cr, &cr.s, "samples.csv", false, NULL, e)) < 0 ||
-        (r = tab_load(&cr, &cr.n, "nodes.csv", true, &absent, e)) < 0) {
+    if ((r = tab_load(crp, &crp->s, "samples.csv", false, NULL, e)) < 0 ||
+        (r = tab_load(crp, &crp->n, "nodes.csv", true, &absent, e)) < 0) {
         json_decref(job_id);
         json_decref(status);
         goto out;
     }
-    if (absent && (r = warn(&cr,
+    if (absent && (r = warn(crp,
                             "%s/nodes.csv: absent: each node is the sum of its total-domain "
                             "channels",
                             dir)) < 0)
         goto out_j;
-    if ((r = nodes_build(&cr)) < 0) {
+    if ((r = nodes_build(crp)) < 0) {
         r = carma_err_set(e, r, "out of memory");
         goto out_j;
     }
@@ -1686,27 +1687,27 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
     for (size_t i = 0; i < o->nregions; i++) {
         if (!o->regions[i].node)
             def_region = o->regions[i].code;
-        else if (node_find(&cr, o->regions[i].node) < 0 &&
-                 (r = warn(&cr, "--region %s=%s: no node %s in %s", o->regions[i].node,
+        else if (node_find(crp, o->regions[i].node) < 0 &&
+                 (r = warn(crp, "--region %s=%s: no node %s in %s", o->regions[i].node,
                            o->regions[i].code, o->regions[i].node, dir)) < 0)
             goto out_j;
     }
-    for (size_t ni = 0; ni < cr.nnodes; ni++) {
+    for (size_t ni = 0; ni < crp->nnodes; ni++) {
         const char *code = def_region;
         for (size_t i = 0; i < o->nregions; i++)
-            if (o->regions[i].node && strcmp(o->regions[i].node, cr.nodes[ni].name) == 0)
+            if (o->regions[i].node && strcmp(o->regions[i].node, crp->nodes[ni].name) == 0)
                 code = o->regions[i].code;
-        if ((r = carbon_intensity_resolve(code, 0, &cr.nodes[ni].ci, e)) < 0)
+        if ((r = carbon_intensity_resolve(code, 0, &crp->nodes[ni].ci, e)) < 0)
             goto out_j;
     }
     /* windows: the run, --window, --windows, srt-slurm's */
     double t0 = INFINITY, t1 = -INFINITY;
-    for (size_t gi = 0; gi < cr.s.ng; gi++)
-        if (cr.s.g[gi].n > 0) {
-            if (cr.s.g[gi].t[0] < t0)
-                t0 = cr.s.g[gi].t[0];
-            if (cr.s.g[gi].t[cr.s.g[gi].n - 1] > t1)
-                t1 = cr.s.g[gi].t[cr.s.g[gi].n - 1];
+    for (size_t gi = 0; gi < crp->s.ng; gi++)
+        if (crp->s.g[gi].n > 0) {
+            if (crp->s.g[gi].t[0] < t0)
+                t0 = crp->s.g[gi].t[0];
+            if (crp->s.g[gi].t[crp->s.g[gi].n - 1] > t1)
+                t1 = crp->s.g[gi].t[crp->s.g[gi].n - 1];
         }
     if (!(t1 > t0)) {
         r = carma_err_set(e, -ENODATA, "%s/samples.csv: %s: there is no run to report", dir,
@@ -1748,7 +1749,7 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
                 goto oom;
         }
     }
-    if (!o->no_srt && (r = srt_windows(&cr, &wins, &nw, &wcap)) < 0)
+    if (!o->no_srt && (r = srt_windows(crp, &wins, &nw, &wcap)) < 0)
         goto oom;
     report = json_object();
     json_t *jwins = json_array();
@@ -1759,15 +1760,15 @@ int collectreport_build(const char *dir, const struct collectreport_opts *o, jso
     json_object_set_new(report, "collect_status", status ? status : json_null());
     status = NULL;
     json_object_set_new(report, "edges",
-                        json_string(cr.edges == SERIES_EDGES_SNAP ? "snap" : "interpolate"));
-    jsonutil_set_num(report, "interval_s", cr.interval_s);
-    jsonutil_set_num(report, "max_gap_s", cr.gap);
+                        json_string(crp->edges == SERIES_EDGES_SNAP ? "snap" : "interpolate"));
+    jsonutil_set_num(report, "interval_s", crp->interval_s);
+    jsonutil_set_num(report, "max_gap_s", crp->gap);
     json_object_set_new(report, "windows", jwins);
     for (size_t i = 0; i < nw; i++)
-        if ((r = window_report(&cr, &wins[i], jwins, e)) < 0)
+        if ((r = window_report(crp, &wins[i], jwins, e)) < 0)
             goto out_j;
-    json_object_set_new(report, "coverage", coverage_json(&cr));
-    json_object_set_new(report, "warnings", json_incref(cr.warnings));
+    json_object_set_new(report, "coverage", coverage_json(crp));
+    json_object_set_new(report, "warnings", json_incref(crp->warnings));
     *ret = report;
     report = NULL;
     r = 0;
@@ -1781,7 +1782,111 @@ out:
     json_decref(report);
     free(wins);
     free(fw);
+    return r;
+}
+
+int collectreport_build(const char *dir, const struct collectreport_opts *o, json_t **ret,
+                        struct carma_err *e)
+{
+    struct cr cr;
+    int r = build_keep(dir, o, &cr, ret, e);
     cr_free(&cr);
+    return r;
+}
+
+/* The node's power at the sample times of its first part (the others interpolated there), NAN
+ * where a part does not cover an instant or a gap over the limit breaks the line. */
+static int node_series(struct cr *cr, const struct node *nd, struct collectreport_node_tl *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    ret->node = nd->name;
+    if (nd->nparts == 0)
+        return 0;
+    struct view *v = calloc(nd->nparts, sizeof *v);
+    size_t *cur = calloc(nd->nparts, sizeof *cur);
+    int r = v && cur ? 0 : -ENOMEM;
+    for (size_t p = 0; p < nd->nparts && r == 0; p++) {
+        const struct chan *ch = &nd->parts[p].tab->c[nd->parts[p].ch];
+        r = view_make(&v[p], nd->parts[p].tab->g[ch->grp].t, ch->w, ch->n, -INFINITY, INFINITY);
+    }
+    size_t n = r == 0 ? v[0].n : 0;
+    if (r == 0 && n > 0) {
+        ret->t = malloc(2 * n * sizeof *ret->t);
+        ret->w = malloc(2 * n * sizeof *ret->w);
+        if (!ret->t || !ret->w)
+            r = -ENOMEM;
+    }
+    for (size_t k = 0; r == 0 && k < n; k++) {
+        double t = v[0].t[k], sum = v[0].v[k];
+        for (size_t p = 1; p < nd->nparts && isfinite(sum); p++) {
+            const struct view *x = &v[p];
+            while (cur[p] + 1 < x->n && x->t[cur[p] + 1] <= t)
+                cur[p]++;
+            size_t c = cur[p];
+            if (x->n == 0 || x->t[c] > t)
+                sum = NAN;
+            else if (x->t[c] == t)
+                sum += x->v[c];
+            else if (c + 1 < x->n && x->t[c + 1] - x->t[c] <= cr->gap)
+                sum += x->v[c] + (t - x->t[c]) / (x->t[c + 1] - x->t[c]) * (x->v[c + 1] - x->v[c]);
+            else
+                sum = NAN;
+        }
+        if (k > 0 && t - v[0].t[k - 1] > cr->gap) {
+            ret->t[ret->n] = (t + v[0].t[k - 1]) / 2;
+            ret->w[ret->n++] = NAN;
+        }
+        ret->t[ret->n] = t;
+        ret->w[ret->n++] = sum;
+    }
+    for (size_t p = 0; v && p < nd->nparts; p++)
+        view_free(&v[p]);
+    free(v);
+    free(cur);
+    return r;
+}
+
+void collectreport_timeline_free(struct collectreport_timeline *tl)
+{
+    if (!tl)
+        return;
+    json_decref(tl->report);
+    for (size_t i = 0; i < tl->nnodes; i++) {
+        free(tl->nodes[i].t);
+        free(tl->nodes[i].w);
+    }
+    free(tl->nodes);
+    if (tl->priv) {
+        cr_free(tl->priv);
+        free(tl->priv);
+    }
+    memset(tl, 0, sizeof *tl);
+}
+
+int collectreport_timeline_load(const char *dir, const struct collectreport_opts *o,
+                                struct collectreport_timeline *ret, struct carma_err *e)
+{
+    memset(ret, 0, sizeof *ret);
+    struct cr *cr = calloc(1, sizeof *cr);
+    if (!cr)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    ret->priv = cr;
+    int r = build_keep(dir, o, cr, &ret->report, e);
+    if (r == 0 && !(ret->nodes = calloc(cr->nnodes ? cr->nnodes : 1, sizeof *ret->nodes)))
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+    for (size_t i = 0; r == 0 && i < cr->nnodes; i++) {
+        ret->nnodes++;
+        if (node_series(cr, &cr->nodes[i], &ret->nodes[i]) < 0)
+            r = carma_err_set(e, -ENOMEM, "out of memory");
+    }
+    if (r == 0) {
+        const json_t *run = json_array_get(json_object_get(ret->report, "windows"), 0);
+        ret->t0 = jsonutil_get_num(run, "start_unix");
+        ret->t1 = jsonutil_get_num(run, "end_unix");
+        ret->max_gap_s = cr->gap;
+    }
+    if (r < 0)
+        collectreport_timeline_free(ret);
     return r;
 }
 

@@ -80,6 +80,35 @@ int collectreport_windows_load(const char *path, struct collectreport_window **v
 int collectreport_build(const char *dir, const struct collectreport_opts *o, json_t **ret,
                         struct carma_err *e);
 
+/* A node's power over the whole collect run, for pictures (report/html). */
+struct collectreport_node_tl {
+    const char *node; /* borrowed from the timeline */
+    size_t n;
+    double *t, *w; /* w NAN where the line breaks (a gap over the limit, a part not covering) */
+};
+
+/* A collect directory's report and its nodes' power over time (collectreport_timeline_load). */
+struct collectreport_timeline {
+    json_t *report; /* collectreport_build's object, owned */
+    size_t nnodes;
+    struct collectreport_node_tl *nodes; /* sorted by node name, as the report's nodes */
+    double t0, t1;                       /* the run window */
+    double max_gap_s;
+    void *priv; /* the loaded directory */
+};
+
+/*
+ * Builds the report as collectreport_build does (the same errors) and each node's power at
+ * the sample times of its first part (its nodes.csv total, or its first total channel), the
+ * other parts interpolated there. Free with collectreport_timeline_free (*ret is zeroed on
+ * failure).
+ */
+int collectreport_timeline_load(const char *dir, const struct collectreport_opts *o,
+                                struct collectreport_timeline *ret, struct carma_err *e);
+
+/* Frees what collectreport_timeline_load filled (a zeroed struct is fine). */
+void collectreport_timeline_free(struct collectreport_timeline *tl);
+
 /* The text form of a report built by collectreport_build, malloc'ed, ending with '\n'; NULL
  * when out of memory. */
 char *collectreport_text(const json_t *report);

@@ -92,9 +92,34 @@ check_rc bad_wcli 2 "$rc"
 check_grep bad_wcli.err "the end is not after the start" "--window error"
 rc=$(run_logged bad_region "$CARMA" report g3 --region node00=XXX)
 check_rc bad_region 1 "$rc"
-rc=$(run_logged bad_html "$CARMA" report g3 --format html)
-check_rc bad_html 2 "$rc"
-check_grep bad_html.err "not for a carma collect directory" "--format html on a collect directory"
+
+# ---- --format html: one page, per-node power over time, energy per node per window by kind ----
+rc=$(run_logged html "$CARMA" report g1 --format html -o g1.html --json-out g1h.json \
+    --window mid=1796000010.5,1796000070.25)
+check_rc html 0 "$rc"
+check_py "the collect page" '
+import xml.etree.ElementTree as ET
+h = open("g1.html").read()
+j = load("g1h.json")
+svgs = re.findall(r"<svg.*?</svg>", h, re.S)
+for s in svgs:
+    ET.fromstring(s.replace("&#8201;", " "))
+assert "id=\"power-nodes\"" in h, "no per-node power chart"
+for i, w in enumerate(j["windows"]):
+    assert "id=\"energy-w%d\"" % i in h, "no energy chart for window %s" % w["name"]
+assert len(svgs) == 1 + len(j["windows"]), len(svgs)
+# every node of the run window in the nodes table, its energy as the JSON has it
+for n in j["windows"][0]["nodes"]:
+    e = "%.0f" % n["energy_j"]
+    shown = e[:-3] + "&#8201;" + e[-3:] if len(e) > 3 else e
+    assert "<td class=\"l\">%s</td><td>%s</td>" % (n["node"], shown) in h, (n["node"], shown)
+assert "node01 was down for" in h, "the down node is not in the warnings"
+assert "<script" not in h and "http://" not in h.replace("http://www.w3.org/2000/svg", ""), "fetches"
+'
+rc=$(run_logged follow_collect "$CARMA" collect --target 127.0.0.1:1 -o fc --duration 1s \
+    --interval 500ms --report-follow fc)
+check_rc follow_collect 2 "$rc"
+check_grep follow_collect.err "reads srt-slurm log directories" "collect --report-follow of its own directory"
 
 # ---- (d) windows: CLI (Unix, ISO 8601), CSV, JSON, srt-slurm ----
 printf 'name,start,end,tokens,requests\nw,1796000010.5,1796000050,1000,10\n' >w.csv

@@ -295,6 +295,20 @@ static void node_rule(void **state)
     assert_non_null(strstr(text, "node n2"));
     free(text);
     json_decref(j);
+    /* the timeline: each node's power at its first part's times, its other parts added */
+    struct collectreport_timeline tl;
+    assert_int_equal(collectreport_timeline_load(cdir(), &o, &tl, &e), 0);
+    assert_int_equal(tl.nnodes, 2);
+    assert_string_equal(tl.nodes[1].node, "n2");
+    assert_int_equal(tl.nodes[1].n, 5);
+    for (size_t k = 0; k < 5; k++) {
+        tu_assert_near(tl.nodes[1].t[k], 100 + (double)k, 0);
+        tu_assert_near(tl.nodes[1].w[k], 280, 0);
+        tu_assert_near(tl.nodes[0].w[k], 100, 0);
+    }
+    tu_assert_near(tl.t0, 100, 0);
+    tu_assert_near(tl.t1, 104, 0);
+    collectreport_timeline_free(&tl);
 }
 
 static void malformed(void **state)
