@@ -69,7 +69,8 @@ static void usage(FILE *f)
            "  --follow            srt-slurm: poll DIR and write power_energy_c<N>.json next to\n"
            "                      each finished window's artifact and a line to\n"
            "                      DIR/power_energy_report.jsonl, until SIGINT/SIGTERM (then once\n"
-           "                      more, final)\n"
+           "                      more, final); collect: rewrite DIR/report.json and\n"
+           "                      DIR/report.txt each poll with what was collected so far\n"
            "  --poll T            --follow's period (default 30s)\n"
            "  --once              --follow: one poll, then exit (for cron and tests)\n"
            "  -q, --quiet         --follow: no progress messages\n"
@@ -207,6 +208,91 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
         fprintf(stderr, "carma report: %zu window%s reported, %zu given up\n", f.emitted,
                 f.emitted == 1 ? "" : "s", f.dead);
     srt_follow_done(&f);
+    return status;
+}
+
+/* Writes the report's JSON and text as DIR/report.json and DIR/report.txt (and json_out). */
+static int collect_follow_write(const char *dir, const json_t *rep, const char *json_out)
+{
+    char *js = pyjson_dumps(rep, 2), *text = collectreport_text(rep);
+    int status = 0;
+    if (!js || !text) {
+        free(js);
+        free(text);
+        return report_error("out of memory");
+    }
+    size_t n = strlen(js);
+    js[n] = '\n';
+    char p[4200], q[4200];
+    snprintf(p, sizeof p, "%s/report.json", dir);
+    snprintf(q, sizeof q, "%s/report.txt", dir);
+    const char *paths[] = {p, json_out, q};
+    for (int k = 0; k < 3 && status == 0; k++) {
+        if (!paths[k])
+            continue;
+        int r = k < 2 ? file_replace(paths[k], js, n + 1) : file_replace(q, text, strlen(text));
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", paths[k], strerror(-r));
+            status = 1;
+        }
+    }
+    free(js);
+    free(text);
+    return status;
+}
+
+/*
+ * --follow of a carma collect directory: every poll, the report of what the collector has
+ * written so far into DIR/report.json and DIR/report.txt (atomically), until SIGINT/SIGTERM,
+ * then once more, final (--once: one ordinary poll). A malformed row ends it (exit 1).
+ */
+static int collect_follow_loop(const char *dir, const struct collectreport_opts *co,
+                               const char *json_out, int64_t poll_ns, bool once, bool quiet)
+{
+    struct collectreport_follow *f = collectreport_follow_new(dir, co);
+    if (!f)
+        return report_error("out of memory");
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    int status = 0;
+    bool stop = false;
+    size_t written = 0;
+    for (;;) {
+        struct carma_err e = {0};
+        json_t *rep = NULL;
+        int r = collectreport_follow_poll(f, stop, &rep, &e);
+        if (r == -ENODATA) {
+            if (!quiet)
+                fprintf(stderr, "carma report: waiting: %s\n", e.msg);
+        } else if (r < 0) {
+            fprintf(stderr, "error: %s\n", e.msg);
+            status = 1;
+            break;
+        } else {
+            status = collect_follow_write(dir, rep, json_out);
+            written += status == 0;
+            if (!quiet && status == 0) {
+                const json_t *run = json_array_get(json_object_get(rep, "windows"), 0);
+                fprintf(stderr, "carma report: %s/report.json: %.0f s of the run, %zu window%s\n",
+                        dir, json_number_value(json_object_get(run, "duration_s")),
+                        json_array_size(json_object_get(rep, "windows")),
+                        json_array_size(json_object_get(rep, "windows")) == 1 ? "" : "s");
+            }
+        }
+        json_decref(rep);
+        if (stop || once)
+            break;
+        struct timespec ts = {.tv_sec = poll_ns / 1000000000, .tv_nsec = poll_ns % 1000000000};
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM)
+            stop = true; /* one more poll, final */
+    }
+    if (!quiet)
+        fprintf(stderr, "carma report: %zu report%s written\n", written, written == 1 ? "" : "s");
+    collectreport_follow_free(f);
     return status;
 }
 
@@ -459,11 +545,14 @@ int cmd_report(int argc, char **argv)
         return report_error(de.msg);
     enum reportdir_kind fk;
     if (follow && reportdir_detect(dir, &fk, &de) == 0 && fk == REPORTDIR_COLLECT) {
-        cli_error("--follow: not for a carma collect directory yet (%s): run carma report %s "
-                  "when the collector is done, or carma collect --report-follow LOGDIR for an "
-                  "srt-slurm job",
-                  dir, dir);
-        return 2;
+        if (cpu_samples || (flags & SRT_LOG_STRICT)) {
+            cli_error("--cpu-samples and --strict read srt-slurm log directories; %s is a carma "
+                      "collect directory",
+                      dir);
+            return 2;
+        }
+        co.edges = edges;
+        return collect_follow_loop(dir, &co, json_out, poll_ns, once, quiet);
     }
     bool run_dir = follow ? runreport_is_run_dir(dir) : kind == REPORTDIR_RUN;
     if (!follow && kind == REPORTDIR_COLLECT) {

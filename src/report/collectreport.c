@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/carbon.h"
 #include "core/channel_kind.h"
@@ -106,9 +107,19 @@ struct win {
     double tokens, requests, input_tokens;
 };
 
+/* Where the reading of one file stands (follow: the next poll goes on from there). */
+struct reader {
+    off_t off;   /* just after the last whole line read */
+    size_t line; /* lines read */
+    bool header; /* the header was read and checked */
+    bool absent; /* nodes.csv: not there (yet) */
+};
+
 struct cr {
     const char *dir;
-    struct tab s, n; /* samples.csv, nodes.csv */
+    struct reader rs, rn;
+    json_t *load_warnings; /* of the reading (a torn last line): kept across polls */
+    struct tab s, n;       /* samples.csv, nodes.csv */
     struct node *nodes;
     size_t nnodes;
     double gap;
@@ -285,46 +296,50 @@ static unsigned method_bit(const char *m)
 }
 
 /*
- * Reads dir/name into t: samples.csv (nodes false) or nodes.csv (nodes true). Absent nodes.csv
- * is no error (returns 0 with nothing read; *ret_absent true).
+ * Reads dir/name into t from where rd stands: samples.csv (nodes false) or nodes.csv (nodes
+ * true). An absent nodes.csv is no error (rd->absent; nothing read), nor, when following, an
+ * absent samples.csv (-ENODATA). follow: a last line without its line end is not yet whole and
+ * is left for the next call; else it is skipped with a warning.
  */
-static int tab_load(struct cr *cr, struct tab *t, const char *name, bool nodes, bool *ret_absent,
-                    struct carma_err *e)
+static int tab_read(struct cr *cr, struct tab *t, struct reader *rd, const char *name, bool nodes,
+                    bool follow, struct carma_err *e)
 {
     const char *const *cols = nodes ? NODES_COLS : SAMPLES_COLS;
     size_t ncols =
         nodes ? sizeof NODES_COLS / sizeof *NODES_COLS : sizeof SAMPLES_COLS / sizeof *SAMPLES_COLS;
     struct rundir_lines l;
     memset(&l, 0, sizeof l);
-    if (ret_absent) {
+    if (nodes || follow) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", cr->dir, name);
-        FILE *f = fopen(p, "r");
-        if (!f && errno == ENOENT) {
-            *ret_absent = true;
-            return 0;
+        if (access(p, F_OK) < 0 && errno == ENOENT) {
+            rd->absent = true;
+            return nodes ? 0 : carma_err_set(e, -ENODATA, "%s: not there yet", p);
         }
-        if (f)
-            fclose(f);
-        *ret_absent = false;
+        rd->absent = false;
     }
-    int r = rundir_lines_open(&l, cr->dir, name, 0, 0, e);
+    int r = rundir_lines_open(&l, cr->dir, name, rd->off, rd->line, e);
     if (r < 0)
         return r;
-    r = rundir_lines_next(&l, e);
-    if (r == 0)
-        r = carma_err_set(e, -EINVAL, "%s: empty file (no header)", l.path);
-    if (r < 0)
-        goto out;
-    bool ok = l.nf == ncols;
-    for (size_t k = 0; ok && k < ncols; k++)
-        ok = strcmp(l.fld[k], cols[k]) == 0;
-    if (!ok) {
-        r = carma_err_set(e, -EINVAL,
-                          "%s:%zu: not the header of carma collect's %s (schema 1): want %s,%s,"
-                          "...,%s",
-                          l.path, l.line, name, cols[0], cols[1], cols[ncols - 1]);
-        goto out;
+    l.follow = follow;
+    if (!rd->header) {
+        r = rundir_lines_next(&l, e);
+        if (r == 0)
+            r = follow ? carma_err_set(e, -ENODATA, "%s: no header yet", l.path)
+                       : carma_err_set(e, -EINVAL, "%s: empty file (no header)", l.path);
+        if (r < 0)
+            goto out;
+        bool ok = l.nf == ncols;
+        for (size_t k = 0; ok && k < ncols; k++)
+            ok = strcmp(l.fld[k], cols[k]) == 0;
+        if (!ok) {
+            r = carma_err_set(e, -EINVAL,
+                              "%s:%zu: not the header of carma collect's %s (schema 1): want "
+                              "%s,%s,...,%s",
+                              l.path, l.line, name, cols[0], cols[1], cols[ncols - 1]);
+            goto out;
+        }
+        rd->header = true;
     }
     while ((r = rundir_lines_next(&l, e)) > 0) {
         char **f = l.fld;
@@ -422,15 +437,11 @@ static int tab_load(struct cr *cr, struct tab *t, const char *name, bool nodes, 
     if (r == 0 && l.torn) {
         char buf[4400];
         rundir_torn_warning(&l, buf, sizeof buf);
-        r = json_array_append_new(cr->warnings, json_string(buf)) < 0 ? -ENOMEM : 0;
+        r = json_array_append_new(cr->load_warnings, json_string(buf)) < 0 ? -ENOMEM : 0;
     }
-    /* every channel as long as its group's times */
-    for (size_t i = 0; r == 0 && i < t->nc; i++) {
-        struct chan *c = &t->c[i];
-        size_t n = t->g[c->grp].n;
-        if (c->n < n && chan_at(c, n) < 0)
-            r = -ENOMEM;
-    }
+    /* a channel's arrays may end before its group's times: the rest has no reading */
+    rd->off = l.off;
+    rd->line = l.line;
 out:
     rundir_lines_close(&l);
     return r == -ENOMEM ? carma_err_set(e, r, "out of memory") : r;
@@ -1610,33 +1621,59 @@ static json_t *coverage_json(const struct cr *cr)
     return cov;
 }
 
-static void cr_free(struct cr *cr)
+static void cr_nodes_free(struct cr *cr)
 {
-    tab_free(&cr->s);
-    tab_free(&cr->n);
     for (size_t i = 0; i < cr->nnodes; i++) {
         free(cr->nodes[i].name);
         free(cr->nodes[i].parts);
         carbon_intensity_done(&cr->nodes[i].ci);
     }
     free(cr->nodes);
+    cr->nodes = NULL;
+    cr->nnodes = 0;
+}
+
+static void cr_free(struct cr *cr)
+{
+    tab_free(&cr->s);
+    tab_free(&cr->n);
+    cr_nodes_free(cr);
     series_scratch_done(&cr->sc);
     free(cr->stat_v);
     json_decref(cr->warnings);
+    json_decref(cr->load_warnings);
+    memset(cr, 0, sizeof *cr);
 }
 
-/* collectreport_build, leaving what it loaded in *crp (cr_free it, whatever this returns). */
-static int build_keep(const char *dir, const struct collectreport_opts *o, struct cr *crp,
-                      json_t **ret, struct carma_err *e)
+/* Makes *cr empty for dir (cr_free it, whatever this returns). */
+static int cr_init(struct cr *cr, const char *dir, const struct collectreport_opts *o,
+                   struct carma_err *e)
 {
-    struct collectreport_opts def = {0};
-    if (!o)
-        o = &def;
-    memset(crp, 0, sizeof *crp);
-    crp->dir = dir;
-    crp->edges = o->edges;
-    crp->pue = o->pue > 0 ? o->pue : 1.0;
-    crp->warnings = json_array();
+    memset(cr, 0, sizeof *cr);
+    cr->dir = dir;
+    cr->edges = o->edges;
+    cr->pue = o->pue > 0 ? o->pue : 1.0;
+    cr->load_warnings = json_array();
+    return cr->load_warnings ? 0 : carma_err_set(e, -ENOMEM, "out of memory");
+}
+
+/* Reads what samples.csv and nodes.csv hold past where the last call stopped. */
+static int cr_load(struct cr *cr, bool follow, struct carma_err *e)
+{
+    int r = tab_read(cr, &cr->s, &cr->rs, "samples.csv", false, follow, e);
+    if (r == 0)
+        r = tab_read(cr, &cr->n, &cr->rn, "nodes.csv", true, follow, e);
+    return r;
+}
+
+/* The report of what cr holds (nodes, carbon, windows made again: a follower calls it after
+ * every cr_load). */
+static int cr_report(struct cr *crp, const struct collectreport_opts *o, json_t **ret,
+                     struct carma_err *e)
+{
+    const char *dir = crp->dir;
+    json_decref(crp->warnings);
+    crp->warnings = json_copy(crp->load_warnings);
     struct win *wins = NULL;
     size_t nw = 0, wcap = 0;
     struct collectreport_window *fw = NULL;
@@ -1666,17 +1703,12 @@ static int build_keep(const char *dir, const struct collectreport_opts *o, struc
                : isfinite(crp->interval_s) && 3 * crp->interval_s > SERIES_MAX_GAP_S
                    ? 3 * crp->interval_s
                    : SERIES_MAX_GAP_S;
-    bool absent = false;
-    if ((r = tab_load(crp, &crp->s, "samples.csv", false, NULL, e)) < 0 ||
-        (r = tab_load(crp, &crp->n, "nodes.csv", true, &absent, e)) < 0) {
-        json_decref(job_id);
-        json_decref(status);
-        goto out;
-    }
-    if (absent && (r = warn(crp,
-                            "%s/nodes.csv: absent: each node is the sum of its total-domain "
-                            "channels",
-                            dir)) < 0)
+    cr_nodes_free(crp);
+    if (crp->rn.absent &&
+        (r = warn(crp,
+                  "%s/nodes.csv: absent: each node is the sum of its total-domain "
+                  "channels",
+                  dir)) < 0)
         goto out_j;
     if ((r = nodes_build(crp)) < 0) {
         r = carma_err_set(e, r, "out of memory");
@@ -1785,6 +1817,21 @@ out:
     return r;
 }
 
+/* collectreport_build, leaving what it loaded in *crp (cr_free it, whatever this returns). */
+static int build_keep(const char *dir, const struct collectreport_opts *o, struct cr *crp,
+                      json_t **ret, struct carma_err *e)
+{
+    struct collectreport_opts def = {0};
+    if (!o)
+        o = &def;
+    int r = cr_init(crp, dir, o, e);
+    if (r == 0)
+        r = cr_load(crp, false, e);
+    if (r == 0)
+        r = cr_report(crp, o, ret, e);
+    return r;
+}
+
 int collectreport_build(const char *dir, const struct collectreport_opts *o, json_t **ret,
                         struct carma_err *e)
 {
@@ -1888,6 +1935,52 @@ int collectreport_timeline_load(const char *dir, const struct collectreport_opts
     if (r < 0)
         collectreport_timeline_free(ret);
     return r;
+}
+
+/* ---- --follow ---- */
+
+struct collectreport_follow {
+    char *dir;
+    struct collectreport_opts o;
+    struct cr cr;
+    bool init;
+};
+
+struct collectreport_follow *collectreport_follow_new(const char *dir,
+                                                      const struct collectreport_opts *o)
+{
+    struct collectreport_follow *f = calloc(1, sizeof *f);
+    if (!f || !(f->dir = strdup(dir))) {
+        free(f);
+        return NULL;
+    }
+    if (o)
+        f->o = *o;
+    return f;
+}
+
+int collectreport_follow_poll(struct collectreport_follow *f, bool final, json_t **ret,
+                              struct carma_err *e)
+{
+    int r = 0;
+    if (!f->init) {
+        if ((r = cr_init(&f->cr, f->dir, &f->o, e)) < 0)
+            return r;
+        f->init = true;
+    }
+    if ((r = cr_load(&f->cr, !final, e)) < 0)
+        return r;
+    return cr_report(&f->cr, &f->o, ret, e);
+}
+
+void collectreport_follow_free(struct collectreport_follow *f)
+{
+    if (!f)
+        return;
+    if (f->init)
+        cr_free(&f->cr);
+    free(f->dir);
+    free(f);
 }
 
 /* ---- text ---- */

@@ -109,6 +109,25 @@ int collectreport_timeline_load(const char *dir, const struct collectreport_opts
 /* Frees what collectreport_timeline_load filled (a zeroed struct is fine). */
 void collectreport_timeline_free(struct collectreport_timeline *tl);
 
+/*
+ * --follow: a collect directory that is still being written, read as it grows. Each poll reads
+ * what samples.csv and nodes.csv gained since the last one (a last line without its line end
+ * is left for the next poll, except in the final one, which skips it with a warning) and
+ * builds the report of everything read so far, as collectreport_build. o's arrays must outlive
+ * the follower. NULL when out of memory.
+ */
+struct collectreport_follow;
+struct collectreport_follow *collectreport_follow_new(const char *dir,
+                                                      const struct collectreport_opts *o);
+
+/* Returns 0 and *ret (the caller's), -ENODATA with e saying what is missing yet (no
+ * samples.csv, no header, fewer than two scrapes), or collectreport_build's other errors. */
+int collectreport_follow_poll(struct collectreport_follow *f, bool final, json_t **ret,
+                              struct carma_err *e);
+
+/* Frees f (NULL-safe). */
+void collectreport_follow_free(struct collectreport_follow *f);
+
 /* The text form of a report built by collectreport_build, malloc'ed, ending with '\n'; NULL
  * when out of memory. */
 char *collectreport_text(const json_t *report);

@@ -116,6 +116,46 @@ for n in j["windows"][0]["nodes"]:
 assert "node01 was down for" in h, "the down node is not in the warnings"
 assert "<script" not in h and "http://" not in h.replace("http://www.w3.org/2000/svg", ""), "fetches"
 '
+# ---- --follow: the report of what was collected so far, rewritten each poll ----
+mkdir fo && cp g1/manifest.json fo/ && head -n 1 g1/samples.csv >fo/samples.csv
+rc=$(run_logged fo1 "$CARMA" report fo --follow --once)
+check_rc fo1 0 "$rc"
+check_grep fo1.err "carma report: waiting: fo/samples.csv: no power samples" "--follow before the first scrape"
+[ -e fo/report.json ] && check_fail "--follow wrote a report of nothing"
+# half of the rows, the last one cut in the middle (the collector is writing it)
+"$PY" -c '
+import sys
+d = open("g1/samples.csv", "rb").read()
+cut = d.rfind(b"\r\n", 0, len(d) // 2) + 40
+open("fo/samples.csv", "wb").write(d[:cut])
+open("fo/nodes.csv", "wb").write(open("g1/nodes.csv", "rb").read()[:len(open("g1/nodes.csv", "rb").read()) // 2])
+open("rest.csv", "wb").write(d[cut:])'
+rc=$(run_logged fo2 "$CARMA" report fo --follow --once)
+check_rc fo2 0 "$rc"
+check_py "--follow: a report of the first half, the line being written left for later" '
+j = load("fo/report.json")
+assert j["kind"] == "collect" and not any("no line end" in w for w in j["warnings"]), j["warnings"]
+assert 40 < j["windows"][0]["duration_s"] < 80, j["windows"][0]["duration_s"]
+assert open("fo/report.txt").read().startswith("carma collect report: fo"), "report.txt"
+'
+BG_NAME=fo3 carma_bg -- report fo --follow --poll 100ms --json-out fo3.json
+sleep 0.5
+cat rest.csv >>fo/samples.csv
+cp g1/nodes.csv fo/nodes.csv.tmp && mv fo/nodes.csv.tmp fo/nodes.csv
+sleep 0.5
+kill -TERM "$BG_PID"
+rc=0
+wait "$BG_PID" || rc=$?
+check_eq "$rc" 0 "--follow: exit status after SIGTERM"
+"$CARMA" report fo --json >fo.full.json 2>/dev/null
+"$PY" -c '
+import json, sys
+a, b, c = (json.load(open(f)) for f in ("fo/report.json", "fo3.json", "fo.full.json"))
+assert a == b, "--json-out and DIR/report.json differ"
+assert a == c, "the followed report is not the one of the whole directory"' ||
+    check_fail "--follow's final report differs from carma report of the finished directory"
+check_grep fo3.err "reports written" "--follow's summary"
+
 rc=$(run_logged follow_collect "$CARMA" collect --target 127.0.0.1:1 -o fc --duration 1s \
     --interval 500ms --report-follow fc)
 check_rc follow_collect 2 "$rc"
