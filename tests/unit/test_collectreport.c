@@ -173,6 +173,23 @@ static void counter_vs_trapezoid(void **state)
     json_decref(j);
 }
 
+static void snap(void **state)
+{
+    (void)state;
+    put_dir(ONE_NODE, NULL);
+    /* --edges snap: [100.4, 102.6] snaps to the samples at 100 and 103: 15 + 20 + 15, the
+     * trapezoid (the counter is not used with snapped edges) */
+    struct collectreport_window w = {
+        .name = "w", .start = 100.4, .end = 102.6, .tokens = NAN, .requests = NAN};
+    struct collectreport_opts o = {.edges = SERIES_EDGES_SNAP, .windows = &w, .nwindows = 1};
+    json_t *j = build(&o);
+    const json_t *c = item(win(j, "w"), "channels", "channel", "c");
+    tu_assert_near(num(c, "energy_j"), 50, 1e-12);
+    assert_string_equal(json_string_value(json_object_get(c, "energy_source")), "trapezoid");
+    assert_string_equal(json_string_value(json_object_get(j, "edges")), "snap");
+    json_decref(j);
+}
+
 static void reset(void **state)
 {
     (void)state;
@@ -394,6 +411,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(counter_vs_trapezoid, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(snap, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(reset, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(gap, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(node_rule, tu_setup, tu_teardown),
