@@ -211,36 +211,6 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
     return status;
 }
 
-/* Writes the report's JSON and text as DIR/report.json and DIR/report.txt (and json_out). */
-static int collect_follow_write(const char *dir, const json_t *rep, const char *json_out)
-{
-    char *js = pyjson_dumps(rep, 2), *text = collectreport_text(rep);
-    int status = 0;
-    if (!js || !text) {
-        free(js);
-        free(text);
-        return report_error("out of memory");
-    }
-    size_t n = strlen(js);
-    js[n] = '\n';
-    char p[4200], q[4200];
-    snprintf(p, sizeof p, "%s/report.json", dir);
-    snprintf(q, sizeof q, "%s/report.txt", dir);
-    const char *paths[] = {p, json_out, q};
-    for (int k = 0; k < 3 && status == 0; k++) {
-        if (!paths[k])
-            continue;
-        int r = k < 2 ? file_replace(paths[k], js, n + 1) : file_replace(q, text, strlen(text));
-        if (r < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", paths[k], strerror(-r));
-            status = 1;
-        }
-    }
-    free(js);
-    free(text);
-    return status;
-}
-
 /*
  * --follow of a carma collect directory: every poll, the report of what the collector has
  * written so far into DIR/report.json and DIR/report.txt (atomically), until SIGINT/SIGTERM,
@@ -272,7 +242,10 @@ static int collect_follow_loop(const char *dir, const struct collectreport_opts 
             status = 1;
             break;
         } else {
-            status = collect_follow_write(dir, rep, json_out);
+            struct carma_err we = {0};
+            status = collectreport_follow_write(dir, rep, json_out, &we) < 0 ? 1 : 0;
+            if (status)
+                fprintf(stderr, "error: %s\n", we.msg);
             written += status == 0;
             if (!quiet && status == 0) {
                 const json_t *run = json_array_get(json_object_get(rep, "windows"), 0);

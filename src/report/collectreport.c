@@ -22,11 +22,14 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analysis/carbon.h"
@@ -36,6 +39,7 @@
 #include "core/file.h"
 #include "core/iso8601.h"
 #include "core/jsonutil.h"
+#include "core/pyjson.h"
 #include "rundir/rundir.h"
 #include "srt/log.h"
 
@@ -1981,6 +1985,134 @@ void collectreport_follow_free(struct collectreport_follow *f)
         cr_free(&f->cr);
     free(f->dir);
     free(f);
+}
+
+int collectreport_follow_write(const char *dir, const json_t *rep, const char *json_out,
+                               struct carma_err *e)
+{
+    char *js = pyjson_dumps(rep, 2), *text = collectreport_text(rep);
+    int r = 0;
+    if (!js || !text) {
+        r = carma_err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t n = strlen(js);
+    js[n] = '\n';
+    char p[4200], q[4200];
+    snprintf(p, sizeof p, "%s/report.json", dir);
+    snprintf(q, sizeof q, "%s/report.txt", dir);
+    const char *paths[] = {p, json_out, q};
+    for (int k = 0; k < 3 && r == 0; k++) {
+        if (!paths[k])
+            continue;
+        r = k < 2 ? file_replace(paths[k], js, n + 1) : file_replace(q, text, strlen(text));
+        if (r < 0)
+            r = carma_err_set(e, r, "cannot write %s: %s", paths[k], strerror(-r));
+    }
+out:
+    free(js);
+    free(text);
+    return r;
+}
+
+struct collectreport_follow_thread {
+    struct collectreport_follow *f;
+    int64_t period_ns;
+    const char *json_out;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stop;
+    size_t written;
+    int last_r; /* the last poll's error (but "nothing yet"), or 0 */
+    struct carma_err last_e;
+};
+
+static void *follow_main(void *arg)
+{
+    struct collectreport_follow_thread *t = arg;
+    pthread_mutex_lock(&t->lock);
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        int64_t ns = (int64_t)until.tv_nsec + t->period_ns % 1000000000LL;
+        until.tv_sec += (time_t)(t->period_ns / 1000000000LL + ns / 1000000000LL);
+        until.tv_nsec = (long)(ns % 1000000000LL);
+        while (!t->stop && pthread_cond_timedwait(&t->wake, &t->lock, &until) == 0)
+            ;
+        bool final = t->stop;
+        pthread_mutex_unlock(&t->lock);
+        struct carma_err e = {0};
+        json_t *rep = NULL;
+        int r = collectreport_follow_poll(t->f, final, &rep, &e);
+        if (r == 0)
+            r = collectreport_follow_write(t->f->dir, rep, t->json_out, &e);
+        json_decref(rep);
+        pthread_mutex_lock(&t->lock);
+        t->written += r == 0;
+        t->last_r = r < 0 && (r != -ENODATA || final) ? r : 0;
+        if (t->last_r < 0)
+            t->last_e = e;
+        if (final)
+            break;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+struct collectreport_follow_thread *
+collectreport_follow_thread_start(struct collectreport_follow *f, int64_t period_ns,
+                                  const char *json_out, struct carma_err *e)
+{
+    struct collectreport_follow_thread *t = calloc(1, sizeof *t);
+    if (!t) {
+        carma_err_set(e, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    t->f = f;
+    t->json_out = json_out;
+    t->period_ns = period_ns > 0 ? period_ns : 30000000000LL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    /* no signal for this thread: the command waits for its own with them blocked */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int r = pthread_create(&t->thread, NULL, follow_main, t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r != 0) {
+        pthread_cond_destroy(&t->wake);
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+        carma_err_set(e, -r, "cannot start the report thread: %s", strerror(r));
+        return NULL;
+    }
+    return t;
+}
+
+int collectreport_follow_thread_stop(struct collectreport_follow_thread *t, size_t *ret_written,
+                                     struct carma_err *e)
+{
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    t->stop = true;
+    pthread_cond_signal(&t->wake);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->thread, NULL);
+    int r = t->last_r;
+    if (r < 0 && e)
+        *e = t->last_e;
+    if (ret_written)
+        *ret_written = t->written;
+    pthread_cond_destroy(&t->wake);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+    return r;
 }
 
 /* ---- text ---- */

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "analysis/series.h"
 #include "core/err.h"
@@ -127,6 +128,33 @@ int collectreport_follow_poll(struct collectreport_follow *f, bool final, json_t
 
 /* Frees f (NULL-safe). */
 void collectreport_follow_free(struct collectreport_follow *f);
+
+/*
+ * Writes rep as DIR/report.json (indent 2 and a newline) and DIR/report.txt (its text), and to
+ * json_out (NULL: none) too, each atomically. Returns 0 or a negative errno with e naming the
+ * file.
+ */
+int collectreport_follow_write(const char *dir, const json_t *rep, const char *json_out,
+                               struct carma_err *e);
+
+/*
+ * A follower on its own thread (which takes no signal), for `carma collect --report-follow`
+ * of its own directory: every period_ns (0: 30 s) a poll and its report written
+ * (collectreport_follow_write), and at collectreport_follow_thread_stop a final one. f must
+ * outlive the thread. NULL with e set when no thread can be had.
+ */
+struct collectreport_follow_thread;
+struct collectreport_follow_thread *
+collectreport_follow_thread_start(struct collectreport_follow *f, int64_t period_ns,
+                                  const char *json_out, struct carma_err *e);
+
+/*
+ * Stops the thread after its final poll and frees it (NULL-safe); *ret_written (may be NULL):
+ * the reports written. Returns 0, or the last poll's error (a malformed row, a file that could
+ * not be written; "nothing to report yet" only when the final poll had nothing) with e set.
+ */
+int collectreport_follow_thread_stop(struct collectreport_follow_thread *t, size_t *ret_written,
+                                     struct carma_err *e);
 
 /* The text form of a report built by collectreport_build, malloc'ed, ending with '\n'; NULL
  * when out of memory. */

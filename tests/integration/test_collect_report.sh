@@ -156,11 +156,6 @@ assert a == c, "the followed report is not the one of the whole directory"' ||
     check_fail "--follow's final report differs from carma report of the finished directory"
 check_grep fo3.err "reports written" "--follow's summary"
 
-rc=$(run_logged follow_collect "$CARMA" collect --target 127.0.0.1:1 -o fc --duration 1s \
-    --interval 500ms --report-follow fc)
-check_rc follow_collect 2 "$rc"
-check_grep follow_collect.err "reads srt-slurm log directories" "collect --report-follow of its own directory"
-
 # ---- (d) windows: CLI (Unix, ISO 8601), CSV, JSON, srt-slurm ----
 printf 'name,start,end,tokens,requests\nw,1796000010.5,1796000050,1000,10\n' >w.csv
 printf '[{"name": "w", "start": "2026-12-01T12:13:30.5Z", "end": 1796000050, "tokens": 1000, "requests": 10}]\n' >w.json
@@ -238,6 +233,19 @@ rc=$(run_logged real "$CARMA" collect --target "127.0.0.1:${EPORT[nodeA]}" \
 check_rc real 0 "$rc"
 rc=$(run_logged real_rep "$CARMA" report real --json)
 check_rc real_rep 0 "$rc"
+# carma collect --report-follow of its own directory: DIR/report.json while it runs, and at the
+# end the report of the finished directory (its manifest's final status)
+rc=$(run_logged self "$CARMA" collect --target "127.0.0.1:${EPORT[nodeA]}" -o self \
+    --duration 2s --interval 250ms --report-follow self --report-poll 500ms)
+check_rc self 0 "$rc"
+check_grep self.err " of self written to self/report.json" "collect --report-follow DIR of itself"
+"$CARMA" report self --json >self.full.json 2>/dev/null
+"$PY" -c '
+import json
+a, b = json.load(open("self/report.json")), json.load(open("self.full.json"))
+assert a == b, "the final report differs from carma report of the directory"
+assert a["collect_status"] == "complete", a["collect_status"]' ||
+    check_fail "collect --report-follow DIR of itself: its final report is not that of the directory"
 "$PY" - real_rep.out truth_nodeA.csv truth_nodeB.csv <<'PYEOF' || check_fail "(b) per-node energy is not within 1 % of the plant truth"
 import bisect, csv, json, sys
 rep = json.load(open(sys.argv[1]))
