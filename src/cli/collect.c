@@ -36,6 +36,7 @@
 #include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
+#include "report/collectreport.h"
 #include "srt/cpu.h"
 #include "srt/gpu.h"
 #include "workload/launcher.h"
@@ -92,7 +93,24 @@ static void help(void)
         "                      power/manifest.json, from dcgm-exporter targets and carma\n"
         "                      exporters' GPU channels\n" FOLLOW_OPTIONS_HELP
         "                      (with --srt-cpu, the CPU leg is this run's power/cpu/samples.csv)\n"
+        "                      DIR the same as -o DIR: carma report DIR --follow of this\n"
+        "                      collect directory instead (DIR/report.json, report.txt)\n"
         "  -q, --quiet         no warnings about targets, no summary at the end\n");
+}
+
+/* Whether paths a and b name the same directory (as written, trailing slashes aside, or by
+ * realpath when both exist). */
+static bool same_dir(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (realpath(a, ra) && realpath(b, rb))
+        return strcmp(ra, rb) == 0;
+    size_t na = strlen(a), nb = strlen(b);
+    while (na > 1 && a[na - 1] == '/')
+        na--;
+    while (nb > 1 && b[nb - 1] == '/')
+        nb--;
+    return na == nb && memcmp(a, b, na) == 0;
 }
 
 static int parse_duration_opt(const char *opt, const char *arg, int64_t min_ns, int64_t max_ns,
@@ -243,6 +261,13 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
                   "--target dcgm:HOST:PORT)");
         return -1;
     }
+    if (o->follow.dir && o->out_dir && same_dir(o->follow.dir, o->out_dir) &&
+        o->follow.cpu_samples) {
+        cli_error("collect: --report-cpu-samples is for an srt-slurm log directory; "
+                  "--report-follow %s is this collect directory",
+                  o->follow.dir);
+        return -1;
+    }
     struct carma_err e = {0};
     for (size_t i = 0; i < nspecs; i++)
         if (collect_targets_add(&o->targets, specs[i], port, NULL, "--target: ", &e) < 0) {
@@ -327,8 +352,10 @@ int cmd_collect(int argc, char **argv)
 {
     struct collect_opts o = {.interval_ns = DEFAULT_INTERVAL_NS};
     struct scrape *s = NULL;
-    struct interruption stop = {0}; /* the signal that ended the run, and when */
-    struct follower follower = {0}; /* --report-follow */
+    struct interruption stop = {0};            /* the signal that ended the run, and when */
+    struct follower follower = {0};            /* --report-follow */
+    struct collectreport_follow *cself = NULL; /* --report-follow of -o DIR itself */
+    struct collectreport_follow_thread *cthread = NULL;
     bool report_failed = false;
     char dir[PATH_MAX] = "";
     char manifest_path[PATH_MAX + 32] = "";
@@ -398,8 +425,19 @@ int cmd_collect(int argc, char **argv)
 
     char own_cpu[PATH_MAX + 32];
     snprintf(own_cpu, sizeof own_cpu, "%s/power/cpu/samples.csv", dir);
-    if (follower_start(&follower, &o.follow, o.srt_cpu ? own_cpu : NULL, "collect") < 0)
+    if (o.follow.dir && same_dir(o.follow.dir, dir)) {
+        /* --report-follow of this very directory: carma report DIR --follow, in-process */
+        struct collectreport_opts co = {.edges = o.follow.edges};
+        cself = collectreport_follow_new(dir, &co);
+        if (cself)
+            cthread = collectreport_follow_thread_start(cself, o.follow.poll_ns, NULL, &e);
+        if (!cthread) {
+            cli_error("collect: --report-follow: %s", cself ? e.msg : "out of memory");
+            goto out;
+        }
+    } else if (follower_start(&follower, &o.follow, o.srt_cpu ? own_cpu : NULL, "collect") < 0) {
         goto out;
+    }
     int sig = 0;
     fatal = scrape_run(s, &sigs, &sig) > 0;
     if (sig)
@@ -420,6 +458,19 @@ out:
         if (write_manifest(s, manifest_path, &end, &stop) < 0 && ret == 0)
             ret = 1;
     }
+    if (cthread) {
+        /* after the final manifest: the last report says how the run ended */
+        size_t written = 0;
+        struct carma_err re = {0};
+        if (collectreport_follow_thread_stop(cthread, &written, &re) < 0) {
+            cli_error("collect: --report-follow: %s", re.msg);
+            report_failed = true;
+        }
+        if (o.verbose >= 0)
+            fprintf(stderr, "carma: collect: %zu report%s of %s written to %s/report.json\n",
+                    written, written == 1 ? "" : "s", dir, dir);
+    }
+    collectreport_follow_free(cself);
     if (ret == 0 && ((s && scrape_write_failed(s)) || report_failed))
         ret = 1;
     if (started && o.verbose >= 0 && !fatal) {

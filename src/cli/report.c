@@ -26,6 +26,7 @@
 #include "srt/follow.h"
 #include "report/html.h"
 #include "core/pyjson.h"
+#include "report/collectreport.h"
 #include "report/reportdir.h"
 #include "report/runreport.h"
 #include "srt/log.h"
@@ -40,8 +41,10 @@ static void usage(FILE *f)
            "\n"
            "Energy, power statistics, perf-per-watt and carbon per window of DIR: a run\n"
            "directory of `carma run -o` or `carma stat -o` (windows: the whole run and each\n"
-           "workload), or an srt-slurm log directory (windows: each benchmark concurrency, as\n"
-           "srt-slurm's power_energy_report reads them).\n"
+           "workload), an srt-slurm log directory (windows: each benchmark concurrency, as\n"
+           "srt-slurm's power_energy_report reads them), or a `carma collect -o` directory\n"
+           "(windows: the whole collect run, --window, --windows and, when DIR or its parent\n"
+           "holds benchmark.out, that srt-slurm log's benchmark windows).\n"
            "\n"
            "options:\n"
            "  --format text|json|html  what goes to stdout (default text); html: one\n"
@@ -54,10 +57,20 @@ static void usage(FILE *f)
            "                      linear interpolation, gaps inside checked) or snap (srt-slurm's\n"
            "                      nearest sample within 3 s: its numbers exactly)\n"
            "  --strict            srt-slurm: refuse what its strict samples readers refuse\n"
+           "  --window NAME=START,END  collect: a window to report (Unix seconds or ISO 8601\n"
+           "                      with a UTC offset; repeatable)\n"
+           "  --windows FILE      collect: windows from FILE (CSV name,start,end[,tokens]\n"
+           "                      [,requests], or a JSON list of such objects)\n"
+           "  --region CODE       collect: the grid region of every node (default: WORLD)\n"
+           "  --region NODE=CODE  collect: NODE's own region (repeatable)\n"
+           "  --pue P             collect: the PUE for the carbon (default 1.0)\n"
+           "  --max-gap S         collect: the longest gap between samples that is\n"
+           "                      interpolated across (default max(3, 3 x the interval))\n"
            "  --follow            srt-slurm: poll DIR and write power_energy_c<N>.json next to\n"
            "                      each finished window's artifact and a line to\n"
            "                      DIR/power_energy_report.jsonl, until SIGINT/SIGTERM (then once\n"
-           "                      more, final)\n"
+           "                      more, final); collect: rewrite DIR/report.json and\n"
+           "                      DIR/report.txt each poll with what was collected so far\n"
            "  --poll T            --follow's period (default 30s)\n"
            "  --once              --follow: one poll, then exit (for cron and tests)\n"
            "  -q, --quiet         --follow: no progress messages\n"
@@ -76,7 +89,73 @@ enum {
     OPT_POLL,
     OPT_ONCE,
     OPT_JSON_FORMAT,
+    OPT_WINDOW,
+    OPT_WINDOWS,
+    OPT_REGION,
+    OPT_PUE,
+    OPT_MAX_GAP,
 };
+
+static int report_error(const char *msg);
+
+#define REPORT_WINDOWS_MAX 4096
+#define REPORT_REGIONS_MAX 4096
+
+/* carma report of a carma collect directory (report/collectreport), to stdout, -o, --json-out. */
+static int collect_report(const char *dir, const struct collectreport_opts *o, bool json,
+                          const char *json_out, const char *output)
+{
+    json_t *rep = NULL;
+    struct carma_err e = {0};
+    if (collectreport_build(dir, o, &rep, &e) < 0)
+        return report_error(e.msg);
+    char *js = (json || json_out) ? pyjson_dumps(rep, 2) : NULL;
+    char *text = json ? NULL : collectreport_text(rep);
+    json_decref(rep);
+    int status = 0;
+    if ((!json && !text) || ((json || json_out) && !js)) {
+        status = report_error("out of memory");
+        goto out;
+    }
+    if (json_out) {
+        size_t n = strlen(js);
+        js[n] = '\n';
+        int r = file_replace(json_out, js, n + 1);
+        js[n] = '\0';
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", json_out, strerror(-r));
+            status = 1;
+            goto out;
+        }
+    }
+    if (output) {
+        int r;
+        if (json) {
+            size_t n = strlen(js);
+            js[n] = '\n';
+            r = file_replace(output, js, n + 1);
+        } else {
+            r = file_replace(output, text, strlen(text));
+        }
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
+            status = 1;
+        }
+        goto out;
+    }
+    if (json)
+        printf("%s\n", js);
+    else
+        fputs(text, stdout);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
+        status = 1;
+    }
+out:
+    free(js);
+    free(text);
+    return status;
+}
 
 static double now_unix(void)
 {
@@ -129,6 +208,105 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
         fprintf(stderr, "carma report: %zu window%s reported, %zu given up\n", f.emitted,
                 f.emitted == 1 ? "" : "s", f.dead);
     srt_follow_done(&f);
+    return status;
+}
+
+/*
+ * --follow of a carma collect directory: every poll, the report of what the collector has
+ * written so far into DIR/report.json and DIR/report.txt (atomically), until SIGINT/SIGTERM,
+ * then once more, final (--once: one ordinary poll). A malformed row ends it (exit 1).
+ */
+static int collect_follow_loop(const char *dir, const struct collectreport_opts *co,
+                               const char *json_out, int64_t poll_ns, bool once, bool quiet)
+{
+    struct collectreport_follow *f = collectreport_follow_new(dir, co);
+    if (!f)
+        return report_error("out of memory");
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    int status = 0;
+    bool stop = false;
+    size_t written = 0;
+    for (;;) {
+        struct carma_err e = {0};
+        json_t *rep = NULL;
+        int r = collectreport_follow_poll(f, stop, &rep, &e);
+        if (r == -ENODATA) {
+            if (!quiet)
+                fprintf(stderr, "carma report: waiting: %s\n", e.msg);
+        } else if (r < 0) {
+            fprintf(stderr, "error: %s\n", e.msg);
+            status = 1;
+            break;
+        } else {
+            struct carma_err we = {0};
+            status = collectreport_follow_write(dir, rep, json_out, &we) < 0 ? 1 : 0;
+            if (status)
+                fprintf(stderr, "error: %s\n", we.msg);
+            written += status == 0;
+            if (!quiet && status == 0) {
+                const json_t *run = json_array_get(json_object_get(rep, "windows"), 0);
+                fprintf(stderr, "carma report: %s/report.json: %.0f s of the run, %zu window%s\n",
+                        dir, json_number_value(json_object_get(run, "duration_s")),
+                        json_array_size(json_object_get(rep, "windows")),
+                        json_array_size(json_object_get(rep, "windows")) == 1 ? "" : "s");
+            }
+        }
+        json_decref(rep);
+        if (stop || once)
+            break;
+        struct timespec ts = {.tv_sec = poll_ns / 1000000000, .tv_nsec = poll_ns % 1000000000};
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM)
+            stop = true; /* one more poll, final */
+    }
+    if (!quiet)
+        fprintf(stderr, "carma report: %zu report%s written\n", written, written == 1 ? "" : "s");
+    collectreport_follow_free(f);
+    return status;
+}
+
+/* --format html of a carma collect directory (report/html's html_collect), --json-out too. */
+static int collect_html(const char *dir, const struct collectreport_opts *co, const char *json_out,
+                        const char *output)
+{
+    struct carma_err e = {0};
+    struct collectreport_timeline tl;
+    if (collectreport_timeline_load(dir, co, &tl, &e) < 0)
+        return report_error(e.msg);
+    struct html_opts ho = {.version = CARMA_VERSION};
+    char *page = NULL;
+    size_t len = 0;
+    int r = html_collect(&tl, &ho, &page, &len, &e);
+    char *js = r == 0 && json_out ? pyjson_dumps(tl.report, 2) : NULL;
+    collectreport_timeline_free(&tl);
+    if (r < 0)
+        return report_error(e.msg);
+    int status = 0;
+    if (json_out) {
+        size_t n = js ? strlen(js) : 0;
+        if (js)
+            js[n] = '\n';
+        if (!js || (r = file_replace(json_out, js, n + 1)) < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", json_out,
+                    js ? strerror(-r) : "out of memory");
+            status = 1;
+        }
+    }
+    if (status == 0 && output) {
+        if ((r = file_replace(output, page, len)) < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
+            status = 1;
+        }
+    } else if (status == 0 && (fwrite(page, 1, len, stdout) != len || fflush(stdout) != 0)) {
+        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
+        status = 1;
+    }
+    free(js);
+    free(page);
     return status;
 }
 
@@ -211,6 +389,11 @@ int cmd_report(int argc, char **argv)
         {"follow", no_argument, NULL, OPT_FOLLOW},
         {"poll", required_argument, NULL, OPT_POLL},
         {"once", no_argument, NULL, OPT_ONCE},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"windows", required_argument, NULL, OPT_WINDOWS},
+        {"region", required_argument, NULL, OPT_REGION},
+        {"pue", required_argument, NULL, OPT_PUE},
+        {"max-gap", required_argument, NULL, OPT_MAX_GAP},
         {"quiet", no_argument, NULL, 'q'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -221,6 +404,10 @@ int cmd_report(int argc, char **argv)
     enum series_edges edges = SERIES_EDGES_INTERPOLATE;
     unsigned flags = 0;
     int64_t poll_ns = DEFAULT_POLL_NS;
+    static struct collectreport_window windows[REPORT_WINDOWS_MAX];
+    static struct collectreport_region regions[REPORT_REGIONS_MAX];
+    struct collectreport_opts co = {.windows = windows, .regions = regions};
+    bool collect_opt = false;
     int c;
     optind = 1;
     while ((c = cli_getopt(argc, argv, "qho:", longopts, "report")) != -1) {
@@ -266,6 +453,39 @@ int cmd_report(int argc, char **argv)
         case OPT_ONCE:
             once = true;
             break;
+        case OPT_WINDOW:
+        case OPT_REGION: {
+            struct carma_err we = {0};
+            bool win = c == OPT_WINDOW;
+            if ((win ? co.nwindows : co.nregions) == REPORT_WINDOWS_MAX) {
+                cli_error("--%s: at most %d", win ? "window" : "region", REPORT_WINDOWS_MAX);
+                return 2;
+            }
+            if ((win ? collectreport_window_parse(optarg, &windows[co.nwindows], &we)
+                     : collectreport_region_parse(optarg, &regions[co.nregions], &we)) < 0) {
+                cli_error("%s", we.msg);
+                return 2;
+            }
+            *(win ? &co.nwindows : &co.nregions) += 1;
+            collect_opt = true;
+            break;
+        }
+        case OPT_WINDOWS:
+            co.windows_file = optarg;
+            collect_opt = true;
+            break;
+        case OPT_PUE:
+        case OPT_MAX_GAP: {
+            double v;
+            if (parse_double(optarg, &v) < 0 || !(v > 0) || !(v < 1e9)) {
+                cli_error("--%s: '%s' is not a positive number", c == OPT_PUE ? "pue" : "max-gap",
+                          optarg);
+                return 2;
+            }
+            *(c == OPT_PUE ? &co.pue : &co.max_gap_s) = v;
+            collect_opt = true;
+            break;
+        }
         case 'q':
             quiet = true;
             break;
@@ -296,7 +516,36 @@ int cmd_report(int argc, char **argv)
     struct carma_err de = {0};
     if (!follow && reportdir_detect(dir, &kind, &de) < 0)
         return report_error(de.msg);
+    enum reportdir_kind fk;
+    if (follow && reportdir_detect(dir, &fk, &de) == 0 && fk == REPORTDIR_COLLECT) {
+        if (cpu_samples || (flags & SRT_LOG_STRICT)) {
+            cli_error("--cpu-samples and --strict read srt-slurm log directories; %s is a carma "
+                      "collect directory",
+                      dir);
+            return 2;
+        }
+        co.edges = edges;
+        return collect_follow_loop(dir, &co, json_out, poll_ns, once, quiet);
+    }
     bool run_dir = follow ? runreport_is_run_dir(dir) : kind == REPORTDIR_RUN;
+    if (!follow && kind == REPORTDIR_COLLECT) {
+        if (cpu_samples || (flags & SRT_LOG_STRICT)) {
+            cli_error("--cpu-samples and --strict read srt-slurm log directories; %s is a carma "
+                      "collect directory",
+                      dir);
+            return 2;
+        }
+        co.edges = edges;
+        if (html)
+            return collect_html(dir, &co, json_out, output);
+        return collect_report(dir, &co, json, json_out, output);
+    }
+    if (collect_opt) {
+        cli_error("--window, --windows, --region, --pue and --max-gap read carma collect "
+                  "directories; %s is not one",
+                  dir);
+        return 2;
+    }
     if (html)
         return html_report(dir, run_dir, cpu_samples, flags, edges, json_out, output);
     if (follow) {

@@ -102,6 +102,13 @@ static void td_num(FILE *f, double x)
     fputs("</td>", f);
 }
 
+static void td_int(FILE *f, double x)
+{
+    fputs("<td>", f);
+    num(f, x, 0);
+    fputs("</td>", f);
+}
+
 static void td_str(FILE *f, const char *s)
 {
     fputs("<td class=\"l\">", f);
@@ -987,6 +994,267 @@ int html_srt(const struct srt_log *log, const json_t *reports, const struct html
         fputs("</section>\n", f);
         srt_details(f, reports);
         warnings(f, reports, "warnings");
+        page_close(f, o);
+    }
+    return finish(f, &buf, &len, ret, ret_len, r, e);
+}
+
+/* ---- carma collect directories ---- */
+
+static const char *const collect_kinds[] = {"cpu", "dram", "soc", "gpu", "system", "other"};
+#define COLLECT_KINDS (sizeof collect_kinds / sizeof *collect_kinds)
+
+static void collect_windows_table(FILE *f, const json_t *rep)
+{
+    fputs("<section id=\"windows\"><h2>Windows</h2>\n<div class=\"scroll\"><table "
+          "id=\"collect-windows\"><tr><th class=\"l\">window</th><th class=\"l\">source</th>"
+          "<th class=\"l\">start</th><th>duration (s)</th><th>job energy (J)</th><th>avg power "
+          "(W)</th><th>p50 (W)</th><th>max (W)</th><th>carbon (g CO2e)</th><th>tokens</th>"
+          "<th>tok/s per W</th><th>J / token</th><th class=\"l\">method</th></tr>\n",
+          f);
+    size_t i;
+    const json_t *w;
+    json_array_foreach(json_object_get(rep, "windows"), i, w)
+    {
+        const json_t *job = json_object_get(w, "job");
+        fputs("<tr>", f);
+        td_str(f, jsonutil_get_str(w, "name"));
+        td_str(f, jsonutil_get_str(w, "source"));
+        fputs("<td class=\"l\">", f);
+        utc(f, jsonutil_get_num(w, "start_unix"));
+        fputs("</td>", f);
+        td_num(f, jsonutil_get_num(w, "duration_s"));
+        td_num(f, jsonutil_get_num(job, "energy_j"));
+        td_num(f, jsonutil_get_num(job, "avg_power_w"));
+        td_num(f, jsonutil_get_num(job, "p50_w"));
+        td_num(f, jsonutil_get_num(job, "max_w"));
+        td_num(f, jsonutil_get_num(job, "carbon_g_co2e"));
+        td_num(f, jsonutil_get_num(w, "tokens"));
+        td_num(f, jsonutil_get_num(job, "tokens_per_s_per_w"));
+        td_num(f, jsonutil_get_num(job, "j_per_token"));
+        fputs("<td class=\"l\">", f);
+        tag(f, jsonutil_get_str(job, "method"));
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table></div>\n</section>\n", f);
+}
+
+static void collect_nodes_table(FILE *f, const json_t *rep)
+{
+    const json_t *run = json_array_get(json_object_get(rep, "windows"), 0);
+    fputs("<section id=\"nodes\"><h2>Nodes over the whole run</h2>\n<div class=\"scroll\"><table "
+          "id=\"collect-nodes\"><tr><th class=\"l\">node</th><th>energy (J)</th><th>avg power "
+          "(W)</th><th>p5 (W)</th><th>p50 (W)</th><th>p95 (W)</th><th>max (W)</th><th "
+          "class=\"l\">from</th><th>drift (%)</th><th>resets</th><th>covered (s)</th><th>down "
+          "(s)</th><th>carbon (g CO2e)</th><th class=\"l\">intensity</th><th "
+          "class=\"l\">method</th></tr>\n",
+          f);
+    size_t i;
+    const json_t *n;
+    json_array_foreach(json_object_get(run, "nodes"), i, n)
+    {
+        const json_t *cb = json_object_get(n, "carbon");
+        fputs("<tr>", f);
+        td_str(f, jsonutil_get_str(n, "node"));
+        td_num(f, jsonutil_get_num(n, "energy_j"));
+        td_num(f, jsonutil_get_num(n, "avg_power_w"));
+        td_num(f, jsonutil_get_num(n, "p5_w"));
+        td_num(f, jsonutil_get_num(n, "p50_w"));
+        td_num(f, jsonutil_get_num(n, "p95_w"));
+        td_num(f, jsonutil_get_num(n, "max_w"));
+        char from[64];
+        snprintf(from, sizeof from, "%s, %s", jsonutil_get_str(n, "basis"),
+                 jsonutil_get_str(n, "energy_source"));
+        td_str(f, from);
+        td_num(f, jsonutil_get_num(n, "drift_pct"));
+        td_int(f, jsonutil_get_num(n, "resets"));
+        td_num(f, jsonutil_get_num(n, "covered_s"));
+        td_num(f, jsonutil_get_num(n, "down_s"));
+        td_num(f, jsonutil_get_num(cb, "g_co2e"));
+        td_str(f, jsonutil_get_str(cb, "region"));
+        fputs("<td class=\"l\">", f);
+        tag(f, jsonutil_get_str(n, "method"));
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table></div>\n</section>\n", f);
+    fputs("<section id=\"coverage\"><h2>Coverage</h2>\n<div class=\"scroll\"><table "
+          "id=\"collect-coverage\"><tr><th class=\"l\">node</th><th class=\"l\">first sample</th>"
+          "<th class=\"l\">last sample</th><th>largest gap (s)</th><th>scrapes</th><th>blank "
+          "rows</th></tr>\n",
+          f);
+    json_array_foreach(json_object_get(rep, "coverage"), i, n)
+    {
+        fputs("<tr>", f);
+        td_str(f, jsonutil_get_str(n, "node"));
+        fputs("<td class=\"l\">", f);
+        utc(f, jsonutil_get_num(n, "first_sample_unix"));
+        fputs("</td><td class=\"l\">", f);
+        utc(f, jsonutil_get_num(n, "last_sample_unix"));
+        fputs("</td>", f);
+        td_num(f, jsonutil_get_num(n, "largest_gap_s"));
+        td_int(f, jsonutil_get_num(n, "scrapes"));
+        td_int(f, jsonutil_get_num(n, "blank_rows"));
+        fputs("</tr>\n", f);
+    }
+    fputs("</table></div>\n</section>\n", f);
+}
+
+/* One window's energy per node, a bar per node stacked by kind (and the rest of the node's
+ * energy that no kind channel holds). */
+static void collect_energy_bars(FILE *f, const json_t *w, size_t wi)
+{
+    const json_t *nodes = json_object_get(w, "nodes");
+    size_t nn = json_array_size(nodes);
+    if (nn == 0)
+        return;
+    double top = 0;
+    size_t i;
+    const json_t *n;
+    json_array_foreach(nodes, i, n)
+    {
+        double sum = 0, e = jsonutil_get_num(n, "energy_j");
+        for (size_t k = 0; k < COLLECT_KINDS; k++) {
+            double v = jsonutil_get_num(json_object_get(n, "energy_by_kind_j"), collect_kinds[k]);
+            sum += isfinite(v) ? v : 0;
+        }
+        if (isfinite(e) && e > sum)
+            sum = e;
+        if (sum > top)
+            top = sum;
+    }
+    if (!(top > 0))
+        top = 1;
+    const int W = 1000, H = 300, L = 64, R = 16, T = 28, B = 56;
+    double first, step = svg_nice_step(0, top, 6, &first);
+    double ymax = step > 0 ? ceil(top / step) * step : top;
+    double bw = (double)(W - L - R) / (double)nn;
+    fprintf(f,
+            "<figure class=\"chart\"><svg id=\"energy-w%zu\" viewBox=\"0 0 %d %d\" "
+            "xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">\n<text class=\"title\" x=\"%d\" "
+            "y=\"16\">Energy per node (J): ",
+            wi, W, H, L);
+    esc(f, jsonutil_get_str(w, "name"));
+    fputs("</text>\n", f);
+    for (double y = 0; step > 0 && y <= ymax * (1 + 1e-9); y += step) {
+        double py = T + (H - T - B) * (1 - y / ymax);
+        fprintf(f,
+                "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
+                "<text class=\"ytick\" x=\"%d\" y=\"%.1f\">%.6g</text>\n",
+                L, W - R, py, py, L - 6, py + 4, y);
+    }
+    json_array_foreach(nodes, i, n)
+    {
+        double x = L + bw * (double)i + bw * 0.15, y0 = 0, e = jsonutil_get_num(n, "energy_j");
+        for (size_t k = 0; k <= COLLECT_KINDS; k++) {
+            double v;
+            if (k < COLLECT_KINDS) {
+                v = jsonutil_get_num(json_object_get(n, "energy_by_kind_j"), collect_kinds[k]);
+            } else {
+                v = isfinite(e) ? e - y0 : NAN; /* the rest: in the node total, in no kind */
+                if (v < 1e-9 * (e > 0 ? e : 1))
+                    v = NAN;
+            }
+            if (!isfinite(v) || v <= 0)
+                continue;
+            double py1 = T + (H - T - B) * (1 - (y0 + v) / ymax);
+            double py0 = T + (H - T - B) * (1 - y0 / ymax);
+            fprintf(f,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
+                    "<title>",
+                    x, py1, bw * 0.7, py0 - py1, k < COLLECT_KINDS ? svg_color((int)k) : "#b8bec5");
+            esc(f, jsonutil_get_str(n, "node"));
+            fprintf(f, " %s: %.6g J</title></rect>\n",
+                    k < COLLECT_KINDS ? collect_kinds[k] : "rest", v);
+            y0 += v;
+        }
+        fprintf(f, "<text class=\"xtick\" x=\"%.1f\" y=\"%d\">", L + bw * ((double)i + 0.5),
+                H - B + 16);
+        esc(f, jsonutil_get_str(n, "node"));
+        fputs("</text>\n", f);
+    }
+    fprintf(f, "<line class=\"axis\" x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>\n</svg>\n", L, W - R,
+            H - B, H - B);
+    fputs("<ul class=\"legend\">", f);
+    for (size_t k = 0; k <= COLLECT_KINDS; k++)
+        fprintf(f, "<li><span class=\"swatch\" style=\"border-color:%s\"></span>%s</li>",
+                k < COLLECT_KINDS ? svg_color((int)k) : "#b8bec5",
+                k < COLLECT_KINDS ? collect_kinds[k] : "rest (node total, no kind channel)");
+    fputs("</ul></figure>\n", f);
+}
+
+int html_collect(const struct collectreport_timeline *tl, const struct html_opts *o, char **ret,
+                 size_t *ret_len, struct carma_err *e)
+{
+    size_t maxp = o && o->max_points ? o->max_points : DEFAULT_POINTS;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return carma_err_set(e, -ENOMEM, "out of memory");
+    const json_t *rep = tl->report;
+    char title[300];
+    snprintf(title, sizeof title, "carma report: %s", o && o->title ? o->title : "carma collect");
+    char sub[1200];
+    snprintf(sub, sizeof sub, "%s: %zu node%s, %zu window%s, %.3f s", jsonutil_get_str(rep, "dir"),
+             tl->nnodes, tl->nnodes == 1 ? "" : "s",
+             json_array_size(json_object_get(rep, "windows")),
+             json_array_size(json_object_get(rep, "windows")) == 1 ? "" : "s", tl->t1 - tl->t0);
+    page_open(f, o, title, sub);
+    fputs("<p class=\"sub\">From ", f);
+    utc(f, tl->t0);
+    fputs(" to ", f);
+    utc(f, tl->t1);
+    fputs(".</p>\n", f);
+    collect_windows_table(f, rep);
+    collect_nodes_table(f, rep);
+    int r = 0;
+    fputs("<section id=\"power\"><h2>Power per node over time</h2>\n<p class=\"sub\">Each node's "
+          "power (its nodes.csv total, else its total channels, with the dcgm-exporter GPUs "
+          "that count in it); a break where a gap is over the limit.</p>\n",
+          f);
+    struct svg_series *s = calloc(tl->nnodes ? tl->nnodes : 1, sizeof *s);
+    if (!s)
+        r = -ENOMEM;
+    for (size_t i = 0; r == 0 && i < tl->nnodes; i++)
+        s[i] = (struct svg_series){.label = tl->nodes[i].node,
+                                   .x = tl->nodes[i].t,
+                                   .y = tl->nodes[i].w,
+                                   .n = tl->nodes[i].n,
+                                   .color = (int)i};
+    struct svg_chart ch = {.id = "power-nodes",
+                           .title = "Power per node (W)",
+                           .x_label = "time since the first sample",
+                           .y_label = "W",
+                           .x0 = tl->t0,
+                           .y_from_zero = true,
+                           .width = 1000,
+                           .height = 320,
+                           .max_points = maxp};
+    if (r == 0 && tl->nnodes > 0)
+        r = svg_lines(f, &ch, s, tl->nnodes, false);
+    free(s);
+    if (r == 0) {
+        fputs("</section>\n<section id=\"energy\"><h2>Energy per node per window, by kind</h2>\n",
+              f);
+        size_t i;
+        const json_t *w;
+        json_array_foreach(json_object_get(rep, "windows"), i, w) collect_energy_bars(f, w, i);
+        fputs("</section>\n", f);
+        fputs("<section id=\"warnings\"><h2>Warnings</h2>\n", f);
+        const json_t *ws = json_object_get(rep, "warnings"), *m;
+        if (json_array_size(ws) == 0)
+            fputs("<p>None.</p>\n", f);
+        else
+            fputs("<ul class=\"warn\">", f);
+        json_array_foreach(ws, i, m)
+        {
+            fputs("<li>", f);
+            esc(f, json_string_value(m));
+            fputs("</li>\n", f);
+        }
+        if (json_array_size(ws))
+            fputs("</ul>\n", f);
+        fputs("</section>\n", f);
         page_close(f, o);
     }
     return finish(f, &buf, &len, ret, ret_len, r, e);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "core/err.h"
+#include "report/collectreport.h"
 #include "report/runreport.h"
 #include "srt/log.h"
 
@@ -36,5 +37,15 @@ int html_run(const char *dir, const struct runreport_opts *ro, const struct html
  */
 int html_srt(const struct srt_log *log, const json_t *reports, const struct html_opts *o,
              char **ret, size_t *ret_len, struct carma_err *e);
+
+/*
+ * The page of a carma collect directory, from collectreport_timeline_load's timeline: the
+ * windows (the job's energy, power, carbon, tokens), each node's figures over the run, each
+ * node's power over time (one line per node, breaks at gaps over the limit), and per window the
+ * energy of each node stacked by device kind (the node's energy not in a kind channel shown as
+ * "rest"), the coverage and the warnings. Returns 0 and the page (malloc'ed) or -ENOMEM.
+ */
+int html_collect(const struct collectreport_timeline *tl, const struct html_opts *o, char **ret,
+                 size_t *ret_len, struct carma_err *e);
 
 #endif

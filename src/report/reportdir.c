@@ -91,13 +91,10 @@ int reportdir_detect(const char *path, enum reportdir_kind *ret, struct carma_er
             *ret = REPORTDIR_RUN;
             return 0;
         }
-        if (r == 0 && strcmp(producer, "carma collect") == 0 && !bench)
-            return carma_err_set(e, -EINVAL,
-                                 "%s is a carma collect directory (samples.csv, nodes.csv), which "
-                                 "has no windows to report; %s. For an srt-slurm job, give its "
-                                 "log directory: carma collect --report-follow LOGDIR reports it "
-                                 "while collecting",
-                                 path, EXPECTED);
+        if (r == 0 && strcmp(producer, "carma collect") == 0 && !bench) {
+            *ret = REPORTDIR_COLLECT;
+            return 0;
+        }
         if (r == 0 && !bench)
             return carma_err_set(e, -EINVAL,
                                  "%s/manifest.json was written by %s%s%s, not carma "

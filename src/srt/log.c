@@ -3188,7 +3188,9 @@ int srt_log_discover(struct srt_log *log, const char *log_dir, const struct srt_
         }
         w.samples.v[i] = NULL;
     }
-    if (o && o->cpu_samples) {
+    if (log->flags & SRT_LOG_WINDOWS_ONLY) {
+        /* the windows alone: no power CSV is looked for */
+    } else if (o && o->cpu_samples) {
         if (!(log->cpu_csv = pathwalk_norm(o->cpu_samples))) {
             r = oom(e);
             goto out;
@@ -3220,7 +3222,7 @@ int srt_log_discover(struct srt_log *log, const char *log_dir, const struct srt_
         log->cpu_csv = cpu.v[0];
         cpu.v[0] = NULL;
     }
-    if (gpu.n > 1) {
+    if (gpu.n > 1 && !(log->flags & SRT_LOG_WINDOWS_ONLY)) {
         if (array_grow(&listing, &lcap, 2, 1) < 0) {
             r = oom(e);
             goto out;
@@ -3249,11 +3251,11 @@ int srt_log_discover(struct srt_log *log, const char *log_dir, const struct srt_
                           log->log_dir, listing);
         goto out;
     }
-    if (gpu.n == 1) {
+    if (gpu.n == 1 && !(log->flags & SRT_LOG_WINDOWS_ONLY)) {
         log->gpu_csv = gpu.v[0];
         gpu.v[0] = NULL;
     }
-    if (!log->cpu_csv && !log->gpu_csv) {
+    if (!log->cpu_csv && !log->gpu_csv && !(log->flags & SRT_LOG_WINDOWS_ONLY)) {
         r = carma_err_set(e, -ENOENT, "no power samples.csv (CPU or GPU) found below %s",
                           log->log_dir);
         goto out;

@@ -74,6 +74,10 @@
 
 /* Refuse (instead of warn about) what srt-slurm's strict samples readers refuse; see above. */
 #define SRT_LOG_STRICT 0x1u
+/* srt_log_discover: the benchmark windows only (a reader with power samples of its own, carma
+ * report of a collect directory): the power CSVs below the log directory are not looked for,
+ * so that none, or several, is no error (cpu_csv and gpu_csv stay NULL). */
+#define SRT_LOG_WINDOWS_ONLY 0x2u
 
 /* The longest CSV record, JSONL record or benchmark.out line read whole (longer log lines are
  * cut there; longer CSV/JSONL records are an error). */
@@ -90,7 +94,7 @@ const char *srt_log_bench_name(enum srt_log_bench b);
 
 struct srt_log_opts {
     const char *cpu_samples; /* --cpu-samples: this CSV is the CPU leg; NULL: discover it */
-    unsigned flags;          /* SRT_LOG_STRICT */
+    unsigned flags;          /* SRT_LOG_STRICT, SRT_LOG_WINDOWS_ONLY */
 };
 
 /* One result artifact: one report per source, in this order. */

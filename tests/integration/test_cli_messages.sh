@@ -105,7 +105,7 @@ err_is r_file 1 "error: file.txt is a file, not a directory: $exp" report file.t
 err_is r_manifest 1 "error: $F/rundir/stat/manifest.json is a file, not a directory: give the directory it is in (carma report $F/rundir/stat)" \
     report "$F/rundir/stat/manifest.json"
 mkdir -p coll && echo '{"producer": "carma collect"}' >coll/manifest.json
-err_is r_collect 1 "error: coll is a carma collect directory (samples.csv, nodes.csv), which has no windows to report" \
+err_is r_collect 1 "error: coll/samples.csv: No such file or directory" \
     report coll
 mkdir -p badman && echo '{"producer": ' >badman/manifest.json
 err_is r_badjson 1 "error: badman/manifest.json is not JSON" report badman

@@ -6,7 +6,8 @@
 # plant), `carma collect --slurm` on the head node, a 2 s CPU benchmark. Checks: the job
 # succeeded; samples.csv has the collector's header, rows for this node with every channel of
 # the fixture over several scrapes and no blank cell, energies that rise; the exporters and
-# the collector are gone when the job ends; every daemon is stopped by its pid (also when a
+# the collector are gone when the job ends; step 6's carma report of the collect directory
+# (report.json: the run and the benchmark window, this node's energy from its counters); every daemon is stopped by its pid (also when a
 # check fails: the EXIT trap) and no process of the cluster is left. Skipped only when Slurm
 # is not installed (scripts/deps.sh --test installs slurm-wlm).
 . "${CARMA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib_cli.sh"
@@ -175,6 +176,22 @@ assert m.get("nodes") == [sys.argv[3]], "nodes %r" % m.get("nodes")
 for t in m["targets"]:
     assert t["error_count"] == 0 and t["scrape_count"] >= 4, "target %r" % t
 ' out/manifest.json "$jobid" "$SLURM_NODE"
+    check_py "step 6: carma report of the collect directory" '
+r = load(sys.argv[1])
+assert r["kind"] == "collect", r.get("kind")
+names = [w["name"] for w in r["windows"]]
+assert names == ["run", "benchmark"], names
+for w in r["windows"]:
+    ns = {n["node"]: n for n in w["nodes"]}
+    n = ns[sys.argv[2]]
+    assert n["energy_j"] > 0 and n["basis"] == "nodes.csv" and n["energy_source"] == "counter", n
+    assert not n["down"] and w["job"]["energy_j"] == n["energy_j"], (n, w["job"])
+b = r["windows"][1]
+assert 1.5 < b["end_unix"] - b["start_unix"] < 30, b
+txt = open(sys.argv[3]).read()
+assert "window benchmark (cli)" in txt and "node " + sys.argv[2] in txt, txt[:400]
+print("# report: node %s %.1f J over the benchmark window" % (sys.argv[2], b["nodes"][0]["energy_j"]))
+' out/report.json "$SLURM_NODE" out/report.txt
 else
     check_fail "no samples.csv in out/ ($(find out 2>&1 | tr '\n' ' '))"
 fi
