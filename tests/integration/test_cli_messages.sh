@@ -152,14 +152,15 @@ assert j["finished"] is True and [w["name"] for w in j["jobs"]] == ["a"], j
 assert j["jobs"][0]["ended"] is True and j["jobs"][0]["energy_j"] is not None, j
 ' topj.out
 
-# --- a command shorter than two sampling ticks: said, with what to do, and no figures
-rc=$(run_logged short "$CARMA" stat --root "$F/intel-2s" --interval 100ms --json-out short.json -- true)
+# --- a command shorter than two sampling ticks (20 ms: long enough for the --interval 1ms hint,
+# which a command under 2 ms does not get): said, with what to do, and no figures
+rc=$(run_logged short "$CARMA" stat --root "$F/intel-2s" --interval 100ms --json-out short.json -- sleep 0.02)
 check_rc short 0 "$rc"
-check_grep short.err "  too short: the command ran " "stat -- true"
+check_grep short.err "  too short: the command ran " "stat -- sleep 0.02"
 check_grep short.err "less than two sampling intervals (2 x 100ms): too short to measure, so its figures are n/a; measure it with a shorter interval (--interval 1ms) or run it longer" \
-    "stat -- true: what to do"
-check_grep short.err "node energy, command CPU and carbon: n/a (too short)" "stat -- true: n/a"
-check_py "stat -- true: n/a in the table, too_short in the JSON" '
+    "stat -- sleep 0.02: what to do"
+check_grep short.err "node energy, command CPU and carbon: n/a (too short)" "stat -- sleep 0.02: n/a"
+check_py "stat -- sleep 0.02: n/a in the table, too_short in the JSON" '
 t = open(sys.argv[1]).read()
 rows = [l for l in t.splitlines() if l.startswith("  rapl/")]
 assert rows and all(l.split()[-3:] == ["n/a"] * 3 for l in rows), rows
