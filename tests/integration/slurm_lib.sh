@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# A one-node Slurm cluster on localhost, for tests/integration/test_slurm.sh and for trying
+# A one-node Slurm cluster on localhost (or an N-node one in network namespaces, below), for
+# tests/integration/test_slurm.sh, test_slurm_2node.sh and for trying
 # examples/slurm/carma.sbatch by hand:
 #
 #   . tests/integration/slurm_lib.sh
@@ -200,10 +201,11 @@ EOF
 # on it (10.232.0.1I), veth pairs made inside the namespaces; SLURM_DIR/hosts naming them.
 _slurm_make_netns() {
     local n=$1 i ns tag=cms$$ p
-    command -v ip >/dev/null && command -v nsenter >/dev/null && command -v unshare >/dev/null || {
+    if ! command -v ip >/dev/null || ! command -v nsenter >/dev/null ||
+        ! command -v unshare >/dev/null; then
         echo "slurm_lib: $1 nodes need ip (iproute2), nsenter and unshare (util-linux)" >&2
         return 1
-    }
+    fi
     # namespaces of a run that was SIGKILLed (its shell's pid gone): what runs there, then them
     for ns in $(ip netns list 2>/dev/null | grep -o '^cms[0-9]*-[a-z0-9]*'); do
         p=${ns#cms}
@@ -351,7 +353,7 @@ CredType=cred/none"
     [ -n "${CARMA_SLURM_PLUGINDIR:-}" ] && plugindir="PluginDir=$CARMA_SLURM_PLUGINDIR"
     : >"$SLURM_DIR/plugstack.conf"
     cat >"$SLURM_DIR/slurm.conf" <<EOF
-# carma's one-node test cluster (tests/integration/slurm_lib.sh)
+# carma's test cluster (tests/integration/slurm_lib.sh)
 ClusterName=carmatest
 SlurmctldHost=$host($ctld_addr)
 SlurmctldPort=$ctld_port

@@ -31,6 +31,7 @@ NS_HEAD="$TAG-head"
 
 _ns_made=()
 _mh_pids=()
+# shellcheck disable=SC2317 # called by the EXIT trap
 mh_cleanup() {
     local pid ns
     for pid in "${_mh_pids[@]}"; do
@@ -88,6 +89,7 @@ make_netns() {
             return 1
         }
         _ns_made+=("$ns")
+        # shellcheck disable=SC2015 # the message is for any step that fails
         ip -n "$ns" link set lo up &&
             ip -n "$NS_HEAD" link add "h$i" type veth peer name eth0 netns "$ns" &&
             ip -n "$NS_HEAD" addr add "10.231.$i.1/24" dev "h$i" &&
