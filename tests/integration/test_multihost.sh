@@ -62,6 +62,7 @@ fi
 
 # make_netns: the head namespace and NHOST host namespaces, a veth pair between the head and
 # each host (both ends made inside the namespaces), 10.231.I.1 (head) - 10.231.I.2 (host I).
+NETNS_WHY=""
 make_netns() {
     local i ns
     [ "${CARMA_TEST_NETNS:-1}" != 0 ] || {
@@ -81,7 +82,15 @@ make_netns() {
         return 1
     }
     _ns_made+=("$NS_HEAD")
-    ip -n "$NS_HEAD" link set lo up || return 1
+    # (ip netns exec mounts a sysfs of the namespace: a container may allow the one, not this)
+    ip netns exec "$NS_HEAD" true 2>netns.err || {
+        NETNS_WHY="ip netns exec fails: $(head -n 1 netns.err)"
+        return 1
+    }
+    ip -n "$NS_HEAD" link set lo up 2>netns.err || {
+        NETNS_WHY="lo of $NS_HEAD: $(head -n 1 netns.err)"
+        return 1
+    }
     for ((i = 1; i <= NHOST; i++)); do
         ns="$TAG-$i"
         ip netns add "$ns" 2>netns.err || {
@@ -90,7 +99,7 @@ make_netns() {
         }
         _ns_made+=("$ns")
         # shellcheck disable=SC2015 # the message is for any step that fails
-        ip -n "$ns" link set lo up &&
+        ip -n "$ns" link set lo up 2>netns.err &&
             ip -n "$NS_HEAD" link add "h$i" type veth peer name eth0 netns "$ns" &&
             ip -n "$NS_HEAD" addr add "10.231.$i.1/24" dev "h$i" &&
             ip -n "$ns" addr add "10.231.$i.2/24" dev eth0 &&

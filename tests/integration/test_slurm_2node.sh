@@ -25,10 +25,19 @@ missing=$(slurm_missing)
 [ -z "$missing" ] ||
     skip "Slurm is not installed (no $missing): scripts/deps.sh --test installs slurm-wlm"
 [ "$(id -u)" = 0 ] || skip "two slurmd's need root and network namespaces (test_slurm.sh runs one)"
+# what slurm_start 2 needs: a namespace, a bridge and a veth in it, nsenter and unshare into
+# it with a mount and a UTS namespace of their own
 probe="cmsprobe$$"
-ip netns add "$probe" 2>/dev/null ||
-    skip "ip netns add fails here: no two-node cluster (test_slurm.sh runs one)"
+ip netns add "$probe" 2>probe.err ||
+    skip "ip netns add fails here ($(head -n 1 probe.err)): no two-node cluster (test_slurm.sh runs one)"
+probe_ok=1
+ip -n "$probe" link add br0 type bridge 2>probe.err &&
+    ip -n "$probe" link add v1 type veth peer name v2 2>probe.err &&
+    nsenter --net="/run/netns/$probe" unshare --mount --uts --propagation private true \
+        2>probe.err || probe_ok=0
 ip netns del "$probe"
+[ "$probe_ok" = 1 ] ||
+    skip "network namespaces without a bridge, a veth or nsenter/unshare here ($(head -n 1 probe.err))"
 need_file "$SBATCH_SCRIPT" "$PLANT" "$CHECK"
 
 here=$PWD
