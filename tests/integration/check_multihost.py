@@ -23,6 +23,7 @@ ends of a span alike.
 Usage: check_multihost.py --collect DIR --host NODE,CONFIG,TREE,TRUTH [--host ...]
                           [--killed NODE --kill-unix T --up-unix T] [--interval S]
                           [--report FILE] [--tol 0.01] [--trapezoid-tol TOL (default: --tol)]
+                          [--targets-by-name]
 Without --killed every host must be whole in every cycle (test_slurm.sh with 2 nodes).
 Standard library only (Debian's python3). Exit 1 when a check fails, 2 on bad input.
 """
@@ -137,6 +138,7 @@ def main():
     ap.add_argument("--up-unix", type=float)
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--report")
+    ap.add_argument("--targets-by-name", action="store_true")
     ap.add_argument("--tol", type=float, default=0.01)
     ap.add_argument("--trapezoid-tol", type=float)
     a = ap.parse_args()
@@ -165,6 +167,10 @@ def main():
     print("# %s: %d rows, %d cycles (scrape_seq %d..%d), %d missed; %s down %.3f s"
           % (a.collect, len(rows), len(seqs), seqs[0], seqs[-1], manifest["missed_cycles"],
              a.killed or "no host", down_s))
+    if a.targets_by_name:
+        tg = {(r["node"], r["target"]) for r in rows}
+        check(all(t.split(":")[0] == n for n, t in tg),
+              "the targets are named by their nodes (%s)" % sorted(tg))
     check(set(r["node"] for r in rows) == set(hosts),
           "samples.csv has the nodes %s (got %s)" % (sorted(hosts), sorted({r["node"] for r in rows})))
 

@@ -123,7 +123,9 @@ else
 fi
 
 # in_host I CMD...: CMD as on host I (exec'ed: the pid of `in_host ... &` is CMD's);
-# in_head CMD...: the same on the head node.
+# in_head CMD...: the same on the head node; with namespaces, in the mount namespace that
+# `ip netns exec` makes (its mounts stay there), ./hosts is bind-mounted on /etc/hosts: the
+# head resolves the hosts by their names, and nothing else does.
 in_host() {
     local i=$1
     shift
@@ -134,7 +136,9 @@ in_host() {
 }
 in_head() {
     if [ "$MODE" = netns ]; then
-        exec ip netns exec "$NS_HEAD" "$@"
+        # shellcheck disable=SC2016 # expanded by the inner sh
+        exec ip netns exec "$NS_HEAD" sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' \
+            "$PWD/hosts" "$@"
     fi
     exec "$@"
 }
@@ -207,10 +211,22 @@ start_exporter_on() {
 
 for ((i = 1; i <= NHOST; i++)); do start_plant_on "$i"; done
 for ((i = 1; i <= NHOST; i++)); do start_exporter_on "$i"; done
+# the targets by name (the head's /etc/hosts) with namespaces, by address on loopback; the
+# node column comes from each exporter's node label either way
 {
-    echo "# the hosts of this test (node names mh-h1.. from each exporter's node label)"
-    for ((i = 1; i <= NHOST; i++)); do echo "$(host_addr "$i"):${EPORT[$i]}   # mh-h$i"; done
+    echo "# the hosts of this test"
+    for ((i = 1; i <= NHOST; i++)); do
+        if [ "$MODE" = netns ]; then
+            echo "mh-h$i:${EPORT[$i]}"
+        else
+            echo "$(host_addr "$i"):${EPORT[$i]}   # mh-h$i"
+        fi
+    done
 } >targets.txt
+{
+    echo "127.0.0.1 localhost"
+    for ((i = 1; i <= NHOST; i++)); do echo "$(host_addr "$i") mh-h$i"; done
+} >hosts
 sleep 0.5 # the exporters' first readings (a counter gives a power after two)
 
 # the head node's collector; the exporter of host KILLED is SIGKILLed KILL_AT s after the
@@ -223,7 +239,7 @@ wait_rows collect/samples.csv 2 || fail "collect wrote no row within 5 s: $(cat 
 sleep "$KILL_AT"
 kill_unix=$(date +%s.%N)
 kill -KILL "${EPID[$KILLED]}"
-wait "${EPID[$KILLED]}" 2>/dev/null
+{ wait "${EPID[$KILLED]}"; } 2>/dev/null # (bash's "Killed" line too)
 sleep "$DOWN"
 start_exporter_on "$KILLED" "${EPORT[$KILLED]}"
 up_unix=$(date +%s.%N)
@@ -259,10 +275,12 @@ else
 fi
 check_clean_stderr report
 
+byname=()
+[ "$MODE" = netns ] && byname=(--targets-by-name)
 hosts=()
 for ((i = 1; i <= NHOST; i++)); do hosts+=(--host "mh-h$i,plant$i.conf,live$i,truth$i.csv"); done
 "$PY" "$CHECK" --collect collect "${hosts[@]}" --killed "mh-h$KILLED" --kill-unix "$kill_unix" \
-    --up-unix "$up_unix" --interval "$INTERVAL" --tol 0.01 "${report[@]}" ||
+    --up-unix "$up_unix" --interval "$INTERVAL" --tol 0.01 "${report[@]}" "${byname[@]}" ||
     check_fail "check_multihost.py: the collect run disagrees with the plants (above)"
 
 cli_done
