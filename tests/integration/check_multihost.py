@@ -39,6 +39,7 @@ HEADER = ["schema_version", "timestamp_unix", "scrape_seq", "node", "target", "c
           "source", "kind", "domain", "method", "watts", "joules_total"]
 
 failures = []
+SLACK = 0.05  # s: the test takes the kill and restart times a few ms from the events
 
 
 def check(ok, msg):
@@ -222,13 +223,15 @@ def main():
             print("# %s: last reading %.3f, first blank row %.3f, first reading after %.3f: "
                   "gap %.3f s (down %.3f s, from %.3f to %.3f)"
                   % (a.killed, t_last, t_b0, t_first, gap, down_s, a.kill_unix, a.up_unix))
-            check(t_last <= a.kill_unix + 0.05 and t_b0 >= a.kill_unix - 0.05,
+            check(t_last <= a.kill_unix + SLACK and t_b0 >= a.kill_unix - SLACK,
                   "%s: its gap starts at the kill (last reading %.3f, first blank %.3f, "
                   "killed %.3f)" % (a.killed, t_last, t_b0, a.kill_unix))
-            check(t_first >= a.up_unix,
+            # (--up-unix is when the test saw "listening on", polled every 10 ms: SLACK)
+            check(t_first >= a.up_unix - SLACK,
                   "%s: readings again only after the restart (%.3f >= %.3f)"
                   % (a.killed, t_first, a.up_unix))
-            check(gap >= down_s, "%s: the gap %.3f s >= the downtime %.3f s" % (a.killed, gap, down_s))
+            check(gap >= down_s - SLACK,
+                  "%s: the gap %.3f s >= the downtime %.3f s" % (a.killed, gap, down_s))
             # the restarted exporter counts from its start: its first counters are below the
             # energy of a few seconds, far below the ones before the kill
             restarted = []
@@ -307,8 +310,8 @@ def main():
         for n in sorted(hosts):
             if n != a.killed:
                 g2 = cov.get(n, {}).get("largest_gap_s")
-                check(g2 is not None and g2 < 4 * a.interval,
-                      "report coverage %s: largest_gap_s %s < 4 intervals" % (n, g2))
+                check(g2 is not None and g2 < max(4 * a.interval, 1.0),
+                      "report coverage %s: largest_gap_s %s < 4 intervals (1 s at least)" % (n, g2))
         warns = [json.dumps(w) for w in rep.get("warnings", [])]
         if a.killed:
             check(any(a.killed in w for w in warns),

@@ -7,7 +7,7 @@
 #   - the killed host's gap: blank rows from the kill to its restart (at least the downtime),
 #     its counters starting again, errors counted, up at the end;
 #   - per node and channel, the energy from joules_total differences (an exporter restart is
-#     not integrated) and from the trapezoid of watts within 1 % of the truth;
+#     not integrated) within 1 % of the truth, the trapezoid of watts within 2 % (below);
 #   - when `carma report COLLECT_DIR --json` reads the directory: windows[0]'s per-node
 #     energy_j within 1 % of the truth, the killed host's largest_gap_s >= its downtime and a
 #     warning naming it (skipped, said so, while carma report refuses collect directories).
@@ -22,7 +22,7 @@ CHECK="$CARMA_SRC/tests/integration/check_multihost.py"
 need_file "$PLANT" "$CHECK"
 NHOST=3
 KILLED=2             # the host whose exporter is killed and restarted
-INTERVAL=0.25        # collect's scrape period (s)
+INTERVAL=0.1         # collect's scrape period (s)
 DURATION=18          # collect's --duration (s)
 KILL_AT=6            # seconds after collect's first cycle
 DOWN=3               # seconds down
@@ -148,10 +148,14 @@ host_addr() {
 
 # Each host its own power (its own plant config): host 2 (the one killed) draws most, host 3's
 # counters wrap every second or so (the exporter unwraps them). The power follows this
-# machine's CPU utilization, which this test's own processes make spiky; the trapezoid of
-# gauges sampled every 250 ms misses such spikes (with the stock intel-2s.conf, 30-150 W, it
-# came out 2.7 % low, its cores 12 % low, while the counters were within 0.3 %), so every
-# channel here swings by at most half its idle power and the 1 % holds for both.
+# machine's CPU utilization, which this test's own processes, and any other load, make jump;
+# the trapezoid of gauges sampled every 100 ms misses such jumps (with the stock
+# intel-2s.conf, 30-150 W, and a 250 ms interval, it came out 2.7 % low, its cores 12 % low,
+# while the counters were within 0.3 %; with channels swinging by half their idle power, ASan
+# and a load toggled every 2 s beside the test, 1.3 % off), so every channel here swings by
+# at most a fifth of its idle power. The counters (the energy carma reports) are held to 1 %;
+# the trapezoid, the cross-check, to 2 %: within 0.3 % on a quiet machine, it still came out
+# 1.25 % low once in three runs under ASan beside that toggled load, the counters 0.05 %.
 plant_conf() { # FILE PKG_IDLE PKG_MAX CORE_IDLE CORE_MAX DRAM_IDLE DRAM_MAX [PKG0_RANGE DRAM1_RANGE]
     local z=sys/class/powercap/intel-rapl
     {
@@ -164,9 +168,9 @@ plant_conf() { # FILE PKG_IDLE PKG_MAX CORE_IDLE CORE_MAX DRAM_IDLE DRAM_MAX [PK
         echo "stat proc/stat"
     } >"$1"
 }
-plant_conf plant1.conf 80 120 20 30 10 12
-plant_conf plant2.conf 150 200 40 60 16 20
-plant_conf plant3.conf 40 55 10 14 5 6 50000000 6000000
+plant_conf plant1.conf 80 96 20 24 10 12
+plant_conf plant2.conf 150 180 40 48 16 19
+plant_conf plant3.conf 40 48 10 12 5 6 50000000 6000000
 
 declare -A EPID EPORT
 # start_plant_on I: the plant of host I on its own copy of intel-2s (live<I>, truth<I>.csv);
@@ -176,7 +180,7 @@ start_plant_on() {
     copy_tree intel-2s "live$i"
     rm -f "truth$i.csv.pid"
     (in_host "$i" "$PLANT" --tree "live$i" --config "plant$i.conf" --truth "truth$i.csv" \
-        --period 10ms --duration 300 --pidfile "truth$i.csv.pid") >"plant$i.log" 2>&1 &
+        --period 5ms --duration 300 --pidfile "truth$i.csv.pid") >"plant$i.log" 2>&1 &
     _cleanup_pids+=($!)
     for ((k = 0; k < 500; k++)); do
         [ -s "truth$i.csv.pid" ] && return 0
@@ -280,7 +284,8 @@ byname=()
 hosts=()
 for ((i = 1; i <= NHOST; i++)); do hosts+=(--host "mh-h$i,plant$i.conf,live$i,truth$i.csv"); done
 "$PY" "$CHECK" --collect collect "${hosts[@]}" --killed "mh-h$KILLED" --kill-unix "$kill_unix" \
-    --up-unix "$up_unix" --interval "$INTERVAL" --tol 0.01 "${report[@]}" "${byname[@]}" ||
+    --up-unix "$up_unix" --interval "$INTERVAL" --tol 0.01 --trapezoid-tol 0.02 "${report[@]}" \
+    "${byname[@]}" ||
     check_fail "check_multihost.py: the collect run disagrees with the plants (above)"
 
 cli_done
