@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# A one-node Slurm cluster on localhost, for tests/integration/test_slurm.sh and for trying
+# A one-node Slurm cluster on localhost (or an N-node one in network namespaces, below), for
+# tests/integration/test_slurm.sh, test_slurm_2node.sh and for trying
 # examples/slurm/carma.sbatch by hand:
 #
 #   . tests/integration/slurm_lib.sh
@@ -21,6 +22,19 @@
 # Slurm needs root here: slurmd starts every job through slurmstepd, which switches to the
 # submitting user. The daemons run as root with SlurmUser=root.
 #
+# `slurm_start N` (N >= 2) makes an N-node cluster on this one machine: a network namespace
+# per node and one for the controller (cms<PID>-head, cms<PID>-1..N), joined by a bridge in
+# the head namespace (10.232.0.1, nodes 10.232.0.11..), one slurmd per node namespace
+# started as `slurmd -N cnI`, each with NodeAddr its namespace's address. Every daemon also
+# runs in a mount namespace of its own (unshare) where SLURM_DIR/hosts is bind-mounted on
+# /etc/hosts, so that cn1..cnN and the controller resolve to those addresses in the job and
+# nowhere else; with CARMA_SLURM_BIND="SRC:DST" (%n in SRC: the node's name) each node also
+# sees its own SRC at DST. The commands of the test (sbatch, squeue, scontrol...) must run in
+# the head namespace: prefix them with "${SLURM_EXEC[@]}" (empty for one node). Nothing of
+# the root namespace is changed; slurm_stop deletes the namespaces (those left by a run that
+# was SIGKILLed are deleted by the next slurm_start N). Variables: SLURM_NODES (the node
+# names), SLURMD_PIDS (every slurmd), SLURM_NETNS (the namespaces made), SLURM_EXEC.
+#
 # Functions return non-zero on failure after printing the daemons' logs on stderr; they never
 # exit the calling shell. Variables set by slurm_start: SLURM_DIR, SLURM_CONF (exported),
 # SLURM_NODE (the node's name), SLURMCTLD_PID, SLURMD_PID, MUNGED_PID (empty without munge),
@@ -31,6 +45,10 @@ SLURM_DIR=${SLURM_DIR:-}
 SLURM_NODE=${SLURM_NODE:-}
 SLURMCTLD_PID=${SLURMCTLD_PID:-}
 SLURMD_PID=${SLURMD_PID:-}
+SLURMD_PIDS=()
+SLURM_NODES=()
+SLURM_NETNS=()
+SLURM_EXEC=()
 MUNGED_PID=${MUNGED_PID:-}
 SLURM_AUTH=${SLURM_AUTH:-}
 SLURM_LEFTOVERS=${SLURM_LEFTOVERS:-}
@@ -87,8 +105,8 @@ slurm_logs() {
     if [ -n "$SLURMCTLD_PID" ] && kill -0 "$SLURMCTLD_PID" 2>/dev/null; then
         {
             echo "----- sinfo -N -l; squeue -l"
-            timeout 5 sinfo -N -l 2>&1
-            timeout 5 squeue -l 2>&1
+            timeout 5 "${SLURM_EXEC[@]}" sinfo -N -l 2>&1
+            timeout 5 "${SLURM_EXEC[@]}" squeue -l 2>&1
         } >&2
     fi
 }
@@ -154,12 +172,75 @@ _slurm_start_munged() {
     return 1
 }
 
-# slurm_start: start slurmctld and slurmd (and munged) on this host, wait until the node is
-# idle. Returns 1 (logs shown, everything stopped) on failure. CARMA_SLURM_START_TIMEOUT
-# (seconds, default 30) bounds the wait.
+# _slurm_write_nsexec: SLURM_DIR/nsexec, a script: `nsexec NS HOST BIND... -- CMD...` execs
+# CMD in network namespace NS, in a UTS namespace of its own named HOST (- keeps this
+# machine's name: the controller's host must be it), and in a mount namespace of its own
+# where SLURM_DIR/hosts is bind-mounted on /etc/hosts and each BIND "SRC:DST" on DST. Every
+# step execs: the pid of `nsexec ... &` is CMD's.
+_slurm_write_nsexec() {
+    cat >"$SLURM_DIR/nsexec" <<EOF &&
+#!/bin/sh
+ns=\$1
+shift
+exec nsenter --net="/run/netns/\$ns" unshare --mount --uts --propagation private sh -c '
+    [ "\$2" = - ] || hostname "\$2" || exit 126
+    b=\$1
+    shift 2
+    set -- "\$b" "\$@"
+    while [ "\$1" != -- ]; do
+        mount --bind "\${1%%:*}" "\${1#*:}" || exit 126
+        shift
+    done
+    shift
+    exec "\$@"' sh "$SLURM_DIR/hosts:/etc/hosts" "\$@"
+EOF
+        chmod 755 "$SLURM_DIR/nsexec"
+}
+
+# _slurm_make_netns N: the head namespace with a bridge (10.232.0.1/24) and N node namespaces
+# on it (10.232.0.1I), veth pairs made inside the namespaces; SLURM_DIR/hosts naming them.
+_slurm_make_netns() {
+    local n=$1 i ns tag=cms$$ p
+    if ! command -v ip >/dev/null || ! command -v nsenter >/dev/null ||
+        ! command -v unshare >/dev/null; then
+        echo "slurm_lib: $1 nodes need ip (iproute2), nsenter and unshare (util-linux)" >&2
+        return 1
+    fi
+    # namespaces of a run that was SIGKILLed (its shell's pid gone): what runs there, then them
+    for ns in $(ip netns list 2>/dev/null | grep -o '^cms[0-9]*-[a-z0-9]*'); do
+        p=${ns#cms}
+        p=${p%%-*}
+        kill -0 "$p" 2>/dev/null && continue
+        for i in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$i" 2>/dev/null; done
+        ip netns del "$ns" 2>/dev/null
+    done
+    ip netns add "$tag-head" || return 1
+    SLURM_NETNS+=("$tag-head")
+    ip -n "$tag-head" link set lo up &&
+        ip -n "$tag-head" link add br0 type bridge &&
+        ip -n "$tag-head" addr add 10.232.0.1/24 dev br0 &&
+        ip -n "$tag-head" link set br0 up || return 1
+    for ((i = 1; i <= n; i++)); do
+        ns="$tag-$i"
+        ip netns add "$ns" || return 1
+        SLURM_NETNS+=("$ns")
+        ip -n "$ns" link set lo up &&
+            ip -n "$tag-head" link add "v$i" type veth peer name eth0 netns "$ns" &&
+            ip -n "$tag-head" link set "v$i" master br0 &&
+            ip -n "$tag-head" link set "v$i" up &&
+            ip -n "$ns" addr add "10.232.0.$((10 + i))/24" dev eth0 &&
+            ip -n "$ns" link set eth0 up || return 1
+    done
+    return 0
+}
+
+# slurm_start [N]: start slurmctld and slurmd (and munged) on this host, wait until the node is
+# idle; with N >= 2, an N-node cluster in network namespaces (above). Returns 1 (logs shown,
+# everything stopped) on failure. CARMA_SLURM_START_TIMEOUT (seconds, default 30) bounds the
+# wait.
 slurm_start() {
-    local miss host node ports ctld_port slurmd_port cpus i state timeout_s plugindir
-    local ctld slurmd auth_lines
+    local miss host node ports ctld_port slurmd_port i state timeout_s plugindir
+    local ctld slurmd auth_lines nnodes=${1:-1} ctld_addr node_lines nodelist want bind pid
     miss=$(slurm_missing)
     if [ -n "$miss" ]; then
         echo "slurm_lib: not installed: $miss (Debian: apt-get install slurm-wlm)" >&2
@@ -191,6 +272,18 @@ slurm_start() {
         _slurm_fail "cannot set up $SLURM_DIR"
         return 1
     fi
+    SLURMD_PIDS=() SLURM_NODES=() SLURM_NETNS=() SLURM_EXEC=()
+    if [ "$nnodes" -gt 1 ]; then
+        _slurm_make_netns "$nnodes" || {
+            _slurm_fail "cannot make the network namespaces of $nnodes nodes"
+            return 1
+        }
+        _slurm_write_nsexec || {
+            _slurm_fail "cannot write $SLURM_DIR/nsexec"
+            return 1
+        }
+        SLURM_EXEC=("$SLURM_DIR/nsexec" "${SLURM_NETNS[0]}" - --)
+    fi
 
     # The controller's host must be this machine's short name (slurmctld checks it); the node
     # takes it too when it resolves (jobs then see it as SLURM_JOB_NODELIST and reach it by
@@ -200,13 +293,32 @@ slurm_start() {
     if ! getent hosts "$host" >/dev/null 2>&1; then
         node=localhost
     fi
+    ctld_addr=127.0.0.1
+    node_lines="NodeName=$node NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=64 State=UNKNOWN"
+    nodelist=$node
+    SLURM_NODES=("$node")
+    if [ "$nnodes" -gt 1 ]; then
+        # cn1..cnN at 10.232.0.11.., the controller at 10.232.0.1, in every daemon's /etc/hosts
+        ctld_addr=10.232.0.1
+        node=cn1
+        SLURM_NODES=()
+        node_lines=""
+        printf '127.0.0.1 localhost\n%s %s\n' "$ctld_addr" "$host" >"$SLURM_DIR/hosts"
+        for ((i = 1; i <= nnodes; i++)); do
+            SLURM_NODES+=("cn$i")
+            printf '10.232.0.%d cn%d\n' $((10 + i)) "$i" >>"$SLURM_DIR/hosts"
+            node_lines+="NodeName=cn$i NodeHostname=cn$i NodeAddr=10.232.0.$((10 + i)) CPUs=$(nproc) RealMemory=64 State=UNKNOWN
+"
+            mkdir "$SLURM_DIR/spool-cn$i" || return 1
+        done
+        nodelist="cn[1-$nnodes]"
+    fi
     SLURM_NODE=$node
     ports=$(_slurm_free_ports 2) || {
         _slurm_fail "no free TCP ports"
         return 1
     }
     read -r ctld_port slurmd_port <<<"$ports"
-    cpus=$(nproc)
 
     case ${CARMA_SLURM_AUTH:-auto} in
     auto)
@@ -241,9 +353,9 @@ CredType=cred/none"
     [ -n "${CARMA_SLURM_PLUGINDIR:-}" ] && plugindir="PluginDir=$CARMA_SLURM_PLUGINDIR"
     : >"$SLURM_DIR/plugstack.conf"
     cat >"$SLURM_DIR/slurm.conf" <<EOF
-# carma's one-node test cluster (tests/integration/slurm_lib.sh)
+# carma's test cluster (tests/integration/slurm_lib.sh)
 ClusterName=carmatest
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=$host($ctld_addr)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=root
@@ -252,11 +364,11 @@ $auth_lines
 $plugindir
 PlugStackConfig=$SLURM_DIR/plugstack.conf
 StateSaveLocation=$SLURM_DIR/state
-SlurmdSpoolDir=$SLURM_DIR/spool
+SlurmdSpoolDir=$SLURM_DIR/spool$([ "$nnodes" -gt 1 ] && echo -%n)
 SlurmctldPidFile=$SLURM_DIR/slurmctld.pid
-SlurmdPidFile=$SLURM_DIR/slurmd.pid
+SlurmdPidFile=$SLURM_DIR/slurmd$([ "$nnodes" -gt 1 ] && echo -%n).pid
 SlurmctldLogFile=$SLURM_DIR/slurmctld.log
-SlurmdLogFile=$SLURM_DIR/slurmd.log
+SlurmdLogFile=$SLURM_DIR/slurmd$([ "$nnodes" -gt 1 ] && echo -%n).log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
@@ -273,41 +385,64 @@ MailProg=/bin/true
 KillWait=5
 MinJobAge=600
 InactiveLimit=0
-NodeName=$node NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=64 State=UNKNOWN
-PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
+$node_lines
+PartitionName=debug Nodes=$nodelist Default=YES MaxTime=INFINITE State=UP
 EOF
     export SLURM_CONF="$SLURM_DIR/slurm.conf"
 
     # -D: in the foreground (we hold the pid); -c: start from a clean state.
     # CARMA_SLURM_CLUSTER marks the daemons and their job steps (see slurm_procs).
-    CARMA_SLURM_CLUSTER=$SLURM_DIR "${_slurm_session[@]}" "$ctld" -D -c -f "$SLURM_CONF" \
-        >"$SLURM_DIR/slurmctld.out" 2>&1 &
-    SLURMCTLD_PID=$!
-    CARMA_SLURM_CLUSTER=$SLURM_DIR "${_slurm_session[@]}" "$slurmd" -D -c -f "$SLURM_CONF" \
-        -N "$node" >"$SLURM_DIR/slurmd.out" 2>&1 &
-    SLURMD_PID=$!
+    if [ "$nnodes" -gt 1 ]; then
+        # setsid, then nsexec into the namespaces (every step execs: $! is the daemon's pid)
+        CARMA_SLURM_CLUSTER=$SLURM_DIR "${_slurm_session[@]}" "${SLURM_EXEC[@]}" "$ctld" -D -c \
+            -f "$SLURM_CONF" >"$SLURM_DIR/slurmctld.out" 2>&1 &
+        SLURMCTLD_PID=$!
+        for ((i = 1; i <= nnodes; i++)); do
+            bind=()
+            [ -n "${CARMA_SLURM_BIND:-}" ] && bind=("${CARMA_SLURM_BIND//%n/cn$i}")
+            CARMA_SLURM_CLUSTER=$SLURM_DIR "${_slurm_session[@]}" "$SLURM_DIR/nsexec" \
+                "${SLURM_NETNS[$i]}" "cn$i" "${bind[@]}" -- "$slurmd" -D -c -f "$SLURM_CONF" -N "cn$i" \
+                >"$SLURM_DIR/slurmd-cn$i.out" 2>&1 &
+            SLURMD_PIDS+=($!)
+        done
+        SLURMD_PID=${SLURMD_PIDS[0]}
+    else
+        CARMA_SLURM_CLUSTER=$SLURM_DIR "${_slurm_session[@]}" "$ctld" -D -c -f "$SLURM_CONF" \
+            >"$SLURM_DIR/slurmctld.out" 2>&1 &
+        SLURMCTLD_PID=$!
+        CARMA_SLURM_CLUSTER=$SLURM_DIR "${_slurm_session[@]}" "$slurmd" -D -c -f "$SLURM_CONF" \
+            -N "$node" >"$SLURM_DIR/slurmd.out" 2>&1 &
+        SLURMD_PID=$!
+        SLURMD_PIDS=("$SLURMD_PID")
+    fi
 
     for ((i = 0; i < timeout_s * 5; i++)); do
         _slurm_alive slurmctld "$SLURMCTLD_PID" || {
             _slurm_fail "slurmctld exited at start"
             return 1
         }
-        _slurm_alive slurmd "$SLURMD_PID" || {
-            _slurm_fail "slurmd exited at start"
-            return 1
-        }
-        state=$(timeout 5 sinfo -h -N -n "$node" -o %T 2>/dev/null)
+        for pid in "${SLURMD_PIDS[@]}"; do
+            _slurm_alive slurmd "$pid" || {
+                _slurm_fail "slurmd exited at start"
+                return 1
+            }
+        done
+        # "NODE STATE" per node, in order
+        state=$(timeout 5 "${SLURM_EXEC[@]}" sinfo -h -N -o '%N %T' 2>/dev/null | sort -u |
+            tr '\n' ' ')
+        want=""
+        for node in "${SLURM_NODES[@]}"; do want+="$node idle "; done
+        [ "$state" = "$want" ] && return 0
         case $state in
-        idle) return 0 ;;
-        drain* | down*)
-            _slurm_fail "node $node is $state: $(timeout 5 scontrol show node "$node" |
-                grep -i reason)"
+        *drain* | *down*)
+            _slurm_fail "a node is not up ($state): $(timeout 5 "${SLURM_EXEC[@]}" scontrol \
+                show node | grep -i reason)"
             return 1
             ;;
         esac
         sleep 0.2
     done
-    _slurm_fail "node $node not idle within ${timeout_s} s (state: '${state:-no answer}')"
+    _slurm_fail "nodes ${SLURM_NODES[*]} not idle within ${timeout_s} s (state: '${state:-no answer}')"
     return 1
 }
 
@@ -346,7 +481,7 @@ _slurm_stop_pid() {
 slurm_procs() {
     [ -n "${SLURM_CONF:-}" ] && [ -n "$SLURM_DIR" ] || return 0
     /usr/bin/python3 - "$SLURM_DIR" "$SLURM_CONF" "$$ $BASHPID" \
-        "$SLURMCTLD_PID $SLURMD_PID $MUNGED_PID" <<'EOF'
+        "$SLURMCTLD_PID ${SLURMD_PIDS[*]} $MUNGED_PID" <<'EOF'
 import os, sys
 cdir, conf, me, daemons = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
 mark = ("CARMA_SLURM_CLUSTER=" + cdir).encode()
@@ -388,20 +523,20 @@ EOF
 # SLURM_LEFTOVERS (empty when there was none): a test fails on it. Safe to call twice, or
 # after a failed start.
 slurm_stop() {
-    local jobs i left pid
+    local jobs i left pid ns
     SLURM_LEFTOVERS=""
     if [ -n "$SLURMCTLD_PID" ] && kill -0 "$SLURMCTLD_PID" 2>/dev/null &&
         [ -n "${SLURM_CONF:-}" ]; then
-        jobs=$(timeout 5 squeue -h -o %i 2>/dev/null)
+        jobs=$(timeout 5 "${SLURM_EXEC[@]}" squeue -h -o %i 2>/dev/null)
         if [ -n "$jobs" ]; then
             echo "slurm_lib: cancelling jobs still there: ${jobs//$'\n'/ }" >&2
             # shellcheck disable=SC2086 # one job id per word
-            timeout 5 scancel $jobs 2>/dev/null
+            timeout 5 "${SLURM_EXEC[@]}" scancel $jobs 2>/dev/null
             for ((i = 0; i < 75; i++)); do
-                [ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ] && break
+                [ -z "$(timeout 5 "${SLURM_EXEC[@]}" squeue -h -o %i 2>/dev/null)" ] && break
                 sleep 0.2
             done
-            jobs=$(timeout 5 squeue -h -o '%i %T' 2>/dev/null)
+            jobs=$(timeout 5 "${SLURM_EXEC[@]}" squeue -h -o '%i %T' 2>/dev/null)
             [ -z "$jobs" ] || echo "slurm_lib: jobs still listed at stop: $jobs" >&2
         fi
     fi
@@ -410,7 +545,10 @@ slurm_stop() {
         [ -z "$(slurm_procs)" ] && break
         sleep 0.1
     done
-    _slurm_stop_pid slurmd "$SLURMD_PID"
+    for pid in "${SLURMD_PIDS[@]}"; do
+        _slurm_stop_pid slurmd "$pid"
+    done
+    SLURMD_PIDS=()
     _slurm_stop_pid slurmctld "$SLURMCTLD_PID"
     _slurm_stop_pid munged "$MUNGED_PID"
     SLURMD_PID="" SLURMCTLD_PID="" MUNGED_PID=""
@@ -430,6 +568,11 @@ slurm_stop() {
             rm -rf "$SLURM_DIR"
         fi
     fi
+    for ns in "${SLURM_NETNS[@]}"; do
+        ip netns del "$ns" 2>/dev/null || echo "slurm_lib: cannot delete the namespace $ns" >&2
+    done
+    SLURM_NETNS=()
+    SLURM_EXEC=()
     SLURM_DIR=""
     unset SLURM_CONF
     return 0
