@@ -9,7 +9,9 @@
 # usage: bench/collect/run.sh [BUILD_DIR]     (default: build)
 #
 # Environment: BENCH_COLLECT_FIXTURE (intel-2s; grace with --compat srtctl is a body six
-# times larger), BENCH_COLLECT_S (30), BENCH_COLLECT_TARGETS (64), BENCH_COLLECT_INTERVAL_MS (1000).
+# times larger), BENCH_COLLECT_BODY (a body file served instead of the exporter's, e.g. a
+# dcgm-exporter's: bench/collect/dcgm_body.py), BENCH_COLLECT_S (30), BENCH_COLLECT_TARGETS (64),
+# BENCH_COLLECT_INTERVAL_MS (1000).
 # Results on stdout and in BUILD_DIR/bench/collect.txt.
 set -euo pipefail
 
@@ -54,30 +56,36 @@ wait_file() {
     return 1
 }
 
-# the body: what carma exporter serves for the fixture
-compat=()
-[ "$fixture" = grace ] && compat=(--compat srtctl)
-"$carma" exporter --root "$src/tests/fixtures/$fixture" --listen 127.0.0.1:0 --interval 100ms "${compat[@]}" \
-    >"$work/exporter.log" 2>&1 &
-epid=$!
-pids+=("$epid")
-port=
-for ((i = 0; i < 500; i++)); do
-    port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$work/exporter.log" | head -n 1 | cut -d: -f2 || true)
-    [ -n "$port" ] && break
-    sleep 0.01
-done
-[ -n "$port" ] || {
-    echo "run.sh: carma exporter did not start: $(cat "$work/exporter.log")" >&2
-    exit 1
-}
-sleep 0.5
-"$py" -c 'import sys, urllib.request
-sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1]).read())' \
-    "http://127.0.0.1:$port/metrics" >"$work/body.prom"
-kill -TERM "$epid"
-wait "$epid" || true
-channels=$(grep -c '^carma_power_watts{' "$work/body.prom")
+# the body: what carma exporter serves for the fixture, or BENCH_COLLECT_BODY
+body_file=${BENCH_COLLECT_BODY:-}
+if [[ -n $body_file ]]; then
+    cp "$body_file" "$work/body.prom"
+    fixture="$(basename "$body_file")"
+else
+    compat=()
+    [ "$fixture" = grace ] && compat=(--compat srtctl)
+    "$carma" exporter --root "$src/tests/fixtures/$fixture" --listen 127.0.0.1:0 --interval 100ms "${compat[@]}" \
+        >"$work/exporter.log" 2>&1 &
+    epid=$!
+    pids+=("$epid")
+    port=
+    for ((i = 0; i < 500; i++)); do
+        port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$work/exporter.log" | head -n 1 | cut -d: -f2 || true)
+        [ -n "$port" ] && break
+        sleep 0.01
+    done
+    [ -n "$port" ] || {
+        echo "run.sh: carma exporter did not start: $(cat "$work/exporter.log")" >&2
+        exit 1
+    }
+    sleep 0.5
+    "$py" -c 'import sys, urllib.request
+    sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1]).read())' \
+        "http://127.0.0.1:$port/metrics" >"$work/body.prom"
+    kill -TERM "$epid"
+    wait "$epid" || true
+fi
+channels=$(grep -c '^carma_power_watts{\|^DCGM_FI_DEV_POWER_USAGE{' "$work/body.prom")
 samples=$(grep -vc '^#' "$work/body.prom")
 
 # the targets
