@@ -14,8 +14,9 @@
 #include "core/file.h"
 
 #define EXPECTED                                                                                   \
-    "carma report reads a carma run or stat directory, which holds manifest.json (carma run -o, "  \
-    "carma stat -o), or an srt-slurm log directory, which holds benchmark.out"
+    "carma report reads a carma run, stat or collect directory, which holds manifest.json (carma " \
+    "run -o, carma stat -o, carma collect -o), or an srt-slurm log directory, which holds "        \
+    "benchmark.out"
 
 /* What fstatat says of dir/name: 1 a regular file, 0 absent (or a directory), -ESPIPE another
  * kind of file (a FIFO, a device), -errno when it cannot tell. */
@@ -98,7 +99,7 @@ int reportdir_detect(const char *path, enum reportdir_kind *ret, struct carma_er
         if (r == 0 && !bench)
             return carma_err_set(e, -EINVAL,
                                  "%s/manifest.json was written by %s%s%s, not carma "
-                                 "run or carma stat: %s",
+                                 "run, stat or collect: %s",
                                  path, producer[0] ? "'" : "",
                                  producer[0] ? producer : "no producer", producer[0] ? "'" : "",
                                  EXPECTED);
@@ -109,6 +110,6 @@ int reportdir_detect(const char *path, enum reportdir_kind *ret, struct carma_er
     }
     return carma_err_set(e, -ENOENT,
                          "%s holds no manifest.json and no benchmark.out: it is neither a carma "
-                         "run directory nor an srt-slurm log directory; %s",
+                         "run, stat or collect directory nor an srt-slurm log directory; %s",
                          path, EXPECTED);
 }

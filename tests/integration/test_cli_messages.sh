@@ -94,10 +94,10 @@ assert j["monitoring"]["baseline_s"] == 1.5, j["monitoring"]
 ' dur.out
 
 # --- carma report on what it cannot read says what it expected
-exp="carma report reads a carma run or stat directory, which holds manifest.json (carma run -o, carma stat -o), or an srt-slurm log directory, which holds benchmark.out"
+exp="carma report reads a carma run, stat or collect directory, which holds manifest.json (carma run -o, carma stat -o, carma collect -o), or an srt-slurm log directory, which holds benchmark.out"
 err_is r_missing 1 "error: $PWD/nope: no such directory; $exp" report "$PWD/nope"
 mkdir -p empty
-err_is r_empty 1 "error: empty holds no manifest.json and no benchmark.out: it is neither a carma run directory nor an srt-slurm log directory; $exp" \
+err_is r_empty 1 "error: empty holds no manifest.json and no benchmark.out: it is neither a carma run, stat or collect directory nor an srt-slurm log directory; $exp" \
     report empty
 check_no_grep r_empty.err "benchmark.out: not found" "report on an empty directory"
 echo x >file.txt

@@ -68,7 +68,7 @@ note "differential: $ok_runs reports and $err_runs errors identical to the refer
 # --- 2. errors and usage
 rc=$(run_logged "$here/missing" "$CARMA" report "$here/no-such-dir")
 check_rc "$here/missing" 1 "$rc"
-check_grep "$here/missing.err" "error: $here/no-such-dir: no such directory; carma report reads a carma run or stat directory, which holds manifest.json" "missing dir"
+check_grep "$here/missing.err" "error: $here/no-such-dir: no such directory; carma report reads a carma run, stat or collect directory, which holds manifest.json" "missing dir"
 rc=$(run_logged "$here/bad-edges" "$CARMA" report "$here/rand" --edges nearest)
 check_rc "$here/bad-edges" 2 "$rc"
 rc=$(run_logged "$here/no-dir" "$CARMA" report)
