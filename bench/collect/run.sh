@@ -11,7 +11,8 @@
 # Environment: BENCH_COLLECT_FIXTURE (intel-2s; grace with --compat srtctl is a body six
 # times larger), BENCH_COLLECT_BODY (a body file served instead of the exporter's, e.g. a
 # dcgm-exporter's: bench/collect/dcgm_body.py), BENCH_COLLECT_S (30), BENCH_COLLECT_TARGETS (64),
-# BENCH_COLLECT_INTERVAL_MS (1000).
+# BENCH_COLLECT_INTERVAL_MS (1000), BENCH_COLLECT_ARGS (more options for carma collect, split at
+# blanks, e.g. --srt-gpu).
 # Results on stdout and in BUILD_DIR/bench/collect.txt.
 set -euo pipefail
 
@@ -80,7 +81,7 @@ else
     }
     sleep 0.5
     "$py" -c 'import sys, urllib.request
-    sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1]).read())' \
+sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1]).read())' \
         "http://127.0.0.1:$port/metrics" >"$work/body.prom"
     kill -TERM "$epid"
     wait "$epid" || true
@@ -97,7 +98,8 @@ wait_file "$work/ports"
 sed 's/^/127.0.0.1:/' "$work/ports" >"$work/targets.txt"
 
 # the collector
-"$carma" collect --targets-file "$work/targets.txt" -o "$work/out" --interval "${interval_ms}ms" \
+read -r -a extra <<<"${BENCH_COLLECT_ARGS:-}"
+"$carma" collect --targets-file "$work/targets.txt" -o "$work/out" --interval "${interval_ms}ms" "${extra[@]}" \
     >"$work/collect.out" 2>"$work/collect.err" &
 cpid=$!
 pids+=("$cpid")
@@ -129,12 +131,12 @@ report=$(
     awk -v c0="$c0" -v c1="$c1" -v p0="$t0_py" -v p1="$t1_py" -v t0="$t0_ns" -v t1="$t1_ns" \
         -v hz="$hz" -v n="$ntargets" -v target="$target_pct" -v iv="$interval_ms" \
         -v ch="$channels" -v smp="$samples" -v rows="$rows" -v cyc="$cycles" -v err="$errors" \
-        -v rss="$rss_kb" -v fx="$fixture" -v bytes="$(wc -c <"$work/body.prom")" 'BEGIN {
+        -v rss="$rss_kb" -v fx="$fixture" -v args="${BENCH_COLLECT_ARGS:-}" -v bytes="$(wc -c <"$work/body.prom")" 'BEGIN {
         wall = (t1 - t0) / 1e9
         cpu = (c1 - c0) / hz
         pct = 100 * cpu / wall
         scrapes = n * wall / (iv / 1000)
-        printf "carma collect: %d targets every %d ms for %.1f s (body: %s, %d channels, %d samples, %d bytes)\n", n, iv, wall, fx, ch, smp, bytes
+        printf "carma collect%s: %d targets every %d ms for %.1f s (body: %s, %d channels, %d samples, %d bytes)\n", args == "" ? "" : " " args, n, iv, wall, fx, ch, smp, bytes
         printf "  collector CPU  %.3f s = %.3f %% of one core (target < %g %%: %s)\n", cpu, pct, target, pct < target ? "met" : "NOT met"
         printf "  per scrape     %.1f us (request, parse, rows; clock ticks of 1/%d s)\n", 1e6 * cpu / scrapes, hz
         printf "  peak RSS       %.1f MiB\n", rss / 1024
