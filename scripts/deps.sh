@@ -23,6 +23,7 @@ test_packages=(
     python3-numpy                                    # the report's references (numpy's sums, percentiles)
     chromium                                         # headless: opens the HTML report (test_html)
     tmux                                             # a terminal for the live view (test_live)
+    iproute2                                         # ip netns: several hosts (test_multihost, test_slurm_2node)
 )
 if [ "${1:-}" = "--test" ]; then
     packages+=("${test_packages[@]}")
