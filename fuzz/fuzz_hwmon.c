@@ -115,10 +115,11 @@ static void drop(const char *rel)
     unlink(path);
 }
 
-/* The reference reading of a value file: trimmed decimal digits, µW. */
+/* The reference reading of a value file: trimmed decimal digits, µW; a file of HWMON_VALUE_MAX
+ * bytes or more is no reading (a u64, zero padding and a newline fit well below it). */
 static bool ref_value(const char *data, size_t len, double *w)
 {
-    if (memchr(data, '\0', len))
+    if (len >= HWMON_VALUE_MAX || memchr(data, '\0', len))
         return false;
     size_t b = 0, e = len;
     while (b < e && isspace((unsigned char)data[b]))
