@@ -8,7 +8,6 @@
  */
 #include "collect/dcgm.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -55,16 +54,6 @@ bool dcgm_is_body(const struct prom_doc *doc)
         if (field_of(doc->samples[i].name) >= 0)
             return true;
     return false;
-}
-
-/* A label that is a decimal integer >= 0 fitting an unsigned int: 0 with *v, else -1. */
-static int index_label(const char *s, unsigned *v)
-{
-    uint64_t u;
-    if (!s || parse_u64(s, &u) < 0 || u > UINT_MAX)
-        return -1;
-    *v = (unsigned)u;
-    return 0;
 }
 
 static const char *label2(const struct prom_sample *s, const char *a, const char *b)
@@ -161,8 +150,8 @@ void dcgm_parse(const struct prom_doc *doc, struct dcgm_scrape *out)
         unsigned gpu, mig_id = 0;
         const char *mig_id_label = prom_label_value(s, "GPU_I_ID");
         bool mig = mig_id_label || prom_label_value(s, "GPU_I_PROFILE");
-        if (index_label(prom_label_value(s, "gpu"), &gpu) < 0 ||
-            (mig && index_label(mig_id_label, &mig_id) < 0)) {
+        if (parse_uint(prom_label_value(s, "gpu"), &gpu) < 0 ||
+            (mig && parse_uint(mig_id_label, &mig_id) < 0)) {
             out->bad_labels++;
             continue;
         }

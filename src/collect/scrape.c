@@ -585,6 +585,21 @@ int scrape_signal_pending(const sigset_t *set)
     return first;
 }
 
+/* An srt sink's cycle end r (e its error): a failure is remembered in *failed and warned of
+ * once when it begins (*failing: while it lasts). */
+static void sink_cycle_ended(struct scrape *c, int r, const struct carma_err *e, bool *failed,
+                             bool *failing)
+{
+    if (r < 0) {
+        *failed = true;
+        if (!*failing)
+            warnf(c, "collect: %s; trying again every cycle", e->msg);
+        *failing = true;
+    } else {
+        *failing = false;
+    }
+}
+
 /* Runs cycle seq (its slot starts at mono tick). Returns the number of targets that failed. */
 static size_t run_cycle(struct scrape *c, uint64_t seq, int64_t tick)
 {
@@ -617,26 +632,12 @@ static size_t run_cycle(struct scrape *c, uint64_t seq, int64_t tick)
         if (!c->o.quiet)
             warnf(c, "collect: writing the samples again (cycle %llu)", (unsigned long long)seq);
     }
-    if (c->cpu) {
-        if (c->o.srt_cpu->cycle_end(c->cpu, &e) < 0) {
-            c->cpu_write_failed = true;
-            if (!c->cpu_write_failing)
-                warnf(c, "collect: %s; trying again every cycle", e.msg);
-            c->cpu_write_failing = true;
-        } else {
-            c->cpu_write_failing = false;
-        }
-    }
-    if (c->gpu) {
-        if (c->o.srt_gpu->cycle_end(c->gpu, &e) < 0) {
-            c->gpu_write_failed = true;
-            if (!c->gpu_write_failing)
-                warnf(c, "collect: %s; trying again every cycle", e.msg);
-            c->gpu_write_failing = true;
-        } else {
-            c->gpu_write_failing = false;
-        }
-    }
+    if (c->cpu)
+        sink_cycle_ended(c, c->o.srt_cpu->cycle_end(c->cpu, &e), &e, &c->cpu_write_failed,
+                         &c->cpu_write_failing);
+    if (c->gpu)
+        sink_cycle_ended(c, c->o.srt_gpu->cycle_end(c->gpu, &e), &e, &c->gpu_write_failed,
+                         &c->gpu_write_failing);
     c->cycles++;
     return failures;
 }

@@ -2,6 +2,7 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -53,6 +54,18 @@ int parse_u64(const char *s, uint64_t *ret)
     if (!trim(s, &b, &e))
         return -EINVAL;
     return digits_u64(b, e, ret);
+}
+
+int parse_uint(const char *s, unsigned *ret)
+{
+    uint64_t v;
+    int r = parse_u64(s, &v);
+    if (r < 0)
+        return r;
+    if (v > UINT_MAX)
+        return -ERANGE;
+    *ret = (unsigned)v;
+    return 0;
 }
 
 int parse_i64(const char *s, int64_t *ret)

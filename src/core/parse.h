@@ -15,6 +15,10 @@
 /* Unsigned decimal integer; a leading '+' or '-' is rejected. */
 int parse_u64(const char *s, uint64_t *ret);
 
+/* The same, fitting an unsigned int (-ERANGE above UINT_MAX): an index such as a GPU's or a
+ * socket's in a label. */
+int parse_uint(const char *s, unsigned *ret);
+
 /* Signed decimal integer. */
 int parse_i64(const char *s, int64_t *ret);
 

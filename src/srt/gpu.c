@@ -5,45 +5,32 @@
  * targets of one node, its carma exporter and its dcgm-exporter, are one host), opens
  * samples.csv and writes a "running" manifest. A cycle's rows go to one buffer; each row is
  * remembered as pending (host, device, UUID, time) and only a cycle that reached the file
- * updates the observed devices, so the manifest describes samples.csv as it is.
+ * updates the observed devices, so the manifest describes samples.csv as it is. The row
+ * format, the device bookkeeping, the append, the close and the manifest are srt/gpu_leg's,
+ * shared with srt/power (the one-host writer); this file keeps the hosts, their timestamps and
+ * expected devices, and the manifest's provenance values.
  */
 #include "srt/gpu.h"
 
 #include <errno.h>
 #include <jansson.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/csv.h"
-#include "core/fmt.h"
 #include "core/journal.h"
-#include "core/jsonutil.h"
 #include "core/parse.h"
 #include "core/timeutil.h"
+#include "srt/gpu_leg.h"
 #include "srt/json.h"
 
-#define SAMPLES_HEADER                                                                             \
-    "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,"   \
-    "sm_active"
-#define EOL                     "\r\n"
-#define EOL_LEN                 2
-#define SAMPLES_SCHEMA_VERSION  2
-#define MANIFEST_SCHEMA_VERSION 1
-#define UUIDS_PER_DEVICE        8
-#define PATH_CAP                4096
-#define ROW_FIXED_MAX           160 /* prefix numbers, gpu_index, three numbers, commas, EOL */
+#define PATH_CAP 4096
 
 struct dev {
-    unsigned gpu_index;
-    uint64_t rows;
-    int64_t first_us, last_us;
-    uint64_t seq_taken; /* 1 + the cycle whose row it has (0: none yet) */
-    size_t nuuid;
-    char *uuid[UUIDS_PER_DEVICE];
-    bool uuid_written[UUIDS_PER_DEVICE];
+    struct srt_gpu_leg_dev leg; /* its rows, sample times and UUIDs in samples.csv */
+    uint64_t seq_taken;         /* 1 + the cycle whose row it has (0: none yet) */
 };
 
 struct host {
@@ -117,15 +104,6 @@ size_t srt_gpu_from_dcgm(const struct dcgm_scrape *d, struct srt_gpu_reading *ou
     return n;
 }
 
-static int index_of(const char *s, unsigned *v)
-{
-    uint64_t u;
-    if (!s || parse_u64(s, &u) < 0 || u > UINT_MAX)
-        return -1;
-    *v = (unsigned)u;
-    return 0;
-}
-
 static bool label_is(const struct prom_sample *s, const char *name, const char *value)
 {
     const char *v = prom_label_value(s, name);
@@ -141,7 +119,7 @@ size_t srt_gpu_from_carma(const struct prom_doc *doc, struct srt_gpu_reading *ou
         const struct prom_sample *s = &doc->samples[i];
         unsigned gpu;
         if (strcmp(s->name, "carma_power_watts") != 0 || !label_is(s, "kind", "gpu") ||
-            !label_is(s, "domain", "total") || index_of(prom_label_value(s, "socket"), &gpu) < 0)
+            !label_is(s, "domain", "total") || parse_uint(prom_label_value(s, "socket"), &gpu) < 0)
             continue;
         out[n++] = (struct srt_gpu_reading){
             .gpu_index = gpu,
@@ -157,7 +135,7 @@ size_t srt_gpu_from_carma(const struct prom_doc *doc, struct srt_gpu_reading *ou
             const struct prom_sample *s = &doc->samples[i];
             unsigned gpu;
             if (strcmp(s->name, "carma_gpu_utilization_ratio") != 0 ||
-                index_of(prom_label_value(s, "gpu"), &gpu) < 0 || gpu != out[k].gpu_index)
+                parse_uint(prom_label_value(s, "gpu"), &gpu) < 0 || gpu != out[k].gpu_index)
                 continue;
             if (seen++ == 0) {
                 out[k].uuid = prom_label_value(s, "uuid");
@@ -173,36 +151,6 @@ size_t srt_gpu_from_carma(const struct prom_doc *doc, struct srt_gpu_reading *ou
 
 /* ---- the manifest ---- */
 
-static void put(json_t *obj, const char *key, json_t *v, bool *ok)
-{
-    if (!v || json_object_set_new(obj, key, v) < 0)
-        *ok = false;
-}
-
-static json_t *utilization_metrics(bool *ok)
-{
-    static const char *const m[][3] = {
-        {"gpu_util_pct", "DCGM_FI_DEV_GPU_UTIL", "percent"},
-        {"sm_active", "DCGM_FI_PROF_SM_ACTIVE", "fraction"},
-    };
-    json_t *a = json_array();
-    if (!a) {
-        *ok = false;
-        return NULL;
-    }
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-        json_t *o = json_object();
-        if (!o || json_array_append_new(a, o) < 0) {
-            *ok = false;
-            break;
-        }
-        put(o, "column", json_string(m[i][0]), ok);
-        put(o, "source_metric", json_string(m[i][1]), ok);
-        put(o, "unit", json_string(m[i][2]), ok);
-    }
-    return a;
-}
-
 static int cmp_uint(const void *a, const void *b)
 {
     unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
@@ -216,8 +164,8 @@ static int cmp_host(const void *a, const void *b)
 
 static int cmp_dev(const void *a, const void *b)
 {
-    unsigned x = (*(const struct dev *const *)a)->gpu_index;
-    unsigned y = (*(const struct dev *const *)b)->gpu_index;
+    unsigned x = (*(const struct dev *const *)a)->leg.gpu_index;
+    unsigned y = (*(const struct dev *const *)b)->leg.gpu_index;
     return (x > y) - (x < y);
 }
 
@@ -233,173 +181,84 @@ static struct host **sorted_hosts(const struct srt_gpu *w)
     return s;
 }
 
-static json_t *expected_devices(struct host **hs, size_t nh, bool *ok)
+/* For each host, its expected GPUs by index, each assigned to the host's position. */
+static json_t *expected_devices(struct host **hs, size_t nh)
 {
-    json_t *a = json_array();
-    if (!a) {
-        *ok = false;
-        return NULL;
-    }
-    for (size_t i = 0; i < nh; i++) {
+    bool ok = true;
+    json_t *a = hs ? json_array() : NULL;
+    for (size_t i = 0; a && ok && i < nh; i++) {
         const struct host *h = hs[i];
         unsigned idx[SRT_GPU_PER_HOST_MAX];
         memcpy(idx, h->exp, h->nexp * sizeof idx[0]);
         qsort(idx, h->nexp, sizeof idx[0], cmp_uint);
-        for (size_t k = 0; k < h->nexp; k++) {
-            json_t *d = json_object(), *as = json_array(), *o = json_object();
-            if (!d || json_array_append_new(a, d) < 0 || !as || !o) {
-                json_decref(as);
-                json_decref(o);
-                *ok = false;
-                return a;
-            }
-            put(d, "hostname", json_string(h->name), ok);
-            put(d, "gpu_index", json_integer(idx[k]), ok);
-            put(o, "worker_role", json_string("agg"), ok);
-            put(o, "worker_index", json_integer((json_int_t)h->position), ok);
-            put(o, "worker_process", json_null(), ok);
-            put(o, "het_group", json_null(), ok);
-            if (json_array_append_new(as, o) < 0)
-                *ok = false;
-            put(d, "assignments", as, ok);
-        }
+        for (size_t k = 0; ok && k < h->nexp; k++)
+            srt_gpu_leg_assignment(srt_gpu_leg_expected(a, h->name, idx[k], &ok), "agg",
+                                   (json_int_t)h->position, NULL, &ok);
+    }
+    if (!ok) {
+        json_decref(a);
+        return NULL;
     }
     return a;
 }
 
-static json_t *observed_devices(struct host **hs, size_t nh, bool *ok)
+/* For each host, its GPUs with rows by index. */
+static json_t *observed_devices(struct host **hs, size_t nh)
 {
-    json_t *a = json_array();
-    if (!a) {
-        *ok = false;
-        return NULL;
-    }
-    for (size_t i = 0; i < nh; i++) {
+    bool ok = true;
+    json_t *a = hs ? json_array() : NULL;
+    for (size_t i = 0; a && ok && i < nh; i++) {
         const struct host *h = hs[i];
         const struct dev *ds[SRT_GPU_PER_HOST_MAX];
         size_t n = 0;
         for (size_t k = 0; k < h->ndev; k++)
-            if (h->dev[k].rows)
+            if (h->dev[k].leg.rows)
                 ds[n++] = &h->dev[k];
         qsort(ds, n, sizeof ds[0], cmp_dev);
-        for (size_t k = 0; k < n; k++) {
-            json_t *d = json_object();
-            if (!d || json_array_append_new(a, d) < 0) {
-                *ok = false;
-                return a;
-            }
-            put(d, "hostname", json_string(h->name), ok);
-            put(d, "gpu_index", json_integer(ds[k]->gpu_index), ok);
-            json_t *u = json_array();
-            put(d, "gpu_uuids", u, ok);
-            for (size_t j = 0; u && j < ds[k]->nuuid; j++)
-                if (ds[k]->uuid_written[j] &&
-                    json_array_append_new(u, json_string(ds[k]->uuid[j])) < 0)
-                    *ok = false;
-            put(d, "first_sample_time_unix", json_real((double)ds[k]->first_us / 1e6), ok);
-            put(d, "last_sample_time_unix", json_real((double)ds[k]->last_us / 1e6), ok);
-        }
+        for (size_t k = 0; ok && k < n; k++)
+            srt_gpu_leg_observed(a, h->name, &ds[k]->leg, &ok);
+    }
+    if (!ok) {
+        json_decref(a);
+        return NULL;
     }
     return a;
 }
 
-static size_t reason_codes(const struct srt_gpu *w, const char *out[4])
-{
-    size_t n = 0;
-    if (w->write_error)
-        out[n++] = "samples_write_failed";
-    if (w->non_monotonic)
-        out[n++] = "timestamp_non_monotonic";
-    if (w->rows_written == 0)
-        out[n++] = "samples_empty";
-    return n;
-}
-
-static json_t *manifest_json(const struct srt_gpu *w, const char *status, bool final,
-                             int64_t stopped_us, const char *sha256)
-{
-    bool ok = true;
-    json_t *m = json_object();
-    struct host **hs = sorted_hosts(w);
-    if (!m || !hs) {
-        json_decref(m);
-        free(hs);
-        return NULL;
-    }
-    const char *codes[4];
-    size_t ncodes = final ? reason_codes(w, codes) : 0;
-    bool valid = final && strcmp(status, "complete") == 0 && w->rows_written > 0 && ncodes == 0;
-    bool dcgm = w->src_rows[SRT_GPU_SOURCE_DCGM] || !w->src_rows[SRT_GPU_SOURCE_CARMA];
-    bool carma = w->src_rows[SRT_GPU_SOURCE_CARMA] > 0;
-
-    put(m, "schema_version", json_integer(MANIFEST_SCHEMA_VERSION), &ok);
-    put(m, "producer", json_string("carma collect"), &ok);
-    put(m, "producer_version", jsonutil_str(w->producer_version), &ok);
-    put(m, "producer_git_commit", json_null(), &ok);
-    put(m, "source_metric",
-        json_string(dcgm && carma ? "DCGM_FI_DEV_POWER_USAGE+carma_power_watts"
-                    : dcgm        ? "DCGM_FI_DEV_POWER_USAGE"
-                                  : "carma_power_watts"),
-        &ok);
-    put(m, "unit", json_string("W"), &ok);
-    put(m, "power_scope",
-        json_string(dcgm && carma ? "gpu_device_board_as_reported_by_dcgm_or_nvml"
-                    : dcgm        ? "gpu_device_board_as_reported_by_dcgm"
-                                  : "gpu_device_board_as_reported_by_nvml"),
-        &ok);
-    put(m, "samples_schema_version", json_integer(SAMPLES_SCHEMA_VERSION), &ok);
-    put(m, "utilization_metrics", utilization_metrics(&ok), &ok);
-    put(m, "timestamp_source", json_string("head_node_unix_clock"), &ok);
-    put(m, "job_id", jsonutil_str(w->job_id), &ok);
-    put(m, "run_name", json_null(), &ok);
-    put(m, "sample_interval_seconds", jsonutil_real(w->interval_s), &ok);
-    put(m, "request_timeout_seconds", jsonutil_real(w->timeout_s), &ok);
-    put(m, "max_scrape_duration_seconds", jsonutil_real(w->timeout_s), &ok);
-    put(m, "required", json_boolean(w->required), &ok);
-    put(m, "started_at_unix", json_real((double)w->started_us / 1e6), &ok);
-    put(m, "stopped_at_unix", final ? json_real((double)stopped_us / 1e6) : json_null(), &ok);
-    put(m, "status", json_string(status), &ok);
-    put(m, "publication_valid", json_boolean(valid), &ok);
-    put(m, "dcgm_exporter", json_null(), &ok);
-    put(m, "expected_devices", expected_devices(hs, w->nhosts, &ok), &ok);
-    put(m, "observed_devices", observed_devices(hs, w->nhosts, &ok), &ok);
-    put(m, "expected_windows", json_array(), &ok);
-    put(m, "scrape_count", json_integer((json_int_t)w->scrapes), &ok);
-    put(m, "sample_row_count", json_integer((json_int_t)w->rows_written), &ok);
-    put(m, "samples_sha256", jsonutil_str(sha256), &ok);
-    put(m, "window_validations", json_array(), &ok);
-    json_t *errs = json_array();
-    put(m, "artifact_errors", errs, &ok);
-    if (errs && w->write_error && final) {
-        json_t *o = json_object(), *rc = json_array();
-        if (!o || !rc || json_array_append_new(errs, o) < 0) {
-            json_decref(rc);
-            ok = false;
-        } else {
-            put(o, "path", json_string("samples.csv"), &ok);
-            put(o, "reason_codes", rc, &ok);
-            if (json_array_append_new(rc, json_string("samples_write_failed")) < 0)
-                ok = false;
-        }
-    }
-    json_t *rc = json_array();
-    put(m, "reason_codes", rc, &ok);
-    for (size_t i = 0; rc && i < ncodes; i++)
-        if (json_array_append_new(rc, json_string(codes[i])) < 0)
-            ok = false;
-    free(hs);
-    if (!ok) {
-        json_decref(m);
-        return NULL;
-    }
-    return m;
-}
-
+/* Writes the manifest over manifest.json atomically (final: see srt_gpu_leg_manifest_write).
+ * Returns 0 or a negative errno with e set. */
 static int manifest_write(const struct srt_gpu *w, const char *status, bool final,
                           int64_t stopped_us, const char *sha256, struct carma_err *e)
 {
-    return srt_json_replace(manifest_json(w, status, final, stopped_us, sha256), w->manifest_path,
-                            e);
+    bool dcgm = w->src_rows[SRT_GPU_SOURCE_DCGM] || !w->src_rows[SRT_GPU_SOURCE_CARMA];
+    bool carma = w->src_rows[SRT_GPU_SOURCE_CARMA] > 0;
+    struct host **hs = sorted_hosts(w);
+    struct srt_gpu_leg_manifest m = {
+        .producer = "carma collect",
+        .producer_version = w->producer_version,
+        .source_metric = dcgm && carma ? "DCGM_FI_DEV_POWER_USAGE+carma_power_watts"
+                         : dcgm        ? "DCGM_FI_DEV_POWER_USAGE"
+                                       : "carma_power_watts",
+        .power_scope = dcgm && carma ? "gpu_device_board_as_reported_by_dcgm_or_nvml"
+                       : dcgm        ? "gpu_device_board_as_reported_by_dcgm"
+                                     : "gpu_device_board_as_reported_by_nvml",
+        .util_metric = "DCGM_FI_DEV_GPU_UTIL",
+        .timestamp_source = "head_node_unix_clock",
+        .job_id = w->job_id,
+        .run_name = NULL,
+        .interval_s = w->interval_s,
+        .timeout_s = w->timeout_s,
+        .required = w->required,
+        .started_us = w->started_us,
+        .scrapes = w->scrapes,
+        .rows = w->rows_written,
+        .write_failed = w->write_error != 0,
+        .non_monotonic = w->non_monotonic,
+        .expected = expected_devices(hs, w->nhosts),
+        .observed = observed_devices(hs, w->nhosts),
+    };
+    free(hs);
+    return srt_gpu_leg_manifest_write(&m, status, final, stopped_us, sha256, w->manifest_path, e);
 }
 
 /* ---- the writer ---- */
@@ -414,8 +273,7 @@ static void free_all(struct srt_gpu *w)
         free(h->name);
         csv_buf_free(&h->field);
         for (size_t k = 0; h->dev && k < h->ndev; k++)
-            for (size_t j = 0; j < h->dev[k].nuuid; j++)
-                free(h->dev[k].uuid[j]);
+            srt_gpu_leg_dev_free(&h->dev[k].leg);
         free(h->dev);
     }
     free(w->hosts);
@@ -483,7 +341,7 @@ struct srt_gpu *srt_gpu_open(const struct srt_gpu_opts *o, struct carma_err *e)
         carma_err_set(e, -ENOMEM, "out of memory");
         goto fail;
     }
-    w->csv = srt_json_csv_create(w->dir, w->csv_path, SAMPLES_HEADER EOL, e);
+    w->csv = srt_json_csv_create(w->dir, w->csv_path, SRT_GPU_LEG_HEADER, e);
     if (!w->csv)
         goto fail;
     if (manifest_write(w, "running", false, 0, NULL, e) < 0)
@@ -510,26 +368,14 @@ void srt_gpu_cycle_begin(struct srt_gpu *w, uint64_t seq)
 static int dev_of(struct host *h, unsigned gpu_index)
 {
     for (size_t k = 0; k < h->ndev; k++)
-        if (h->dev[k].gpu_index == gpu_index)
+        if (h->dev[k].leg.gpu_index == gpu_index)
             return (int)k;
     if (!h->dev && !(h->dev = calloc(SRT_GPU_PER_HOST_MAX, sizeof *h->dev)))
         return -1;
     if (h->ndev == SRT_GPU_PER_HOST_MAX)
         return -1;
-    h->dev[h->ndev].gpu_index = gpu_index;
+    h->dev[h->ndev].leg.gpu_index = gpu_index;
     return (int)h->ndev++;
-}
-
-/* The index of uuid among d's, copied when new; -1 when it cannot be remembered. */
-static int uuid_of(struct dev *d, const char *uuid)
-{
-    for (size_t i = 0; i < d->nuuid; i++)
-        if (strcmp(d->uuid[i], uuid) == 0)
-            return (int)i;
-    if (d->nuuid == UUIDS_PER_DEVICE || !(d->uuid[d->nuuid] = strdup(uuid)))
-        return -1;
-    d->uuid_written[d->nuuid] = false;
-    return (int)d->nuuid++;
 }
 
 void srt_gpu_host(struct srt_gpu *w, size_t node, int64_t start_ns, int64_t settle_ns,
@@ -557,17 +403,11 @@ void srt_gpu_host(struct srt_gpu *w, size_t node, int64_t start_ns, int64_t sett
             w->cycle_bad = true;
             continue;
         }
-        if (d->rows && us < d->last_us) {
+        if (d->leg.rows && us < d->leg.last_us) {
             w->non_monotonic = true;
             continue;
         }
         const char *uuid = g->uuid && *g->uuid ? g->uuid : NULL;
-        size_t ulen = uuid ? strlen(uuid) : 0;
-        struct csv_buf *b = &w->buf;
-        if (csv_buf_reserve(b, h->field.len + 2 * ulen + ROW_FIXED_MAX) < 0) {
-            w->cycle_oom = true;
-            return;
-        }
         if (w->npend == w->pend_cap) {
             size_t cap = w->pend_cap ? 2 * w->pend_cap : 256;
             struct pending *p = realloc(w->pend, cap * sizeof *p);
@@ -578,32 +418,16 @@ void srt_gpu_host(struct srt_gpu *w, size_t node, int64_t start_ns, int64_t sett
             w->pend = p;
             w->pend_cap = cap;
         }
-        b->data[b->len++] = (char)('0' + SAMPLES_SCHEMA_VERSION);
-        b->data[b->len++] = ',';
-        b->len += fmt_unix_us(b->data + b->len, us * NS_PER_US);
-        b->data[b->len++] = ',';
-        b->len += fmt_u64(b->data + b->len, w->seq);
-        b->data[b->len++] = ',';
-        memcpy(b->data + b->len, h->field.data, h->field.len);
-        b->len += h->field.len;
-        b->data[b->len++] = ',';
-        b->len += fmt_u64(b->data + b->len, g->gpu_index);
-        b->data[b->len++] = ',';
-        if (uuid)
-            csv_buf_field(b, uuid, 1); /* room reserved: cannot fail */
-        b->data[b->len++] = ',';
-        srt_json_float_cell(b, g->power_w);
-        b->data[b->len++] = ',';
-        if (isfinite(g->gpu_util_pct) && g->gpu_util_pct >= 0 && g->gpu_util_pct <= 100)
-            srt_json_float_cell(b, g->gpu_util_pct);
-        b->data[b->len++] = ',';
-        if (isfinite(g->sm_active) && g->sm_active >= 0 && g->sm_active <= 1)
-            srt_json_float_cell(b, g->sm_active);
-        memcpy(b->data + b->len, EOL, EOL_LEN);
-        b->len += EOL_LEN;
-        b->data[b->len] = '\0';
+        char prefix[SRT_GPU_LEG_PREFIX_MAX];
+        size_t plen = srt_gpu_leg_prefix(prefix, us, w->seq);
+        if (srt_gpu_leg_row(&w->buf, prefix, plen, &h->field, g->gpu_index, uuid, g->power_w,
+                            g->gpu_util_pct, g->sm_active) < 0) {
+            w->cycle_oom = true;
+            return;
+        }
         d->seq_taken = w->seq + 1;
-        w->pend[w->npend++] = (struct pending){h, (unsigned)di, uuid ? uuid_of(d, uuid) : -1, us};
+        w->pend[w->npend++] =
+            (struct pending){h, (unsigned)di, uuid ? srt_gpu_leg_dev_uuid(&d->leg, uuid) : -1, us};
         h->ts_seq = w->seq + 1;
         h->ts_us = us;
         if (written < SRT_GPU_PER_HOST_MAX)
@@ -635,28 +459,16 @@ int srt_gpu_cycle_end(struct srt_gpu *w, struct carma_err *e)
                              w->csv_path);
     if (w->npend == 0)
         return 0;
-    if (journal_damaged(w->csv))
-        return carma_err_set(e, -EIO, "cannot write %s: it ends in part of a cycle", w->csv_path);
-    int r = journal_append(w->csv, w->buf.data, w->buf.len, w->npend, -1, NULL);
+    int r = srt_gpu_leg_append(w->csv, w->csv_path, &w->buf, w->npend, "cycle", &w->write_error, e);
     if (r < 0) {
-        if (!w->write_error)
-            w->write_error = r;
         /* the rows were not written: their GPUs may be written again */
         for (size_t i = 0; i < w->npend; i++)
             w->pend[i].h->dev[w->pend[i].dev].seq_taken = 0;
-        return carma_err_set(e, r, "cannot write %s: %s (the rows written before are kept)",
-                             w->csv_path, strerror(-r));
+        return r;
     }
     for (size_t i = 0; i < w->npend; i++) {
         const struct pending *p = &w->pend[i];
-        struct dev *d = &p->h->dev[p->dev];
-        if (d->rows == 0 || p->us < d->first_us)
-            d->first_us = p->us;
-        if (d->rows == 0 || p->us > d->last_us)
-            d->last_us = p->us;
-        d->rows++;
-        if (p->uuid >= 0)
-            d->uuid_written[p->uuid] = true;
+        srt_gpu_leg_dev_written(&p->h->dev[p->dev].leg, p->us, p->uuid);
     }
     for (int s = 0; s < 2; s++)
         if (w->cycle_src[s])
@@ -676,35 +488,14 @@ int srt_gpu_finish(struct srt_gpu *w, const char *status, struct carma_err *e)
 {
     if (!w)
         return 0;
-    int ret = 0;
-    if (!status || (strcmp(status, "complete") != 0 && strcmp(status, "incomplete") != 0 &&
-                    strcmp(status, "failed") != 0)) {
-        ret = carma_err_set(e, -EINVAL, "srt-slurm GPU export: bad status \"%s\"",
-                            status ? status : "(null)");
-        status = "failed";
-    }
-    int r = journal_sync(w->csv);
-    if (r < 0) {
-        if (!w->write_error)
-            w->write_error = r;
-        if (!ret)
-            ret = carma_err_set(e, r, "cannot write %s: %s", w->csv_path, strerror(-r));
-    }
-    r = journal_close(w->csv);
-    w->csv = NULL;
-    if (r < 0 && !ret) {
-        if (!w->write_error)
-            w->write_error = r;
-        ret = carma_err_set(e, r, "cannot write %s: %s", w->csv_path, strerror(-r));
-    }
     char sha[65];
-    r = srt_json_file_sha256(w->csv_path, sha);
-    if (r < 0 && r != -ENOTSUP && !ret)
-        ret = carma_err_set(e, r, "cannot read %s: %s", w->csv_path, strerror(-r));
+    int ret = srt_gpu_leg_close("srt-slurm GPU export", &status, w->csv, w->csv_path,
+                                &w->write_error, sha, e);
+    w->csv = NULL;
     struct carma_err me = {0};
-    int mr = manifest_write(w, status, true, time_real_ns() / NS_PER_US, r == 0 ? sha : NULL, &me);
-    if (mr < 0 && !ret)
-        ret = carma_err_set(e, mr, "%s", me.msg);
+    int r = manifest_write(w, status, true, time_real_ns() / NS_PER_US, sha[0] ? sha : NULL, &me);
+    if (r < 0 && !ret)
+        ret = carma_err_set(e, r, "%s", me.msg);
     free_all(w);
     return ret;
 }

@@ -61,6 +61,27 @@ static void test_u64_reject(void **state)
     assert_int_equal(v, 77);
 }
 
+/* parse_uint: parse_u64's rule, then the range of an unsigned int. */
+static void test_uint(void **state)
+{
+    (void)state;
+    unsigned v = 9;
+    assert_int_equal(parse_uint("0", &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(parse_uint(" 7\n", &v), 0);
+    assert_int_equal(v, 7);
+    assert_int_equal(parse_uint("4294967295", &v), 0);
+    assert_true(v == 4294967295U);
+    v = 9;
+    assert_int_equal(parse_uint("4294967296", &v), -ERANGE);
+    assert_int_equal(parse_uint("18446744073709551616", &v), -ERANGE);
+    assert_int_equal(parse_uint("-1", &v), -EINVAL);
+    assert_int_equal(parse_uint("1.5", &v), -EINVAL);
+    assert_int_equal(parse_uint("", &v), -EINVAL);
+    assert_int_equal(parse_uint(NULL, &v), -EINVAL);
+    assert_int_equal(v, 9); /* untouched on failure */
+}
+
 static void test_i64(void **state)
 {
     (void)state;
@@ -258,13 +279,10 @@ static void test_duration_range(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_u64_valid),
-        cmocka_unit_test(test_u64_reject),
-        cmocka_unit_test(test_i64),
-        cmocka_unit_test(test_double_valid),
-        cmocka_unit_test(test_double_reject),
-        cmocka_unit_test(test_duration_valid),
-        cmocka_unit_test(test_duration_reject),
+        cmocka_unit_test(test_u64_valid),      cmocka_unit_test(test_u64_reject),
+        cmocka_unit_test(test_uint),           cmocka_unit_test(test_i64),
+        cmocka_unit_test(test_double_valid),   cmocka_unit_test(test_double_reject),
+        cmocka_unit_test(test_duration_valid), cmocka_unit_test(test_duration_reject),
         cmocka_unit_test(test_duration_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
