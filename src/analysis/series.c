@@ -769,34 +769,6 @@ static double *scratch_get(struct series_scratch *sc, struct series_scratch *tmp
 
 /* ---- windows ---- */
 
-/* first i with t[i] >= x (numpy searchsorted side='left') */
-static size_t lower_bound(const double *t, size_t n, double x)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* first i with t[i] > x (side='right') */
-static size_t upper_bound(const double *t, size_t n, double x)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static const char *label_or(const char *label)
 {
     return label ? label : "series";
@@ -820,7 +792,7 @@ static int check_common(const struct series *s, double start, double end, const 
 /* srt-slurm's nearest(t): searchsorted left, ties to the earlier sample */
 static size_t nearest(const double *t, size_t n, double x)
 {
-    size_t i = lower_bound(t, n, x);
+    size_t i = series_lower_bound(t, n, x);
     if (i == 0)
         return 0;
     if (i >= n)
@@ -897,8 +869,8 @@ static int locate(const struct series *s, double start, double end, const struct
         return carma_err_set(err, -ENODATA,
                              "%s: last sample is %.3fs before window end, no coverage", label,
                              end - t[n - 1]);
-    sp->a = upper_bound(t, n, start);
-    sp->b = lower_bound(t, n, end);
+    sp->a = series_upper_bound(t, n, start);
+    sp->b = series_lower_bound(t, n, end);
     sp->kl = sp->a == 0 ? 0 : sp->a - 1;
     sp->kr = sp->b == n ? n - 1 : sp->b;
     for (size_t k = sp->kl; k < sp->kr; k++) {
@@ -963,7 +935,7 @@ int series_window_interpolate(const struct series *s, double start, double end,
     out.avg_power_w = out.joules / (end - start);
     out.sample_start_unix = t[sp.kl];
     out.sample_end_unix = t[sp.kr];
-    out.samples = upper_bound(t, n, end) - lower_bound(t, n, start);
+    out.samples = series_upper_bound(t, n, end) - series_lower_bound(t, n, start);
     v[0] = ws;
     memcpy(v + 1, w + a, inner * sizeof(double));
     v[m - 1] = we;
@@ -1014,7 +986,7 @@ int series_window_counter(const struct series *s, double start, double end,
     size_t nv = 0;
     bool used_first = false, used_last = false;
     /* from the last sample before start, so that a jump at exactly start (dt = 0) counts */
-    size_t k0 = lower_bound(t, n, start);
+    size_t k0 = series_lower_bound(t, n, start);
     k0 = k0 > 0 ? k0 - 1 : 0;
     for (size_t k = k0; k < sp.kr; k++) {
         double d = w[k + 1] - w[k], dt = t[k + 1] - t[k];
@@ -1063,7 +1035,7 @@ int series_window_counter(const struct series *s, double start, double end,
     out.avg_power_w = out.joules / (end - start);
     out.sample_start_unix = t[sp.kl];
     out.sample_end_unix = t[sp.kr];
-    out.samples = upper_bound(t, n, end) - lower_bound(t, n, start);
+    out.samples = series_upper_bound(t, n, end) - series_lower_bound(t, n, start);
     series_stats(v, nv, &out);
     series_scratch_done(&tmp);
     *ret = out;

@@ -255,4 +255,32 @@ void series_stats(double *v, size_t n, struct series_window *ret);
 /* np.percentile(v, p) of the n values already sorted in v (n >= 1, 0 <= p <= 100). */
 double series_percentile_sorted(const double *v, size_t n, double p);
 
+/* The first i with t[i] >= x in the n ascending times t (numpy's searchsorted, side='left'). */
+static inline size_t series_lower_bound(const double *t, size_t n, double x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The first i with t[i] > x in the n ascending times t (side='right'). */
+static inline size_t series_upper_bound(const double *t, size_t n, double x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 #endif

@@ -101,6 +101,52 @@ static int report_error(const char *msg);
 #define REPORT_WINDOWS_MAX 4096
 #define REPORT_REGIONS_MAX 4096
 
+/*
+ * Writes a report: its JSON js (needed with json or json_out) to json_out, then the report (js
+ * with json, else text) to output or else stdout; files with a final newline, atomically.
+ * Returns the exit status: 0, or 1 with the error said (nothing more written after a failed
+ * json_out). js is written through (its NUL becomes the newline, and is put back).
+ */
+static int report_emit(char *js, const char *text, bool json, const char *json_out,
+                       const char *output)
+{
+    if (json_out) {
+        size_t n = strlen(js);
+        js[n] = '\n';
+        int r = file_replace(json_out, js, n + 1);
+        js[n] = '\0';
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", json_out, strerror(-r));
+            return 1;
+        }
+    }
+    if (output) {
+        int r;
+        if (json) {
+            size_t n = strlen(js);
+            js[n] = '\n';
+            r = file_replace(output, js, n + 1);
+            js[n] = '\0';
+        } else {
+            r = file_replace(output, text, strlen(text));
+        }
+        if (r < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
+            return 1;
+        }
+        return 0;
+    }
+    if (json)
+        printf("%s\n", js);
+    else
+        fputs(text, stdout);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 /* carma report of a carma collect directory (report/collectreport), to stdout, -o, --json-out. */
 static int collect_report(const char *dir, const struct collectreport_opts *o, bool json,
                           const char *json_out, const char *output)
@@ -112,46 +158,9 @@ static int collect_report(const char *dir, const struct collectreport_opts *o, b
     char *js = (json || json_out) ? pyjson_dumps(rep, 2) : NULL;
     char *text = json ? NULL : collectreport_text(rep);
     json_decref(rep);
-    int status = 0;
-    if ((!json && !text) || ((json || json_out) && !js)) {
-        status = report_error("out of memory");
-        goto out;
-    }
-    if (json_out) {
-        size_t n = strlen(js);
-        js[n] = '\n';
-        int r = file_replace(json_out, js, n + 1);
-        js[n] = '\0';
-        if (r < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", json_out, strerror(-r));
-            status = 1;
-            goto out;
-        }
-    }
-    if (output) {
-        int r;
-        if (json) {
-            size_t n = strlen(js);
-            js[n] = '\n';
-            r = file_replace(output, js, n + 1);
-        } else {
-            r = file_replace(output, text, strlen(text));
-        }
-        if (r < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
-            status = 1;
-        }
-        goto out;
-    }
-    if (json)
-        printf("%s\n", js);
-    else
-        fputs(text, stdout);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
-        status = 1;
-    }
-out:
+    int status = (!json && !text) || ((json || json_out) && !js)
+                     ? report_error("out of memory")
+                     : report_emit(js, text, json, json_out, output);
     free(js);
     free(text);
     return status;
@@ -170,6 +179,24 @@ static int report_error(const char *msg)
     return 1;
 }
 
+/* Blocks SIGINT and SIGTERM, the followers' stop signals, and puts them in *set (for
+ * wait_stop). */
+static void block_stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigprocmask(SIG_BLOCK, set, NULL);
+}
+
+/* Waits poll_ns for one of the blocked signals of set: true when SIGINT or SIGTERM came. */
+static bool wait_stop(const sigset_t *set, int64_t poll_ns)
+{
+    struct timespec ts = {.tv_sec = poll_ns / 1000000000, .tv_nsec = poll_ns % 1000000000};
+    int sig = sigtimedwait(set, NULL, &ts);
+    return sig == SIGINT || sig == SIGTERM;
+}
+
 /* --follow: polls until a signal, then once more, final (--once: a single ordinary poll). */
 static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
                        enum series_edges edges, int64_t poll_ns, bool once, bool quiet)
@@ -178,10 +205,7 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
     if (srt_follow_init(&f, dir, cpu_samples, flags, edges) < 0)
         return report_error("out of memory");
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &set, NULL);
+    block_stop_signals(&set);
     int status = 0;
     bool stop = false;
     for (;;) {
@@ -199,10 +223,7 @@ static int follow_loop(const char *dir, const char *cpu_samples, unsigned flags,
         }
         if (stop || once)
             break;
-        struct timespec ts = {.tv_sec = poll_ns / 1000000000, .tv_nsec = poll_ns % 1000000000};
-        int sig = sigtimedwait(&set, NULL, &ts);
-        if (sig == SIGINT || sig == SIGTERM)
-            stop = true; /* one more poll, final */
+        stop = wait_stop(&set, poll_ns); /* a stop: one more poll, final */
     }
     if (!quiet)
         fprintf(stderr, "carma report: %zu window%s reported, %zu given up\n", f.emitted,
@@ -223,10 +244,7 @@ static int collect_follow_loop(const char *dir, const struct collectreport_opts 
     if (!f)
         return report_error("out of memory");
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &set, NULL);
+    block_stop_signals(&set);
     int status = 0;
     bool stop = false;
     size_t written = 0;
@@ -258,14 +276,44 @@ static int collect_follow_loop(const char *dir, const struct collectreport_opts 
         json_decref(rep);
         if (stop || once)
             break;
-        struct timespec ts = {.tv_sec = poll_ns / 1000000000, .tv_nsec = poll_ns % 1000000000};
-        int sig = sigtimedwait(&set, NULL, &ts);
-        if (sig == SIGINT || sig == SIGTERM)
-            stop = true; /* one more poll, final */
+        stop = wait_stop(&set, poll_ns); /* a stop: one more poll, final */
     }
     if (!quiet)
         fprintf(stderr, "carma report: %zu report%s written\n", written, written == 1 ? "" : "s");
     collectreport_follow_free(f);
+    return status;
+}
+
+/*
+ * Writes an HTML report: the JSON of rep (indent 2, a final newline) to json_out (NULL: none),
+ * then the page (len bytes) to output (atomically) or else stdout. Returns the exit status: 0,
+ * or 1 with the error said (no page written after a failed json_out).
+ */
+static int page_emit(const json_t *rep, const char *json_out, const char *page, size_t len,
+                     const char *output)
+{
+    int r = 0, status = 0;
+    if (json_out) {
+        char *js = pyjson_dumps(rep, 2);
+        size_t n = js ? strlen(js) : 0;
+        if (js)
+            js[n] = '\n';
+        if (!js || (r = file_replace(json_out, js, n + 1)) < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", json_out,
+                    js ? strerror(-r) : "out of memory");
+            status = 1;
+        }
+        free(js);
+    }
+    if (status == 0 && output) {
+        if ((r = file_replace(output, page, len)) < 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
+            status = 1;
+        }
+    } else if (status == 0 && (fwrite(page, 1, len, stdout) != len || fflush(stdout) != 0)) {
+        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
+        status = 1;
+    }
     return status;
 }
 
@@ -281,31 +329,8 @@ static int collect_html(const char *dir, const struct collectreport_opts *co, co
     char *page = NULL;
     size_t len = 0;
     int r = html_collect(&tl, &ho, &page, &len, &e);
-    char *js = r == 0 && json_out ? pyjson_dumps(tl.report, 2) : NULL;
+    int status = r < 0 ? report_error(e.msg) : page_emit(tl.report, json_out, page, len, output);
     collectreport_timeline_free(&tl);
-    if (r < 0)
-        return report_error(e.msg);
-    int status = 0;
-    if (json_out) {
-        size_t n = js ? strlen(js) : 0;
-        if (js)
-            js[n] = '\n';
-        if (!js || (r = file_replace(json_out, js, n + 1)) < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", json_out,
-                    js ? strerror(-r) : "out of memory");
-            status = 1;
-        }
-    }
-    if (status == 0 && output) {
-        if ((r = file_replace(output, page, len)) < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
-            status = 1;
-        }
-    } else if (status == 0 && (fwrite(page, 1, len, stdout) != len || fflush(stdout) != 0)) {
-        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
-        status = 1;
-    }
-    free(js);
     free(page);
     return status;
 }
@@ -348,31 +373,8 @@ static int html_report(const char *dir, bool run_dir, const char *cpu_samples, u
         free(page);
         return report_error(e.msg);
     }
-    int status = 0;
-    if (json_out) {
-        char *js = pyjson_dumps(list, 2);
-        size_t n = js ? strlen(js) : 0;
-        if (js)
-            js[n] = '\n';
-        if (!js || (r = file_replace(json_out, js, n + 1)) < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", json_out,
-                    js ? strerror(-r) : "out of memory");
-            status = 1;
-        }
-        free(js);
-    }
+    int status = page_emit(list, json_out, page, len, output);
     json_decref(list);
-    if (status == 0 && output) {
-        if ((r = file_replace(output, page, len)) < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
-            status = 1;
-        }
-    } else if (status == 0) {
-        if (fwrite(page, 1, len, stdout) != len || fflush(stdout) != 0) {
-            fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
-            status = 1;
-        }
-    }
     free(page);
     return status;
 }
@@ -589,46 +591,7 @@ int cmd_report(int argc, char **argv)
         free(js);
         return report_error("out of memory");
     }
-    int status = 0;
-    if (json_out) {
-        size_t n = strlen(js);
-        js[n] = '\n'; /* the NUL becomes the final newline (put back below) */
-        int r = file_replace(json_out, js, n + 1);
-        js[n] = '\0';
-        if (r < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", json_out, strerror(-r));
-            free(text);
-            free(js);
-            return 1;
-        }
-    }
-    if (output) {
-        const char *body = json ? js : text;
-        size_t n = strlen(body);
-        int r;
-        if (json) {
-            js[n] = '\n';
-            r = file_replace(output, js, n + 1);
-            js[n] = '\0';
-        } else {
-            r = file_replace(output, body, n);
-        }
-        if (r < 0) {
-            fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(-r));
-            status = 1;
-        }
-        free(text);
-        free(js);
-        return status;
-    }
-    if (json)
-        printf("%s\n", js);
-    else
-        fputs(text, stdout);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "error: cannot write the report to stdout: %s\n", strerror(errno));
-        status = 1;
-    }
+    int status = report_emit(js, text, json, json_out, output);
     free(text);
     free(js);
     return status;

@@ -9,6 +9,9 @@
  * rules and "PATH:LINE: what" errors); each (node, target) keeps one time array and each
  * channel one array of watts (and one of joules where the exporter published its counter), so
  * that a row costs about 8 bytes, plus 8 for a counter, plus 8 / channels for the time.
+ *
+ * The code: collectreport.c and the collectreport_*.c files beside it (collectreport.c's
+ * comment says which piece is where).
  */
 #ifndef CARMA_REPORT_COLLECTREPORT_H
 #define CARMA_REPORT_COLLECTREPORT_H

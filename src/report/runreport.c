@@ -528,14 +528,7 @@ static int load_utilization(struct rr *rr, struct carma_err *e)
 /* The index of the tick nearest to t (ties to the earlier one). */
 static size_t nearest_tick(const struct rr *rr, double t)
 {
-    size_t lo = 0, hi = rr->nticks;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (rr->ticks[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = series_lower_bound(rr->ticks, rr->nticks, t);
     if (lo == 0)
         return 0;
     if (lo == rr->nticks)

@@ -6,8 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 #include <stdio.h>
@@ -16,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "core/periodic.h"
 #include "core/pyjson.h"
 #include "srt/report.h"
 
@@ -243,17 +242,11 @@ int srt_follow_poll(struct srt_follow *f, double now, bool final, struct carma_e
     return r < 0 ? r : emitted;
 }
 
-/* ---- on a thread ---- */
+/* ---- on a thread (core/periodic) ---- */
 
 struct srt_follow_thread {
     struct srt_follow *f;
-    long long period_ns;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    bool stop;
-    int last_r; /* the last poll's write error, or 0 */
-    struct carma_err last_e;
+    struct periodic *p;
 };
 
 static double wall_now(void)
@@ -263,31 +256,11 @@ static double wall_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void *srt_follow_main(void *arg)
+/* One period's poll (periodic_fn). */
+static int srt_follow_tick(void *arg, bool final, struct carma_err *e)
 {
     struct srt_follow_thread *t = arg;
-    pthread_mutex_lock(&t->lock);
-    for (;;) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        long long ns = (long long)until.tv_nsec + t->period_ns % 1000000000LL;
-        until.tv_sec += (time_t)(t->period_ns / 1000000000LL + ns / 1000000000LL);
-        until.tv_nsec = (long)(ns % 1000000000LL);
-        while (!t->stop && pthread_cond_timedwait(&t->wake, &t->lock, &until) == 0)
-            ;
-        bool final = t->stop;
-        pthread_mutex_unlock(&t->lock);
-        struct carma_err e = {0};
-        int r = srt_follow_poll(t->f, wall_now(), final, &e);
-        pthread_mutex_lock(&t->lock);
-        t->last_r = r < 0 ? r : 0;
-        if (r < 0)
-            t->last_e = e;
-        if (final)
-            break;
-    }
-    pthread_mutex_unlock(&t->lock);
-    return NULL;
+    return srt_follow_poll(t->f, wall_now(), final, e);
 }
 
 struct srt_follow_thread *srt_follow_thread_start(struct srt_follow *f, long long period_ns,
@@ -299,25 +272,10 @@ struct srt_follow_thread *srt_follow_thread_start(struct srt_follow *f, long lon
         return NULL;
     }
     t->f = f;
-    t->period_ns = period_ns > 0 ? period_ns : 30000000000LL;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->wake, &ca);
-    pthread_condattr_destroy(&ca);
-    /* The thread takes no signal: the command waits for its signals (signalfd, sigtimedwait)
-     * with them blocked, and one delivered to a thread that does not block it is lost. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int r = pthread_create(&t->thread, NULL, srt_follow_main, t);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (r != 0) {
-        pthread_cond_destroy(&t->wake);
-        pthread_mutex_destroy(&t->lock);
+    t->p =
+        periodic_start(period_ns > 0 ? period_ns : 30000000000LL, srt_follow_tick, t, "report", e);
+    if (!t->p) {
         free(t);
-        carma_err_set(e, -r, "cannot start the report thread: %s", strerror(r));
         return NULL;
     }
     return t;
@@ -327,16 +285,7 @@ int srt_follow_thread_stop(struct srt_follow_thread *t, struct carma_err *e)
 {
     if (!t)
         return 0;
-    pthread_mutex_lock(&t->lock);
-    t->stop = true;
-    pthread_cond_signal(&t->wake);
-    pthread_mutex_unlock(&t->lock);
-    pthread_join(t->thread, NULL);
-    int r = t->last_r;
-    if (r < 0 && e)
-        *e = t->last_e;
-    pthread_cond_destroy(&t->wake);
-    pthread_mutex_destroy(&t->lock);
+    int r = periodic_stop(t->p, e);
     free(t);
     return r;
 }

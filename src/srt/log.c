@@ -1298,14 +1298,7 @@ static size_t tsser_find(const struct tsser *s, double t)
         return idmap_find(&s->map, hash_ts(t), tsser_eq, s, &t);
     if (t > v->t[v->n - 1])
         return SIZE_MAX;
-    size_t lo = 0, hi = v->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->t[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = series_lower_bound(v->t, v->n, t);
     return lo < v->n && v->t[lo] == t ? lo : SIZE_MAX;
 }
 

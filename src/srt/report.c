@@ -215,20 +215,6 @@ static json_t *util_json(const char *label, const char *column, double mean, dou
     return o;
 }
 
-/* The first index i of the sorted t[0, n) with t[i] >= x (after: t[i] > x), or n. */
-static size_t first_at_or_after(const double *t, size_t n, double x, bool after)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (after ? t[mid] <= x : t[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Appends a warning string; -ENOMEM on failure. */
 static int warn(json_t *warnings, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -260,8 +246,8 @@ static int utilization(const struct srt_log_util_set *u, const struct srt_log_se
         const struct srt_log_util *x = &u->v[i];
         struct util_stat st = {.label = x->label, .column = x->column};
         /* the samples inside the window, start <= t <= end: x->t is sorted */
-        size_t lo = first_at_or_after(x->t, x->n, start, false);
-        size_t hi = first_at_or_after(x->t, x->n, end, true);
+        size_t lo = series_lower_bound(x->t, x->n, start);
+        size_t hi = series_upper_bound(x->t, x->n, end);
         if (hi < lo)
             hi = lo;
         if (hi == lo) {
