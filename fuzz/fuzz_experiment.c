@@ -17,7 +17,7 @@
  * fuzz-sources: src/core/array.c src/core/csv.c src/core/err.c src/core/file.c src/core/fmt.c
  * fuzz-sources: src/core/fsroot.c src/core/parse.c src/core/table.c src/core/timeutil.c
  * fuzz-sources: src/sources/hwmon.c src/sources/estimate.c src/sources/modelfile.c
- * fuzz-sources: src/sources/meter.c src/sources/nvml.c src/sources/rapl.c
+ * fuzz-sources: src/sources/meter.c src/sources/nvml.c src/sources/rapl.c src/sources/note.c
  * fuzz-sources: src/sources/source.c src/sources/channel.c src/core/channel_kind.c
  * fuzz-sources: build-fuzz/embedded_data.c
  * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c

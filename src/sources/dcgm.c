@@ -18,6 +18,7 @@
  * consulted unless CARMA_DCGM_LIBRARY names a library.
  */
 #include "sources/dcgm.h"
+#include "sources/note.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -150,25 +151,6 @@ struct dcgm_priv {
 };
 
 static unsigned dcgm_fg_serial; /* makes the field-group names unique within the process */
-
-static void note_add(char *buf, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Appends a sentence to buf (s->reason or s->note), separated by "; ", truncating when full. */
-static void note_add(char *buf, size_t cap, const char *fmt, ...)
-{
-    size_t len = strlen(buf);
-    if (len > 0 && len + 2 < cap) {
-        memcpy(buf + len, "; ", 3);
-        len += 2;
-    }
-    if (len + 1 >= cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + len, cap - len, fmt, ap);
-    va_end(ap);
-}
 
 static const char *error_text(const struct dcgm_priv *p, dcgm_return_t r)
 {

@@ -22,6 +22,7 @@
  * Read re-reads the value files opened at probe: no allocation, no open, no path formatting.
  */
 #include "sources/hwmon.h"
+#include "sources/note.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -296,25 +297,6 @@ struct hwmon_priv {
     struct hwmon_chan ch[];
 };
 
-static void reason_add(struct source *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Appends a sentence to s->reason, separated by "; ", truncating when it is full. */
-static void reason_add(struct source *s, const char *fmt, ...)
-{
-    size_t len = strlen(s->reason);
-    if (len > 0 && len + 2 < sizeof s->reason) {
-        memcpy(s->reason + len, "; ", 3);
-        len += 2;
-    }
-    if (len + 1 >= sizeof s->reason)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->reason + len, sizeof s->reason - len, fmt, ap);
-    va_end(ap);
-}
-
 /* The root as a prefix for messages: "" for "/", so that paths read /sys/... */
 static const char *root_prefix(const struct fsroot *root)
 {
@@ -572,12 +554,13 @@ static int scan_all(struct source *s, const struct fsroot *root, struct hw_scan 
     DIR *d;
     int r = fsroot_open_dir(root, HWMON_CLASS_DIR, &d);
     if (r == -ENOENT || r == -ENOTDIR) {
-        reason_add(s, "no hwmon devices found: %s/%s does not exist", root_prefix(root),
-                   HWMON_CLASS_DIR);
+        note_add(s->reason, sizeof s->reason, "no hwmon devices found: %s/%s does not exist",
+                 root_prefix(root), HWMON_CLASS_DIR);
         return -ENOENT;
     }
     if (r < 0) {
-        reason_add(s, "cannot list %s/%s: %s", root_prefix(root), HWMON_CLASS_DIR, strerror(-r));
+        note_add(s->reason, sizeof s->reason, "cannot list %s/%s: %s", root_prefix(root),
+                 HWMON_CLASS_DIR, strerror(-r));
         return r;
     }
     char names[HWMON_DEVICES_MAX][HWMON_DIRNAME_MAX];
@@ -598,8 +581,8 @@ static int scan_all(struct source *s, const struct fsroot *root, struct hw_scan 
     for (size_t i = 0; i < n; i++) {
         r = scan_device(root, names[i], sc);
         if (r < 0) {
-            reason_add(s, "scanning %s/%s/%s: %s", root_prefix(root), HWMON_CLASS_DIR, names[i],
-                       strerror(-r));
+            note_add(s->reason, sizeof s->reason, "scanning %s/%s/%s: %s", root_prefix(root),
+                     HWMON_CLASS_DIR, names[i], strerror(-r));
             return r;
         }
     }
@@ -824,11 +807,10 @@ static void link_parents(struct source *s, struct channel_set *set, const struct
                 break;
             len += (size_t)w;
         }
-        reason_add(s,
-                   "power_meter reports CPU/SoC/DRAM rails but no socket total for socket%s %s: "
-                   "the rails are kept as components, but there is no CPU figure for %s",
-                   n_missing == 1 ? "" : "s", list,
-                   n_missing == 1 ? "that socket" : "those sockets");
+        note_add(s->reason, sizeof s->reason,
+                 "power_meter reports CPU/SoC/DRAM rails but no socket total for socket%s %s: "
+                 "the rails are kept as components, but there is no CPU figure for %s",
+                 n_missing == 1 ? "" : "s", list, n_missing == 1 ? "that socket" : "those sockets");
     }
 }
 
@@ -886,7 +868,8 @@ static void add_channels(struct source *s, struct probe_ctx *ctx, struct hw_scan
         s->count++;
     }
     if (full)
-        reason_add(s, "the channel set is full: %zu hwmon channels were left out", full);
+        note_add(s->reason, sizeof s->reason,
+                 "the channel set is full: %zu hwmon channels were left out", full);
 }
 
 static void hwmon_close(struct source *s)
@@ -932,7 +915,7 @@ static int hwmon_probe(struct source *s, struct probe_ctx *ctx)
     added = malloc((kept ? kept : 1) * sizeof *added);
     if (!p || !added) {
         free(p);
-        reason_add(s, "out of memory");
+        note_add(s->reason, sizeof s->reason, "out of memory");
         ret = -ENOMEM;
         goto out;
     }
@@ -945,18 +928,19 @@ static int hwmon_probe(struct source *s, struct probe_ctx *ctx)
         const char *fix =
             sc.open_err == -EACCES ? " (run carma as root, or grant read access to the file)" : "";
         if (sc.open_err == -ESPIPE)
-            reason_add(s, "%s/%s is not a regular file (%s)", root_prefix(ctx->root), sc.open_rel,
-                       file_kind_at(ctx->root->dirfd, sc.open_rel));
+            note_add(s->reason, sizeof s->reason, "%s/%s is not a regular file (%s)",
+                     root_prefix(ctx->root), sc.open_rel,
+                     file_kind_at(ctx->root->dirfd, sc.open_rel));
         else
-            reason_add(s, "cannot open %s/%s: %s%s", root_prefix(ctx->root), sc.open_rel,
-                       strerror(-sc.open_err), fix);
+            note_add(s->reason, sizeof s->reason, "cannot open %s/%s: %s%s", root_prefix(ctx->root),
+                     sc.open_rel, strerror(-sc.open_err), fix);
         if (sc.open_failures > 1)
-            reason_add(s, "%zu more hwmon value file%s could not be opened", sc.open_failures - 1,
-                       sc.open_failures == 2 ? "" : "s");
+            note_add(s->reason, sizeof s->reason, "%zu more hwmon value file%s could not be opened",
+                     sc.open_failures - 1, sc.open_failures == 2 ? "" : "s");
     }
     if (sc.left_out)
-        reason_add(s, "%zu hwmon devices or channels beyond carma's limits were left out",
-                   sc.left_out);
+        note_add(s->reason, sizeof s->reason,
+                 "%zu hwmon devices or channels beyond carma's limits were left out", sc.left_out);
 
     if (s->count > 0 && ctx->have_measured_cpu) {
         /* amd_energy / zenpower socket counters read the same RAPL MSRs as the rapl source:
@@ -971,11 +955,11 @@ static int hwmon_probe(struct source *s, struct probe_ctx *ctx)
             }
         }
         if (demoted)
-            reason_add(s,
-                       "%zu amd_energy/zenpower socket counter%s duplicate%s the RAPL packages: "
-                       "shown as component%s, not added again",
-                       demoted, demoted == 1 ? "" : "s", demoted == 1 ? "s" : "",
-                       demoted == 1 ? "" : "s");
+            note_add(s->reason, sizeof s->reason,
+                     "%zu amd_energy/zenpower socket counter%s duplicate%s the RAPL packages: "
+                     "shown as component%s, not added again",
+                     demoted, demoted == 1 ? "" : "s", demoted == 1 ? "s" : "",
+                     demoted == 1 ? "" : "s");
     }
     if (s->count > 0) {
         ret = (int)s->count;
@@ -988,10 +972,12 @@ static int hwmon_probe(struct source *s, struct probe_ctx *ctx)
         ret = -ENOSPC;
     } else {
         if (sc.devices == 0)
-            reason_add(s, "%s/%s lists no hwmon devices", root_prefix(ctx->root), HWMON_CLASS_DIR);
+            note_add(s->reason, sizeof s->reason, "%s/%s lists no hwmon devices",
+                     root_prefix(ctx->root), HWMON_CLASS_DIR);
         else
-            reason_add(s, "%zu hwmon device%s, none reports power or energy", sc.devices,
-                       sc.devices == 1 ? "" : "s");
+            note_add(s->reason, sizeof s->reason,
+                     "%zu hwmon device%s, none reports power or energy", sc.devices,
+                     sc.devices == 1 ? "" : "s");
         ret = 0;
     }
 out:

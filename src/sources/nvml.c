@@ -17,6 +17,7 @@
  * other NVML error), never 0 W.
  */
 #include "sources/nvml.h"
+#include "sources/note.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -128,25 +129,6 @@ struct nvml_priv {
     size_t n;
     struct nvml_gpu gpu[NVML_GPUS_MAX];
 };
-
-static void note_add(char *buf, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Appends a sentence to buf (s->reason or s->note), separated by "; ", truncating when full. */
-static void note_add(char *buf, size_t cap, const char *fmt, ...)
-{
-    size_t len = strlen(buf);
-    if (len > 0 && len + 2 < cap) {
-        memcpy(buf + len, "; ", 3);
-        len += 2;
-    }
-    if (len + 1 >= cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + len, cap - len, fmt, ap);
-    va_end(ap);
-}
 
 /* The negative errno for an NVML error in the sampling and query paths. */
 static int nvml_errno(nvml_return_t r)
