@@ -19,7 +19,7 @@
  * fuzz-sources: src/sources/hwmon.c src/sources/estimate.c src/sources/modelfile.c
  * fuzz-sources: src/sources/meter.c src/sources/nvml.c src/sources/rapl.c src/sources/note.c
  * fuzz-sources: src/sources/source.c src/sources/channel.c src/core/channel_kind.c
- * fuzz-sources: build-fuzz/embedded_data.c
+ * fuzz-sources: build-fuzz/embedded_data.c src/sources/dcgm.c src/sources/dynlib.c
  * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
  * fuzz-libs: -ljansson -ldl
  */

@@ -17,6 +17,7 @@
  * hwmon.c is included (not listed below) for its needle table.
  *
  * fuzz-sources: src/sources/source.c src/sources/rapl.c src/sources/nvml.c src/sources/note.c
+ * fuzz-sources: src/sources/dcgm.c src/sources/dynlib.c
  * fuzz-sources: src/sources/estimate.c src/sources/modelfile.c src/core/array.c src/core/csv.c
  * fuzz-sources: src/core/err.c src/core/file.c src/core/fmt.c src/core/fsroot.c
  * fuzz-sources: src/core/parse.c src/core/table.c build-fuzz/embedded_data.c

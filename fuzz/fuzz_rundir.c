@@ -10,13 +10,15 @@
  * (so `head -c 100000 manifest.json samples.csv ...` of a run directory is a seed). Only the
  * names a run directory holds are written (manifest.json, samples.csv, attribution.csv,
  * attribution_nvml.csv, node_util.csv, utilization.csv, features.csv, nsys_gpu.csv,
- * workloads.json, report.json, summary.json, pstree.log, event_summaries.jsonl); the
+ * workloads.json, report.json, summary.json, pstree.log, event_summaries.jsonl, marks.csv); the
  * directory (on a tmpfs when there is one) is emptied before each input.
  *
  * The oracles, besides the sanitizers and the leak checker: a reader that fails says why (a
  * message, naming the file when the failure is a file's); a report is a JSON array whose
  * numbers are all finite and whose text form ends with a newline; a timeline's bins and
- * channel watts are finite; a model run's intervals are ordered (t0 < t1) and its measured
+ * channel watts are finite; the live view's open windows are at most LIVE_WINDOWS_MAX, each
+ * open for NAN or a finite time of at least 0 s, its energy NAN or finite and at least 0; a model
+ * run's intervals are ordered (t0 < t1) and its measured
  * powers finite or NAN; a re-attribution's joules are finite.
  *
  * fuzz-sources: src/report/runreport.c src/analysis/series.c src/report/live.c
@@ -25,7 +27,7 @@
  * fuzz-sources: src/core/err.c src/core/file.c src/core/fmt.c src/core/parse.c src/core/pidlive.c
  * fuzz-sources: src/core/pyjson.c src/core/table.c build-fuzz/embedded_data.c
  * fuzz-sources: src/rundir/rundir.c src/sources/channel.c src/core/channel_kind.c
- * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
+ * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c src/core/timeutil.c
  * fuzz-libs: -ljansson -lm
  */
 #include <errno.h>
@@ -50,7 +52,7 @@ static const char *const names[] = {
     "manifest.json",         "samples.csv",     "attribution.csv", "attribution_nvml.csv",
     "node_util.csv",         "utilization.csv", "features.csv",    "nsys_gpu.csv",
     "workloads.json",        "report.json",     "summary.json",    "pstree.log",
-    "event_summaries.jsonl",
+    "event_summaries.jsonl", "marks.csv",
 };
 #define NNAMES (sizeof names / sizeof names[0])
 
@@ -211,8 +213,17 @@ static void check_live(void)
         int p = live_reader_poll(&lr, &v, &e2);
         check_msg(&e2, p);
         if (p == 0) {
-            if (v.njobs > LIVE_JOBS_MAX || v.ndomains > LIVE_DOMAINS_MAX)
+            if (v.njobs > LIVE_JOBS_MAX || v.ndomains > LIVE_DOMAINS_MAX ||
+                v.nwindows > LIVE_WINDOWS_MAX || (v.windows_more && v.nwindows < LIVE_WINDOWS_MAX))
                 abort();
+            for (size_t k = 0; k < v.nwindows; k++) {
+                const struct live_window *w = &v.window[k];
+                if ((!isnan(w->open_s) && !(w->open_s >= 0 && isfinite(w->open_s))) ||
+                    (!isnan(w->energy_j) && !(w->energy_j >= 0 && isfinite(w->energy_j)))) {
+                    fprintf(stderr, "window %zu: open %g s, %g J\n", k, w->open_s, w->energy_j);
+                    abort();
+                }
+            }
             FILE *f = fopen("/dev/null", "we");
             if (f) {
                 int lines = 0;

@@ -21,7 +21,7 @@
  *
  * fuzz-sources: src/sources/meter.c src/sources/source.c src/sources/hwmon.c src/sources/rapl.c
  * fuzz-sources: src/sources/nvml.c src/sources/estimate.c src/sources/modelfile.c
- * fuzz-sources: src/sources/note.c
+ * fuzz-sources: src/sources/note.c src/sources/dcgm.c src/sources/dynlib.c
  * fuzz-sources: src/core/array.c src/core/csv.c src/core/err.c src/core/file.c src/core/fmt.c
  * fuzz-sources: src/core/fsroot.c src/core/parse.c src/core/table.c src/core/timeutil.c
  * fuzz-sources: build-fuzz/embedded_data.c src/sources/channel.c src/core/channel_kind.c

@@ -11,6 +11,16 @@
 #      machine (bench/gpu/build-portable.sh); H200_CARMA=build|portable forces one;
 #   2. `carma sensors` and `carma sensors --json` (when no NVML channel shows up, the
 #      libnvidia-ml.so.1 of the machine is looked for and named in CARMA_NVML_LIBRARY);
+#  2b. DCGM, where the machine has libdcgm (libdcgm.so.4 or .so.3: ldconfig -p, then
+#      /usr/lib/{x86_64,aarch64}-linux-gnu, /usr/lib64, /usr/local/dcgm/lib64; --dry: the fake
+#      build*/tests/fakes/libdcgm.so.4 with tests/fakes/dcgm/grace.scenario): `carma sensors
+#      --sources dcgm` and `--json` (DCGM's embedded engine), the same --json through
+#      nv-hostengine (`--dcgm-host 127.0.0.1`; one started for the step, and ended by its id,
+#      when none answers) where nv-hostengine is installed, and one load (the heavy one, alone,
+#      H200_DCGM_SECONDS) measured by DCGM and by NVML at once: `carma stat --sources dcgm --
+#      carma stat --sources nvml -- LOAD` (apart: with both sources in one carma, DCGM leaves
+#      out every GPU NVML reads). Without libdcgm the summary says "DCGM: not installed on this
+#      machine (libdcgm.so.4 not found)" and the check goes on;
 #   3. two GPU loads (bench/gpu/gpu_load.py: bf16 matrix products on cuda:0, busy 75 % and
 #      25 % of every 100 ms) side by side, started together (a barrier after their warm-up):
 #        bare         the two loads without carma (iterations/s of reference)
@@ -22,13 +32,16 @@
 #      /proc/PID/schedstat of the exited, not yet reaped carma;
 #   4. $OUT/h200-summary.json and .txt (bench/gpu/h200_tool.py summary), $OUT/h200-runs.tar.gz
 #      (the run directories and every file the summary read), $OUT/h200-check.log (everything
-#      the steps printed), $OUT/sensors.txt and sensors.json; the summary is printed at the end.
+#      the steps printed), $OUT/sensors.txt and sensors.json, $OUT/dcgm-sensors.txt, .json and
+#      dcgm-sensors-hostengine.json (step 2b); the summary is printed at the end.
 #
 # Environment: OUT (default: a new /tmp/h200-out.XXXXXX), H200_SECONDS (timed part of each load,
 # default 45; --dry 4), H200_SIZE (matrix size, 8192), H200_BASELINE (carma's baseline s, 3;
 # --dry 1), H200_DEADLINE_S (540: steps that cannot end before it are skipped), H200_CARMA
 # (auto), H200_BARE_AFTER (1), CARMA_NVML_LIBRARY (--dry: build*/tests/fakes/libfake-nvml.so),
-# CARMA_FAKE_NVML_SCENARIO (--dry: tests/fakes/nvml/two.scenario). Uses no network.
+# CARMA_FAKE_NVML_SCENARIO (--dry: tests/fakes/nvml/two.scenario), H200_DCGM_SECONDS (the DCGM
+# step's load, 15; --dry 3), CARMA_DCGM_LIBRARY (a libdcgm to use; --dry: the fake's),
+# CARMA_FAKE_DCGM_SCENARIO (--dry: tests/fakes/dcgm/grace.scenario). Uses no network.
 set -u
 export PYTHONUNBUFFERED=1
 export LC_ALL=C
@@ -304,6 +317,112 @@ if [[ -n $carma ]]; then
     nvml_seen || note nvml "carma sensors lists no NVML channel"
     cp "$work/sensors.txt" "$work/sensors.json" "$out/" 2>/dev/null
     cat "$work/sensors.txt" 2>/dev/null
+fi
+
+# ------------------------------------------------------------------ 2b. DCGM
+# `carma sensors --sources dcgm` (and --json; through a running nv-hostengine with
+# --dcgm-host 127.0.0.1 when nv-hostengine is there), then the GPU energy of one load measured
+# by DCGM and by NVML at once: `carma stat --sources dcgm -- carma stat --sources nvml -- LOAD`
+# (separately: with both sources in one carma, DCGM leaves out every GPU NVML reads)
+dcgm_lib=""
+find_dcgm() {
+    local c
+    for c in $(ldconfig -p 2>/dev/null | awk '/libdcgm\.so\.[43] /{ print $NF }') \
+        /usr/lib/x86_64-linux-gnu/libdcgm.so.4 /usr/lib/aarch64-linux-gnu/libdcgm.so.4 \
+        /usr/lib64/libdcgm.so.4 /usr/local/dcgm/lib64/libdcgm.so.4 \
+        /usr/lib/x86_64-linux-gnu/libdcgm.so.3 /usr/lib/aarch64-linux-gnu/libdcgm.so.3 \
+        /usr/lib64/libdcgm.so.3 /usr/local/dcgm/lib64/libdcgm.so.3; do
+        [[ -e $c ]] && { echo "$c"; return 0; }
+    done
+    return 1
+}
+# the library is named to this step's commands only (dcgm_env): the runs of step 3 stay as
+# they were
+dcgm_env=(env)
+if [[ $mode == dry ]]; then
+    # the fake libdcgm of a build directory, as for the fake NVML
+    dcgm_lib=${CARMA_DCGM_LIBRARY:-}
+    if [[ -z $dcgm_lib ]]; then
+        for f in "$repo"/build-gpu/tests/fakes/libdcgm.so.4 "$repo"/build/tests/fakes/libdcgm.so.4 \
+            "$repo"/build*/tests/fakes/libdcgm.so.4; do
+            if [[ -f $f && $f != *asan* && $f != *san/* ]] &&
+                "$py" -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$f" 2>/dev/null; then
+                dcgm_lib=$f
+                break
+            fi
+        done
+    fi
+    scen=${CARMA_FAKE_DCGM_SCENARIO:-$repo/tests/fakes/dcgm/grace.scenario}
+    dcgm_env+=("CARMA_DCGM_LIBRARY=$dcgm_lib" "CARMA_FAKE_DCGM_SCENARIO=$scen")
+    [[ -n $dcgm_lib ]] || info dcgm "no build*/tests/fakes/libdcgm.so.4: the DCGM step is skipped"
+elif [[ -n ${CARMA_DCGM_LIBRARY:-} ]]; then
+    dcgm_lib=$CARMA_DCGM_LIBRARY
+elif dcgm_lib=$(find_dcgm); then
+    # carma's own search (libdcgm.so.4, .so.3, .so) goes by the loader's paths only
+    ldconfig -p 2>/dev/null | grep -qF " $dcgm_lib" ||
+        dcgm_env+=("CARMA_DCGM_LIBRARY=$dcgm_lib")
+else
+    dcgm_lib=""
+    info dcgm "DCGM: not installed on this machine (libdcgm.so.4 not found)"
+fi
+dcgm_seen() { # FILE: does this `carma sensors --json` list a dcgm channel?
+    "$py" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if any(c.get("source") == "dcgm" for c in d.get("channels", [])) else 1)' \
+        "$1" 2>/dev/null
+}
+if [[ -n $carma && -n $dcgm_lib ]]; then
+    mkdir -p "$work/dcgm"
+    echo "$dcgm_lib" >"$work/dcgm/library.txt"
+    : >"$work/dcgm/sensors.txt"
+    : >"$work/dcgm/sensors.json"
+    step dcgm_sensors 60 "$work/dcgm/sensors.txt" "${dcgm_env[@]}" "$carma" sensors \
+        --sources dcgm
+    step dcgm_sensors_json 60 "$work/dcgm/sensors.json" "${dcgm_env[@]}" "$carma" sensors \
+        --sources dcgm --json
+    if command -v nv-hostengine >/dev/null; then
+        he_pid=""
+        timeout 30 "${dcgm_env[@]}" "$carma" sensors --sources dcgm --dcgm-host 127.0.0.1 --json \
+            >"$work/dcgm/hostengine-probe.json" 2>>"$log"
+        if ! dcgm_seen "$work/dcgm/hostengine-probe.json"; then
+            # none running (or not on 127.0.0.1): one of our own, in the foreground, ended by
+            # its id afterwards
+            nv-hostengine --no-daemon --port 5555 --bind-interface 127.0.0.1 \
+                --pid "$work/dcgm/nv-hostengine.pid" \
+                --log-filename "$work/dcgm/nv-hostengine.log" >>"$log" 2>&1 &
+            he_pid=$!
+            sleep 3
+            info dcgm_hostengine "started nv-hostengine (pid $he_pid) on 127.0.0.1:5555"
+        fi
+        : >"$work/dcgm/sensors-hostengine.json"
+        step dcgm_sensors_hostengine 60 "$work/dcgm/sensors-hostengine.json" \
+            "${dcgm_env[@]}" "$carma" sensors --sources dcgm --dcgm-host 127.0.0.1 --json
+        if [[ -n $he_pid ]]; then
+            kill "$he_pid" 2>/dev/null
+            wait "$he_pid" 2>/dev/null
+        fi
+    else
+        info dcgm_hostengine "nv-hostengine not found: --dcgm-host not tried"
+    fi
+    # one load (the heavy one alone), measured by DCGM (outside) and NVML (inside) at once
+    dsecs=${H200_DCGM_SECONDS:-$([[ $mode == dry ]] && echo 3 || echo 15)}
+    STEP_MIN=$((dsecs + 30)) step dcgm_vs_nvml $((dsecs + 120)) "$work/dcgm/stat.out" \
+        "${dcgm_env[@]}" "$carma" stat --sources dcgm --json-out "$work/dcgm/stat-dcgm.json" -- \
+        "$carma" stat --sources nvml --json-out "$work/dcgm/stat-nvml.json" -- \
+        env CUDA_VISIBLE_DEVICES=0 "$py" "$load" --seconds "$dsecs" --duty 0.75 \
+        --size "$size" --mode "$load_mode" --name dcgm_vs_nvml
+    if [[ ! -s $work/dcgm/stat-nvml.json ]]; then
+        # the outer (DCGM) carma did not run the inner one: NVML alone, the same load after
+        STEP_MIN=$((dsecs + 30)) step dcgm_vs_nvml_nvml $((dsecs + 120)) "$work/dcgm/stat.out" \
+            "$carma" stat --sources nvml --json-out "$work/dcgm/stat-nvml.json" -- \
+            env CUDA_VISIBLE_DEVICES=0 "$py" "$load" --seconds "$dsecs" --duty 0.75 \
+            --size "$size" --mode "$load_mode" --name dcgm_vs_nvml
+    fi
+    cp "$work/dcgm/sensors.txt" "$out/dcgm-sensors.txt" 2>/dev/null
+    cp "$work/dcgm/sensors.json" "$out/dcgm-sensors.json" 2>/dev/null
+    [[ -s $work/dcgm/sensors-hostengine.json ]] &&
+        cp "$work/dcgm/sensors-hostengine.json" "$out/dcgm-sensors-hostengine.json"
+    cat "$work/dcgm/sensors.txt" 2>/dev/null
 fi
 
 # ------------------------------------------------------------------ 3. the runs

@@ -389,6 +389,60 @@ def nvml_ref(cdir):
     return out
 
 
+def dcgm_stat_gpus(path):
+    """The GPU channels of one `carma stat --json-out` file, and their sums."""
+    j = load_json(path)
+    if not j:
+        return None
+    gpus = {}
+    for c in j.get("channels") or []:
+        if c.get("kind") == "gpu" and c.get("domain") == "total":
+            gpus[c.get("name")] = {k: c.get(k) for k in ("energy_j", "avg_power_w", "covered_s",
+                                                         "gauge_drift_pct", "invalid")}
+    es = [g["energy_j"] for g in gpus.values() if g["energy_j"] is not None]
+    ps = [g["avg_power_w"] for g in gpus.values() if g["avg_power_w"] is not None]
+    return {"exit_status": j.get("exit_status"), "duration_s": j.get("duration_s"),
+            "gpus": gpus, "gpu_energy_j": sum(es) if es else None,
+            "gpu_avg_power_w": sum(ps) if ps else None, "warnings": j.get("warnings")}
+
+
+def dcgm_part(W, steps):
+    """The DCGM step: the library, `carma sensors --sources dcgm` (embedded engine, and through
+    nv-hostengine), and one load's GPU energy by DCGM and by NVML."""
+    D = os.path.join(W, "dcgm")
+    mine = [s for s in steps if str(s.get("step", "")).startswith("dcgm")]
+    absent = next((s.get("error") for s in mine
+                   if s.get("step") == "dcgm" and s.get("status") == "note"), None)
+    if not os.path.isdir(D):
+        return {"ran": False, "why": absent or "the DCGM step did not run (no carma binary?)",
+                "steps": mine}
+    out = {"ran": True, "library": None, "steps": mine}
+    try:
+        with open(os.path.join(D, "library.txt")) as f:
+            out["library"] = f.read().strip() or None
+    except OSError:
+        pass
+    for key, name in (("sensors", "sensors.json"), ("hostengine", "sensors-hostengine.json")):
+        sj = load_json(os.path.join(D, name))
+        out[key] = None if not sj else {
+            "channels": [{k: c.get(k) for k in ("name", "kind", "zone", "domain", "form", "watts",
+                                                 "label", "path")}
+                         for c in sj.get("channels", []) if c.get("source") == "dcgm"],
+            "unavailable": [u for u in sj.get("unavailable") or [] if u.get("source") == "dcgm"],
+            "notes": [n for n in sj.get("notes") or [] if n.get("source") == "dcgm"],
+        }
+    d = dcgm_stat_gpus(os.path.join(D, "stat-dcgm.json"))
+    n = dcgm_stat_gpus(os.path.join(D, "stat-nvml.json"))
+    cmp_ = {"dcgm": d, "nvml": n, "energy_diff_pct": None, "avg_power_diff_pct": None}
+    if d and n:
+        for key, f in (("energy_diff_pct", "gpu_energy_j"),
+                       ("avg_power_diff_pct", "gpu_avg_power_w")):
+            r = pct(d[f], n[f])
+            cmp_[key] = None if r is None else r - 100.0
+    out["comparison"] = cmp_
+    return out
+
+
 def summary(a):
     W = a.work
     meta = load_json(os.path.join(W, "meta.json")) or {}
@@ -422,6 +476,7 @@ def summary(a):
             S["nvidia_smi"] = f.read().strip() or None
     except OSError:
         pass
+    S["dcgm"] = dcgm_part(W, steps)
     # conditions
     conds = {}
     for cond in meta.get("conditions", []):
@@ -495,6 +550,53 @@ def f_(x, fmt="%.3f"):
         return str(x)
 
 
+def render_dcgm(D):
+    """The summary's DCGM lines."""
+    if not D:
+        return ["DCGM: not looked at"]
+    if not D.get("ran"):
+        why = str(D.get("why"))
+        return [why if why.startswith("DCGM:") else "DCGM: " + why]
+    L = ["DCGM: %s" % D.get("library")]
+    for key, what in (("sensors", "embedded engine"), ("hostengine", "--dcgm-host 127.0.0.1")):
+        sens = D.get(key)
+        if sens is None:
+            if key == "sensors" or any(s.get("step") == "dcgm_sensors_hostengine"
+                                       for s in D.get("steps") or []):
+                L.append("  sensors (%s): not read" % what)
+            continue
+        chans = sens.get("channels") or []
+        L.append("  sensors (%s): %s" % (what, ", ".join(
+            "%s (%s %s %s W)" % (c["name"], c.get("domain"), c.get("form"),
+                                 f_(c.get("watts"), "%.1f")) for c in chans) or "no channel"))
+        for u in sens.get("unavailable") or []:
+            L.append("    unavailable: %s" % u.get("reason"))
+        for n in sens.get("notes") or []:
+            L.append("    note: %s" % n.get("note"))
+    for s in D.get("steps") or []:
+        if s.get("step") == "dcgm_hostengine" and s.get("status") == "note":
+            L.append("  %s" % s.get("error"))
+    c = D.get("comparison") or {}
+    for src in ("dcgm", "nvml"):
+        x = c.get(src)
+        if not x:
+            L.append("  one load, --sources %s: no figures" % src)
+            continue
+        L.append("  one load, --sources %s: GPU energy %s J over %s s (%s W); %s" % (
+            src, f_(x.get("gpu_energy_j"), "%.1f"), f_(x.get("duration_s"), "%.2f"),
+            f_(x.get("gpu_avg_power_w"), "%.1f"), ", ".join(
+                "%s %s J, %s W, drift %s %%" % (k, f_(g.get("energy_j"), "%.1f"),
+                                                f_(g.get("avg_power_w"), "%.1f"),
+                                                f_(g.get("gauge_drift_pct"), "%.3f"))
+                for k, g in (x.get("gpus") or {}).items()) or "no GPU channel"))
+    if c.get("dcgm") and c.get("nvml"):
+        L.append("  DCGM against NVML: energy %s %%, average power %s %% (DCGM's window holds"
+                 " NVML's: the inner carma's start and end too)" % (
+                     f_(c.get("energy_diff_pct"), "%+.2f"),
+                     f_(c.get("avg_power_diff_pct"), "%+.2f")))
+    return L
+
+
 def render(S):
     L = []
     m = S["meta"]
@@ -514,6 +616,7 @@ def render(S):
             L.append("  unavailable: %s: %s" % (u.get("source"), u.get("reason")))
     else:
         L.append("sensors: not read")
+    L.extend(render_dcgm(S.get("dcgm")))
     L.append("")
     L.append("%-12s %-8s %6s %10s %10s %9s %9s %9s" % (
         "run", "load", "duty", "iters", "iters/s", "wall s", "busy s", "TFLOP/s"))
@@ -598,7 +701,9 @@ def render(S):
             L.append("  error: %s" % e)
     if m.get("mode") == "dry":
         L.append("(dry mode: the fake NVML's counter starts at each process's nvmlInit, so the"
-                 " NVML reference is meaningless here; the loads spin the CPU)")
+                 " NVML reference is meaningless here; the loads spin the CPU; the fake DCGM's"
+                 " counter steps by a fixed amount per dcgmUpdateAllFields call, so its GPU"
+                 " figures follow the reading rate)")
     L.append("")
     for s in S.get("notes") or []:
         L.append("note: %s: %s" % (s.get("step"), s.get("error")))

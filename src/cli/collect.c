@@ -37,6 +37,7 @@
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "report/collectreport.h"
+#include "serve/markd.h"
 #include "srt/cpu.h"
 #include "srt/gpu.h"
 #include "workload/launcher.h"
@@ -54,6 +55,8 @@ struct collect_opts {
     bool srt_gpu;
     struct follow_opts follow; /* --report-follow */
     int verbose;
+    bool group_set; /* --socket-group */
+    gid_t gid;
 };
 
 static void help(void)
@@ -91,7 +94,7 @@ static void help(void)
         "                      cpu_power_dcgm_watts\n"
         "  --srt-gpu           also write srt-slurm's GPU power leg, power/samples.csv and\n"
         "                      power/manifest.json, from dcgm-exporter targets and carma\n"
-        "                      exporters' GPU channels\n" FOLLOW_OPTIONS_HELP
+        "                      exporters' GPU channels\n" SOCKET_GROUP_HELP FOLLOW_OPTIONS_HELP
         "                      (with --srt-cpu, the CPU leg is this run's power/cpu/samples.csv)\n"
         "                      DIR the same as -o DIR: carma report DIR --follow of this\n"
         "                      collect directory instead (DIR/report.json, report.txt)\n"
@@ -136,6 +139,7 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
         OPT_SRT_CPU,
         OPT_SRT_GPU,
         OPT_DCGM_PORT,
+        OPT_SOCKET_GROUP,
     };
     static const struct option longopts[] = {
         {"target", required_argument, NULL, OPT_TARGET},
@@ -150,6 +154,7 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
         {"srt-cpu", no_argument, NULL, OPT_SRT_CPU},
         {"srt-gpu", no_argument, NULL, OPT_SRT_GPU},
         {"dcgm-port", required_argument, NULL, OPT_DCGM_PORT},
+        {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
         FOLLOW_LONG_OPTIONS,
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
@@ -218,6 +223,11 @@ static int parse_args(struct collect_opts *o, int argc, char **argv)
             break;
         case OPT_REQUIRED:
             o->required = true;
+            break;
+        case OPT_SOCKET_GROUP:
+            if (cli_socket_group("collect", optarg, &o->gid) < 0)
+                return -1;
+            o->group_set = true;
             break;
         case OPT_SRT_CPU:
             o->srt_cpu = true;
@@ -297,7 +307,7 @@ static int make_dir(const char *dir, char *ret_dir, size_t cap)
          */
         bool created;
         static const char *const outputs[] = {OUTDIR_CLAIM, "samples.csv", "nodes.csv", "power",
-                                              NULL};
+                                              "marks.csv",  "carma.sock",  NULL};
         int r = outdir_claim("collect", "-o", dir, outputs, &created);
         if (r != 0)
             return r;
@@ -354,6 +364,7 @@ int cmd_collect(int argc, char **argv)
     struct scrape *s = NULL;
     struct interruption stop = {0};            /* the signal that ended the run, and when */
     struct follower follower = {0};            /* --report-follow */
+    struct markd *marks = NULL;                /* DIR/carma.sock */
     struct collectreport_follow *cself = NULL; /* --report-follow of -o DIR itself */
     struct collectreport_follow_thread *cthread = NULL;
     bool report_failed = false;
@@ -423,6 +434,15 @@ int cmd_collect(int argc, char **argv)
         goto out;
     }
 
+    /* the marks socket: a benchmark driver on this node marks its windows (DIR/carma.sock) */
+    struct markd_opts mo = {.dir = dir,
+                            .version = CARMA_VERSION,
+                            .group_set = o.group_set,
+                            .gid = o.gid,
+                            .warn = cli_say};
+    marks = markd_start(&mo, &e);
+    if (!marks)
+        cli_error("collect: %s (marks are off: no window can be marked)", e.msg);
     char own_cpu[PATH_MAX + 32];
     snprintf(own_cpu, sizeof own_cpu, "%s/power/cpu/samples.csv", dir);
     if (o.follow.dir && same_dir(o.follow.dir, dir)) {
@@ -448,6 +468,15 @@ out:
     if (s) {
         scrape_set_end(s, &(struct scrape_end){.final = true, .fatal = fatal, .sig = stop.sig});
         scrape_close(s);
+    }
+    if (marks) {
+        struct carma_err me = {0};
+        int left = markd_stop(marks, time_real_ns(), &me);
+        if (left < 0)
+            cli_error("collect: %s", me.msg);
+        else if (left > 0 && o.verbose >= 0)
+            cli_error("collect: %d window%s still open at the end (marks.csv: unended)", left,
+                      left == 1 ? "" : "s");
     }
     /* after the samples are flushed: the final poll sees every row */
     if (follower_stop(&follower, "collect", o.verbose < 0) < 0)

@@ -2,6 +2,7 @@
 #include "cli/common.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -67,6 +68,22 @@ int common_opts_handle(struct common_opts *o, int c, const char *arg)
     case OPT_SOURCES:
         o->sampler.sources = arg;
         return 1;
+    case OPT_DCGM_HOST: {
+        const char *colon = strrchr(arg, ':');
+        long port = 5555;
+        char *end = NULL;
+        if (colon)
+            port = strtol(colon + 1, &end, 10);
+        if (!arg[0] || arg[0] == ':' || strlen(arg) >= 256 || strpbrk(arg, " \t/") ||
+            (colon && (end == colon + 1 || *end || port < 1 || port > 65535))) {
+            cli_error("--dcgm-host: '%s' is not HOST or HOST:PORT (a port 1..65535; "
+                      "nv-hostengine listens on 5555)",
+                      arg);
+            return -1;
+        }
+        o->sampler.dcgm_host = arg;
+        return 1;
+    }
     case OPT_CPU_TDP:
         return positive_watts("--cpu-tdp", arg, &o->sampler.model.tdp_w, false);
     case OPT_CPU_IDLE:
@@ -232,6 +249,43 @@ void rest_of_system_print(FILE *f, const json_t *j)
     if (json_is_real(e) && json_real_value(e) < 0)
         fprintf(f, "                 negative: the meter read less than the channels it should "
                    "contain (is it on this node's feed? a second supply on another meter?)\n");
+}
+
+size_t common_dcgm_cpus(const struct sampler *s, struct common_dcgm_cpus *ret)
+{
+    *ret = (struct common_dcgm_cpus){0};
+    for (size_t i = 0; i < s->nsrc && !ret->src; i++) {
+        const struct source *src = &s->src[i];
+        if (src->ops != &dcgm_source_ops || src->status != 0)
+            continue;
+        ret->n = dcgm_source_cpu_ids(src, ret->socket, DCGM_SRC_CPUS_MAX);
+        /* ascending, as DCGM usually lists them already */
+        for (size_t a = 1; a < ret->n; a++)
+            for (size_t k = a; k > 0 && ret->socket[k - 1] > ret->socket[k]; k--) {
+                unsigned t = ret->socket[k];
+                ret->socket[k] = ret->socket[k - 1];
+                ret->socket[k - 1] = t;
+            }
+        if (ret->n)
+            ret->src = src;
+    }
+    return ret->n;
+}
+
+int cli_socket_group(const char *cmd, const char *arg, gid_t *gid)
+{
+    struct group *g = *arg ? getgrnam(arg) : NULL;
+    uint64_t v;
+    if (g) {
+        *gid = g->gr_gid;
+        return 0;
+    }
+    if (*arg && parse_u64(arg, &v) == 0 && v < (gid_t)-1) {
+        *gid = (gid_t)v;
+        return 0;
+    }
+    cli_error("%s: --socket-group: no group '%s'", cmd, arg);
+    return -1;
 }
 
 int cli_duration(const char *opt, const char *arg, int64_t min_ns, int64_t max_ns, int64_t *ret)

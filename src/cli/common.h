@@ -9,9 +9,11 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <stdio.h>
 
 #include "sampler/sampler.h"
+#include "sources/dcgm.h"
 
 #define CARMA_VERSION "0.1.0"
 
@@ -33,6 +35,7 @@ enum {
     OPT_MODEL_FILE,
     OPT_JSON,
     OPT_METER,
+    OPT_DCGM_HOST,
     OPT_COMMON_LAST,
 };
 
@@ -46,7 +49,7 @@ enum {
         {"cpu-table", required_argument, NULL, OPT_CPU_TABLE},                                     \
         {"model-file", required_argument, NULL, OPT_MODEL_FILE},                                   \
         {"json", no_argument, NULL, OPT_JSON}, {"meter", required_argument, NULL, OPT_METER},      \
-        {"quiet", no_argument, NULL, 'q'},                                                         \
+        {"dcgm-host", required_argument, NULL, OPT_DCGM_HOST}, {"quiet", no_argument, NULL, 'q'},  \
     {                                                                                              \
         "verbose", no_argument, NULL, 'v'                                                          \
     }
@@ -54,7 +57,10 @@ enum {
 #define COMMON_OPTIONS_HELP                                                                        \
     "  --root DIR          read sysfs/procfs below DIR instead of / (fixtures, containers)\n"      \
     "  --interval T        sampling period, 1ms..60s (e.g. 100ms, 1s, 0.5; default 100ms)\n"       \
-    "  --sources LIST      comma-separated sources to use: rapl,hwmon,nvml,model (default: all)\n" \
+    "  --sources LIST      comma-separated sources to use: rapl,hwmon,nvml,dcgm,model (default:\n" \
+    "                      all)\n"                                                                 \
+    "  --dcgm-host H[:P]   dcgm: read through the nv-hostengine at H (port P, default 5555)\n"     \
+    "                      instead of DCGM's embedded engine\n"                                    \
     "  --cpu-tdp W         model: CPU power at full load per socket (default: data table)\n"       \
     "  --cpu-idle W        model: CPU power at idle per socket (default: 0.12 x TDP)\n"            \
     "  --model-curve C     model: fan (2u - u^1.4, default) or linear (u)\n"                       \
@@ -108,6 +114,21 @@ void rest_of_system_print(FILE *f, const json_t *j);
 /* Prints one line per meter (records, garbage lines, reconnects) to f, each after prefix. */
 void meters_print(FILE *f, const struct sampler *s, const char *prefix);
 
+/* The CPU sockets of a usable dcgm source (DCGM's CPU entities, whose utilization
+ * dcgm_source_cpu_util gives), in ascending order. */
+struct common_dcgm_cpus {
+    const struct source *src; /* NULL when there is none */
+    unsigned socket[DCGM_SRC_CPUS_MAX];
+    size_t n;
+};
+
+/*
+ * Finds the usable dcgm source of s and its CPU sockets into *ret (once, after the probe: the
+ * tick path then calls dcgm_source_cpu_util alone). Returns the number of sockets; 0 (ret->src
+ * NULL) when no dcgm source is usable or it has no CPU entity.
+ */
+size_t common_dcgm_cpus(const struct sampler *s, struct common_dcgm_cpus *ret);
+
 /*
  * Parses a duration option's value by the one rule (core/parse: a plain number is seconds, or
  * a number with a unit) into *ret, within [min_ns, max_ns]. On a bad value prints
@@ -115,6 +136,15 @@ void meters_print(FILE *f, const struct sampler *s, const char *prefix);
  * returns -1; else 0.
  */
 int cli_duration(const char *opt, const char *arg, int64_t min_ns, int64_t max_ns, int64_t *ret);
+
+/* The help line of --socket-group, for the commands with a marks socket. */
+#define SOCKET_GROUP_HELP                                                                          \
+    "  --socket-group G    the marks socket is group G's too (mode 0660; default 0600: yours\n"    \
+    "                      alone); G a group name or number\n"
+
+/* --socket-group's argument: a group name or number into *gid. Prints "carma: CMD:
+ * --socket-group: no group 'G'" and returns -1 when there is none; else 0. */
+int cli_socket_group(const char *cmd, const char *arg, gid_t *gid);
 
 /*
  * getopt_long for every subcommand, with exact long option names only: an abbreviation

@@ -24,7 +24,9 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "core/timeutil.h"
+#include "core/file.h"
 #include "serve/httpd.h"
+#include "serve/markd.h"
 #include "serve/metrics.h"
 
 #define EXPORTER_PORT_DEFAULT 9405
@@ -33,6 +35,8 @@ struct exporter {
     struct common_opts c;
     const char *listen_arg;
     bool compat_srtctl;
+    const char *srt_source_arg; /* --srt-source, NULL when not given */
+    enum metrics_srt_source srt_source;
     char node[256];
     struct sampler *s;
     struct metrics_renderer *r;
@@ -41,6 +45,10 @@ struct exporter {
     bool render_failed;       /* sampler thread: the out-of-memory warning was given */
     int stopfd;               /* eventfd: the sampler thread ends when it is readable */
     struct httpd *h;
+    const char *marks_dir; /* --marks-dir: the marks socket and marks.csv, or NULL */
+    bool group_set;        /* --socket-group */
+    gid_t gid;
+    struct markd *marks;
 };
 
 static void help(void)
@@ -53,8 +61,19 @@ static void help(void)
            "  --listen ADDR:PORT  where to listen: 127.0.0.1:9405, [::1]:9405 or :9405 (every\n"
            "                      address, IPv4 and IPv6; the default is :9405); port 0 picks\n"
            "                      a free port\n"
-           "  --compat srtctl     also serve srt-slurm's cpu_power_acpi_watts family for the\n"
-           "                      ACPI power_meter channels (NVIDIA Grace)\n\n"
+           "  --compat srtctl     also serve srt-slurm's CPU family (NVIDIA Grace), one chosen at\n"
+           "                      start as srt-slurm's exporter chooses it (--srt-source)\n"
+           "  --srt-source auto|acpi|dcgm\n"
+           "                      with --compat srtctl: acpi serves cpu_power_acpi_watts (the\n"
+           "                      ACPI power_meter channels), dcgm cpu_power_dcgm_watts (the\n"
+           "                      dcgm source's CPU rails; exit 2 when DCGM is unavailable or\n"
+           "                      reads no positive value at start); auto (the default) acpi\n"
+           "                      when an ACPI socket-total sensor reads a positive value at\n"
+           "                      start, else dcgm, else exit 2\n"
+           "  --marks-dir DIR     listen for marks on DIR/carma.sock (CARMA_SOCKET for the\n"
+           "                      programs here): each end is answered with the node's energy,\n"
+           "                      marks.csv keeps them, carma_marks_open and\n"
+           "                      carma_mark_windows_total count them\n" SOCKET_GROUP_HELP "\n"
            "limits (fixed): 1024 connections at once, 64 from one address; a request must be\n"
            "complete (headers and body) within 10 s of the connection's accept or of its last\n"
            "response, else the connection is closed; past 896 connections (48 from one\n"
@@ -72,9 +91,16 @@ static void sample_once(struct exporter *x)
     sampler_tick(x->s);
     struct metrics_snapshot *snap = metrics_store_begin(&x->store);
     if (snap) {
+        markd_publish_sampler(x->marks, x->s);
+        struct markd_stats ms;
+        markd_stats(x->marks, &ms);
         struct metrics_self self = {
             .sample_duration = &x->hist,
             .scrapes = httpd_scrapes(x->h),
+            .marks = x->marks != NULL,
+            .marks_open = ms.open,
+            .marks_windows = ms.ended,
+            .marks_events = ms.events,
         };
         if (metrics_render(x->r, x->s, &self, &snap->text) == 0)
             metrics_store_publish(&x->store, snap);
@@ -128,11 +154,20 @@ static void node_name(char *buf, size_t cap)
 /* Returns 0 to go on, 1 after --help, -1 (usage error, printed) otherwise. */
 static int parse_args(struct exporter *x, int argc, char **argv)
 {
-    enum { OPT_LISTEN = OPT_COMMON_LAST + 1, OPT_COMPAT };
+    enum {
+        OPT_LISTEN = OPT_COMMON_LAST + 1,
+        OPT_COMPAT,
+        OPT_SRT_SOURCE,
+        OPT_MARKS_DIR,
+        OPT_SOCKET_GROUP
+    };
     static const struct option longopts[] = {
         COMMON_LONG_OPTIONS,
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"compat", required_argument, NULL, OPT_COMPAT},
+        {"srt-source", required_argument, NULL, OPT_SRT_SOURCE},
+        {"marks-dir", required_argument, NULL, OPT_MARKS_DIR},
+        {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -155,6 +190,27 @@ static int parse_args(struct exporter *x, int argc, char **argv)
             }
             x->compat_srtctl = true;
             break;
+        case OPT_SRT_SOURCE:
+            if (strcmp(optarg, "auto") == 0) {
+                x->srt_source = METRICS_SRT_SOURCE_AUTO;
+            } else if (strcmp(optarg, "acpi") == 0) {
+                x->srt_source = METRICS_SRT_SOURCE_ACPI;
+            } else if (strcmp(optarg, "dcgm") == 0) {
+                x->srt_source = METRICS_SRT_SOURCE_DCGM;
+            } else {
+                cli_error("--srt-source: '%s' is not known (known: auto, acpi, dcgm)", optarg);
+                return -1;
+            }
+            x->srt_source_arg = optarg;
+            break;
+        case OPT_MARKS_DIR:
+            x->marks_dir = optarg;
+            break;
+        case OPT_SOCKET_GROUP:
+            if (cli_socket_group("exporter", optarg, &x->gid) < 0)
+                return -1;
+            x->group_set = true;
+            break;
         case 'h':
             help();
             return 1;
@@ -169,6 +225,17 @@ static int parse_args(struct exporter *x, int argc, char **argv)
     }
     if (optind < argc) {
         cli_error("exporter: unexpected argument '%s'", argv[optind]);
+        return -1;
+    }
+    if (x->group_set && !x->marks_dir) {
+        cli_error("exporter: --socket-group goes with --marks-dir (the exporter has no marks "
+                  "socket without it)");
+        return -1;
+    }
+    if (x->srt_source_arg && !x->compat_srtctl) {
+        cli_error("exporter: --srt-source %s goes with --compat srtctl (it chooses srt-slurm's "
+                  "CPU family)",
+                  x->srt_source_arg);
         return -1;
     }
     return 0;
@@ -269,15 +336,32 @@ int cmd_exporter(int argc, char **argv)
     }
     struct metrics_opts mo = {
         .node = x->node, .version = CARMA_VERSION, .compat_srtctl = x->compat_srtctl};
+    struct metrics_srt_choice choice = {0};
+    if (x->compat_srtctl) {
+        /* srt-slurm's family is chosen once, on the readings at start (acpi reads nothing) */
+        if (x->srt_source != METRICS_SRT_SOURCE_ACPI)
+            sampler_tick(x->s);
+        if (metrics_srt_choose(x->s, x->srt_source, &choice, &e) < 0) {
+            cli_error("exporter: %s", e.msg);
+            rc = 2;
+            goto out;
+        }
+        mo.srt_family = choice.family;
+    }
     x->r = metrics_renderer_new(x->s, &mo, &e);
     if (!x->r) {
         cli_error("%s", e.msg);
         goto out;
     }
-    if (x->compat_srtctl && metrics_renderer_compat_count(x->r) == 0)
+    if (x->compat_srtctl && choice.family == METRICS_SRT_ACPI &&
+        metrics_renderer_compat_count(x->r) == 0)
         cli_error("exporter: --compat srtctl: no ACPI power_meter channel below %s: "
                   "cpu_power_acpi_watts will have no samples",
                   x->s->root.path);
+    if (x->compat_srtctl)
+        fprintf(stderr, "carma: exporter: --compat srtctl: serving %s (%s)\n",
+                choice.family == METRICS_SRT_DCGM ? "cpu_power_dcgm_watts" : "cpu_power_acpi_watts",
+                choice.why);
     if (x->c.verbose > 0)
         describe(x);
 
@@ -317,6 +401,28 @@ int cmd_exporter(int argc, char **argv)
         cli_error("%s", e.msg);
         goto out;
     }
+    if (x->marks_dir) {
+        /* the marks socket: a program on this node marks windows; the end replies with the
+         * node's energy, marks.csv keeps them, and the metrics count them */
+        int mr = file_mkdirs(x->marks_dir);
+        if (mr < 0) {
+            cli_error("exporter: --marks-dir: cannot create %s: %s", x->marks_dir, strerror(-mr));
+            rc = 2;
+            goto out;
+        }
+        struct markd_opts mko = {.dir = x->marks_dir,
+                                 .version = CARMA_VERSION,
+                                 .group_set = x->group_set,
+                                 .gid = x->gid,
+                                 .warn = cli_say};
+        x->marks = markd_start(&mko, &e);
+        if (!x->marks) {
+            cli_error("exporter: --marks-dir: %s", e.msg);
+            rc = 2;
+            goto out;
+        }
+        fprintf(stderr, "carma: exporter: marks on %s\n", markd_socket(x->marks));
+    }
     int r = sampler_start(x->s);
     if (r < 0) {
         cli_error("exporter: cannot arm the sampling timer: %s", strerror(-r));
@@ -352,6 +458,17 @@ out:
         if (write(x->stopfd, &one, sizeof one) != (ssize_t)sizeof one)
             cli_error("exporter: cannot stop the sampler thread: %s", strerror(errno));
         pthread_join(thr, NULL);
+    }
+    if (x->marks) {
+        struct carma_err me = {0};
+        int left = markd_stop(x->marks, x->s->real_now, &me);
+        if (left < 0) {
+            cli_error("exporter: %s", me.msg);
+            rc = 1;
+        } else if (left > 0 && x->c.verbose >= 0) {
+            cli_error("exporter: %d window%s still open at the end (marks.csv: unended)", left,
+                      left == 1 ? "" : "s");
+        }
     }
     if (lfd >= 0)
         close(lfd);

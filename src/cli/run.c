@@ -36,11 +36,14 @@
 #include "export/carma_files.h"
 #include "report/html.h"
 #include "report/live.h"
+#include "core/pidlive.h"
+#include "rundir/crash.h"
 #include "rundir/manifest.h"
 #include "rundir/report.h"
 #include "rundir/rows.h"
 #include "rundir/writer.h"
 #include "sampler/samples_csv.h"
+#include "serve/markd.h"
 #include "workload/cgroup.h"
 #include "workload/experiment.h"
 #include "workload/launcher.h"
@@ -55,6 +58,10 @@
 
 /* kills the workloads if carma is killed (supervise.h) */
 static struct supervisor run_sup = {.fd = -1};
+/* run.lock, held for the run's life (rundir/crash.h); processes.jsonl, what carma cleanup
+ * stops after a crash */
+static int run_lock = -1;
+static struct journal *run_procs;
 
 static void help(void)
 {
@@ -62,9 +69,10 @@ static void help(void)
            "Runs every workload of the experiment side by side, measures the node, apportions\n"
            "the energy to each workload in real time and accounts its carbon. Writes a run\n"
            "directory (printed first) and ends with a per-workload report. Exit status: 0 when\n"
-           "every workload exited 0, 1 otherwise, 2 for a bad experiment file or usage.\n\n"
+           "every workload exited 0, 1 otherwise, 2 for a bad experiment file or usage. When\n"
+           "carma itself is killed, `carma cleanup DIR` stops what it left and finishes DIR.\n\n"
            "options:\n" COMMON_OPTIONS_HELP
-           "  -o, --output DIR    where run directories go (default: runs)\n"
+           "  -o, --output DIR    where run directories go (default: runs)\n" SOCKET_GROUP_HELP
            "  --json              print {\"run_dir\", \"report\": report.json} on stdout instead\n"
            "                      of the directory's path and the text report\n"
            "  --baseline T        idle measurement before the workloads (default: the file's\n"
@@ -126,6 +134,8 @@ static json_t *manifest(struct run *r, const char *status)
     size_t n = 4;
     if (r->gpu)
         schemas[n++] = "utilization_csv";
+    if (r->dcgm.n)
+        schemas[n++] = "cpu_util_csv";
     for (size_t k = 0; k < r->x.n; k++)
         if (r->x.w[k].profile_nsys) {
             schemas[n++] = "nsys_gpu_csv"; /* import-nsys */
@@ -148,6 +158,73 @@ static json_t *manifest(struct run *r, const char *status)
 }
 
 /* ---- workloads ---- */
+
+/* Appends o (taken) to processes.jsonl, one compact line. */
+static void record_process(struct run *r, json_t *o)
+{
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(o);
+    if (!line || !run_procs) {
+        free(line);
+        return;
+    }
+    size_t n = strlen(line);
+    char *p = realloc(line, n + 2);
+    if (p) {
+        p[n] = '\n';
+        rundir_writer_append(&r->out, run_procs, p, n + 1, 1, time_real_ns());
+    }
+    free(p ? p : line);
+}
+
+/* pid's start time (clock ticks since boot), 0 when unknown. */
+static uint64_t start_ticks_of(pid_t pid)
+{
+    uint64_t t = 0;
+    return pid_start_ticks(pid, &t, NULL) == 0 ? t : 0;
+}
+
+/* A cgroup's directory's inode (a new cgroup of the same name has another), 0 when unknown. */
+static uint64_t cgroup_ino(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* The supervisor's line of processes.jsonl (carma's cgroup with it). */
+static void record_supervisor(struct run *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "role", json_string("supervisor"));
+    json_object_set_new(o, "pid", json_integer(run_sup.pid));
+    json_object_set_new(
+        o, "pid_start_ticks",
+        json_integer((json_int_t)(run_sup.pid > 0 ? start_ticks_of(run_sup.pid) : 0)));
+    json_object_set_new(o, "cgroup", r->have_base ? json_string(r->base.path) : json_null());
+    json_object_set_new(o, "cgroup_ino",
+                        r->have_base ? json_integer((json_int_t)cgroup_ino(r->base.path))
+                                     : json_null());
+    record_process(r, o);
+}
+
+/* A workload's line of processes.jsonl, as it started. */
+static void record_workload(struct run *r, const struct job *j)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "role", json_string("workload"));
+    json_object_set_new(o, "name", json_string(j->spec->name));
+    json_object_set_new(o, "type", jsonutil_str(j->spec->type));
+    json_object_set_new(o, "pid", json_integer(j->proc.pid));
+    json_object_set_new(o, "pgid", json_integer(j->proc.pid));
+    json_object_set_new(o, "pid_start_ticks",
+                        json_integer((json_int_t)start_ticks_of(j->proc.pid)));
+    json_object_set_new(o, "start_unix", jsonutil_real((double)j->proc.start_real / 1e9));
+    json_object_set_new(o, "cgroup", j->proc.have_cg ? json_string(j->proc.cg.path) : json_null());
+    json_object_set_new(o, "cgroup_ino",
+                        j->proc.have_cg ? json_integer((json_int_t)cgroup_ino(j->proc.cg.path))
+                                        : json_null());
+    record_process(r, o);
+}
 
 static void start_job(struct run *r, struct job *j)
 {
@@ -175,6 +252,8 @@ static void start_job(struct run *r, struct job *j)
         cli_error("%s: %s", j->spec->name, e.msg);
         return;
     }
+    record_workload(r, j);
+    markd_add_root(r->marks, j->proc.pid, j->spec->name);
     if (!j->proc.have_cg && proctree_init(&j->tree, j->proc.pid, "/proc", NS_PER_S) == 0) {
         j->have_tree = true;
         j->proc.tree = &j->tree;
@@ -331,6 +410,30 @@ static void features_rows(struct run *r)
     free(text);
 }
 
+/* cpu_util.csv: DCGM's utilization of each CPU socket as of its last read, one row per socket
+ * (blank cells for the values DCGM did not give), all in one append */
+static void cpu_util_rows(struct run *r, const char *ts)
+{
+    if (!r->cpu_util)
+        return;
+    char rows[DCGM_SRC_CPUS_MAX * 160];
+    size_t len = 0, n = 0;
+    for (size_t k = 0; k < r->dcgm.n; k++) {
+        struct dcgm_cpu_util u;
+        if (dcgm_source_cpu_util(r->dcgm.src, r->dcgm.socket[k], &u) < 0)
+            u = (struct dcgm_cpu_util){NAN, NAN, NAN, NAN, NAN};
+        const double v[RUNDIR_CPU_UTIL_FIGURES] = {u.total, u.user, u.nice, u.sys, u.irq};
+        size_t l =
+            rundir_rows_cpu_util(rows + len, sizeof rows - len, ts, r->dcgm.socket[k], "dcgm", v);
+        if (!l)
+            break;
+        len += l;
+        n++;
+    }
+    if (n)
+        rundir_writer_append(&r->out, r->cpu_util, rows, len, n, r->s->real_now);
+}
+
 /* node_util.csv: the node's busy and total CPU time (proc/stat below the root), cumulative
  * from the first row, at every tick that re-read it: the node's side of features.csv */
 static void node_util_row(struct run *r)
@@ -354,6 +457,7 @@ static void node_util_row(struct run *r)
         s->util.primed && s->util.total_ticks_delta > 0 ? s->util.util_total : NAN);
     if (n)
         rundir_writer_append(&r->out, r->node_util, row, n, 1, r->s->real_now);
+    cpu_util_rows(r, ts);
 }
 
 static void event_summary(struct run *r, double period_s)
@@ -391,7 +495,12 @@ static void event_summary(struct run *r, double period_s)
     free(text);
 }
 
-/* The live view (stdout a terminal): the jobs now, the node by domain (report/live). */
+/* The run's marks.csv, followed for the live view's open windows (report/live). */
+static struct live_marks live_marks;
+static bool live_marks_failed;
+
+/* The live view (stdout a terminal): the jobs now, the node by domain, the open mark windows
+ * (report/live). */
 static void live_frame(struct run *r, bool finished)
 {
     if (!r->live)
@@ -444,6 +553,23 @@ static void live_frame(struct run *r, bool finished)
         }
     }
     v.node_w = have_sys ? sys : sum;
+    /* the open windows from marks.csv, each one's energy so far as its end would reply */
+    struct carma_err me = {0};
+    if (!live_marks_failed && live_marks_poll(&live_marks, r->dir, !finished, &me) < 0) {
+        cli_error("%s; the live view shows no mark windows", me.msg);
+        live_marks_failed = true;
+    }
+    if (!live_marks_failed) {
+        if (live_marks.warning[0])
+            cli_error("%s", live_marks.warning);
+        live_marks.warning[0] = '\0';
+        live_marks_view(&live_marks, &v, (double)r->s->real_now / 1e9);
+        for (size_t k = 0; k < v.nwindows; k++)
+            markd_window_energy(r->marks, (uint64_t)v.window[k].id, r->s->real_now,
+                                &v.window[k].energy_j, &v.window[k].estimated);
+    }
+    if (finished)
+        live_marks_free(&live_marks);
     struct winsize ws;
     int width = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 100;
     live_render(stdout, &v, true, width, &r->live_lines);
@@ -511,6 +637,7 @@ static void tick(struct run *r)
 {
     sampler_tick(r->s);
     run_samples(r);
+    markd_publish_sampler(r->marks, r->s);
     node_util_row(r);
     split_tick(r, false);
     if (r->s->t_now - r->last_event >= EVENT_PERIOD_NS) {
@@ -740,12 +867,15 @@ int cmd_run(int argc, char **argv)
     bool interval_given = false;
     struct follow_opts fo = {0};
     struct follower follower = {0};
-    enum { OPT_BASELINE = OPT_COMMON_LAST + 1, OPT_GRACE };
+    bool group_set = false;
+    gid_t gid = 0;
+    enum { OPT_BASELINE = OPT_COMMON_LAST + 1, OPT_GRACE, OPT_SOCKET_GROUP };
     static const struct option longopts[] = {
         COMMON_LONG_OPTIONS,
         {"output", required_argument, NULL, 'o'},
         {"baseline", required_argument, NULL, OPT_BASELINE},
         {"grace", required_argument, NULL, OPT_GRACE},
+        {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
         FOLLOW_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -777,6 +907,11 @@ int cmd_run(int argc, char **argv)
             if (cli_duration("--grace", optarg, 0, 3600 * NS_PER_S, &grace_ns) < 0)
                 return 2;
             break;
+        case OPT_SOCKET_GROUP:
+            if (cli_socket_group("run", optarg, &gid) < 0)
+                return 2;
+            group_set = true;
+            break;
         case 'h':
             help();
             return 0;
@@ -793,6 +928,8 @@ int cmd_run(int argc, char **argv)
         return 1;
     signal(SIGXFSZ, SIG_IGN); /* past a file size limit a write fails (EFBIG), as on a full disk */
     rundir_writer_init(&r->out, cli_say, NULL);
+    r->socket_group = group_set;
+    r->gid = gid;
     r->dir = r->out.dir;
     r->ctl = (struct jobs){
         .sigfd = -1,
@@ -850,6 +987,7 @@ int cmd_run(int argc, char **argv)
     if (common_meters_check(r->s, meter_option) < 0)
         goto out;
     r->nnode = sampler_select_node(r->s, r->node_idx);
+    common_dcgm_cpus(r->s, &r->dcgm);
     splitter_init(&r->split, r->njobs, r->policy);
     for (size_t i = 0; i < r->s->set.n; i++)
         splitter_add_channel(&r->split, r->s->set.ch[i].name, r->s->set.ch[i].kind);
@@ -880,6 +1018,8 @@ int cmd_run(int argc, char **argv)
         cli_error("%s", e.msg);
         goto out;
     }
+    if ((run_lock = rundir_crash_lock(r->dir, 1, NULL, &e)) < 0)
+        cli_error("%s (carma cleanup cannot tell this run from a crashed one)", e.msg);
     rundir_writer_reserve(&r->out);
     if (!co.json) /* --json: the directory is in the one JSON document at the end */
         printf("%s\n", r->dir);
@@ -898,10 +1038,14 @@ int cmd_run(int argc, char **argv)
     ledger_init(&r->ledger, r->njobs, names, r->attr ? attr_sink : NULL, r);
     r->events = rundir_writer_open_journal(&r->out, "event_summaries.jsonl", NULL, "lines");
     r->pstree = rundir_writer_open_journal(&r->out, "pstree.log", NULL, "snapshots");
+    run_procs = rundir_writer_open_journal(&r->out, "processes.jsonl", NULL, "lines");
     r->features =
         rundir_writer_open_journal(&r->out, "features.csv", RUNDIR_FEATURES_HEADER, "rows");
     r->node_util =
         rundir_writer_open_journal(&r->out, "node_util.csv", RUNDIR_NODE_UTIL_HEADER, "rows");
+    if (r->dcgm.n)
+        r->cpu_util =
+            rundir_writer_open_journal(&r->out, "cpu_util.csv", RUNDIR_CPU_UTIL_HEADER, "rows");
     r->have_base = cgroup_base_create(&r->base, &e) == 0;
     if (!r->have_base)
         snprintf(r->cgroup_note, sizeof r->cgroup_note, "%s", e.msg);
@@ -912,8 +1056,27 @@ int cmd_run(int argc, char **argv)
     r->tty = !r->live && isatty(STDERR_FILENO) && co.verbose >= 0;
     jobs_open(&r->ctl);
     /* before carma is a subreaper: the supervisor must not be carma's child */
+    char hint[SUPERVISE_HINT_MAX];
+    snprintf(hint, sizeof hint, "to stop what is left and finish %s: carma cleanup %s", r->dir,
+             r->dir);
+    supervisor_hint(hint);
     if (supervisor_start(&run_sup, r->have_base ? &r->base : NULL, &e) < 0)
-        cli_error("%s (a killed carma would leave its workloads running)", e.msg);
+        cli_error("%s (a killed carma would leave its workloads running; carma cleanup %s "
+                  "stops them)",
+                  e.msg, r->dir);
+    record_supervisor(r);
+    /* the marks socket: CARMA_SOCKET in every workload's environment (its thread started
+     * after the supervisor's fork) */
+    struct markd_opts mo = {.dir = r->dir,
+                            .version = CARMA_VERSION,
+                            .group_set = r->socket_group,
+                            .gid = r->gid,
+                            .warn = cli_say};
+    r->marks = markd_start(&mo, &e);
+    if (r->marks)
+        setenv("CARMA_SOCKET", markd_socket(r->marks), 1);
+    else
+        cli_error("%s (marks are off: the workloads' windows will not be reported)", e.msg);
     escaped_begin();
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     signal(SIGPIPE, SIG_IGN); /* a closed stdout is an error to report, not a death */
@@ -923,6 +1086,7 @@ int cmd_run(int argc, char **argv)
     }
     sampler_tick(r->s);
     run_samples(r);
+    markd_publish_sampler(r->marks, r->s);
     node_util_row(r);
     if (baseline_ns && baseline(r, baseline_ns) == -EINTR) {
         cli_error("interrupted during the baseline; no workload was started");
@@ -958,9 +1122,21 @@ int cmd_run(int argc, char **argv)
     }
     sampler_tick(r->s);
     run_samples(r);
+    markd_publish_sampler(r->marks, r->s);
     sampler_refresh_util(r->s);
     node_util_row(r);
     split_tick(r, true);
+    {
+        /* the windows still open end here (marks.csv: unended) */
+        struct carma_err me = {0};
+        int left = markd_stop(r->marks, r->s->real_now, &me);
+        r->marks = NULL;
+        if (left < 0)
+            cli_error("%s", me.msg);
+        else if (left > 0 && co.verbose >= 0)
+            cli_error("%d window%s still open at the end (marks.csv: unended)", left,
+                      left == 1 ? "" : "s");
+    }
     event_summary(r, (double)(r->s->t_now - r->last_event) / 1e9);
     pstree_snapshot(r);
     live_frame(r, true);
@@ -1031,6 +1207,8 @@ int cmd_run(int argc, char **argv)
     }
     gpu_status = r->ctl.signals ? "incomplete" : "complete";
 out:
+    markd_stop(r->marks, r->s ? r->s->real_now : 0, NULL);
+    r->marks = NULL;
     follower_stop(&follower, "run", co.verbose < 0);
     run_gpu_done(r, gpu_status);
     if (r->csv)
@@ -1039,8 +1217,11 @@ out:
     ledger_done(&r->ledger);
     journal_close(r->events);
     journal_close(r->pstree);
+    journal_close(run_procs);
+    run_procs = NULL;
     journal_close(r->features);
     journal_close(r->node_util);
+    journal_close(r->cpu_util);
     rundir_writer_release(&r->out);
     for (size_t k = 0; r->jobs && k < r->njobs; k++) {
         struct job *j = &r->jobs[k];
@@ -1063,6 +1244,9 @@ out:
             keep[nkeep++] = r->jobs[k].proc.pid;
     escaped_end(keep, nkeep, r->ctl.grace_ns);
     supervisor_stop(&run_sup);
+    if (run_lock >= 0)
+        close(run_lock);
+    run_lock = -1;
     carbon_intensity_done(&r->ci);
     experiment_free(&r->x);
     json_decref(r->warnings);

@@ -18,6 +18,7 @@
 #include "analysis/ledger.h"
 #include "analysis/split.h"
 #include "analysis/splitter.h"
+#include "cli/common.h"
 #include "cli/interrupt.h"
 #include "core/csv.h"
 #include "core/journal.h"
@@ -55,6 +56,9 @@ struct job {
 struct run {
     struct experiment x;
     struct sampler *s;
+    struct markd *marks; /* the marks socket (serve/markd.h), or NULL */
+    bool socket_group;   /* --socket-group: the socket is group gid's too */
+    gid_t gid;
     struct job *jobs;
     size_t njobs;
     struct rundir_writer out; /* the run directory (rundir/writer) */
@@ -85,14 +89,17 @@ struct run {
     struct journal *node_util;    /* node_util.csv: the node's CPU time at every tick */
     uint64_t nu_busy0, nu_total0; /* node_util.csv: proc/stat ticks at its first row */
     bool nu_started;
+    struct common_dcgm_cpus dcgm; /* DCGM's CPU sockets: cpu_util.csv when there are any */
+    struct journal *cpu_util;     /* cpu_util.csv: their utilization at every node_util row */
     /* what the reports must say (cli/caveats.h): the baseline's figures, the warnings */
     double baseline_s, baseline_busy_cpus; /* NAN busy when proc/stat was not read */
     json_t *warnings;                      /* strings, for report.json and report.txt */
 };
 
 /*
- * The GPU side of a run (run_gpu.c): the channels of NVML's GPUs are split among the workloads
- * by their processes' utilization of each device (at most every RUN_GPU_PERIOD_NS), and
+ * The GPU side of a run (run_gpu.c): the channels of NVML's and DCGM's GPUs are split among
+ * the workloads by their processes' utilization of each device (at most every
+ * RUN_GPU_PERIOD_NS; DCGM's by the workloads that own them, DCGM listing no process), and
  * written to utilization.csv and, in srt-slurm's format, to power/.
  */
 #define RUN_GPU_PERIOD_NS      20000000LL   /* process lists are read at most this often */

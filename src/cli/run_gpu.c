@@ -1,14 +1,22 @@
 /*
  * run_gpu: the GPU side of `carma run`.
  *
- * Every NVML GPU's energy is split among the workloads on one rule per tick: the static part
- * (the GPU's baseline power × Δt) by the idle policy, the dynamic rest by the workloads'
- * processes' SM utilization of that device (analysis/splitter.h does the split,
- * analysis/gpu_split.h has the fallbacks). NVML names processes by pid; workload/pidowner.h
- * finds whose they are (cgroup, process group, ancestry). The process lists are read at most
- * every RUN_GPU_PERIOD_NS, and the energy of the ticks in between is split on the next read.
- * Every RUN_GPU_UTIL_PERIOD_NS the device and process utilization goes to utilization.csv and
- * the GPUs' power to power/ in srt-slurm's format (export/srt_power.h).
+ * Every GPU's energy (each total-domain GPU channel of the nvml or the dcgm source) is split
+ * among the workloads on one rule per tick: the static part (the GPU's baseline power × Δt) by
+ * the idle policy, the dynamic rest by the workloads' processes' SM utilization of that device
+ * (analysis/splitter.h does the split, analysis/gpu_split.h has the fallbacks). NVML names
+ * processes by pid; workload/pidowner.h finds whose they are (cgroup, process group, ancestry).
+ * DCGM lists no process: its GPUs go by the fallback, the running workloads that own the
+ * device by allocation or CUDA_VISIBLE_DEVICES sharing equally. What is read of a device
+ * beside its energy comes from its source's backend (struct gpu_backend). The process lists
+ * are read at most every RUN_GPU_PERIOD_NS, and the energy of the ticks in between is split on
+ * the next read. Every RUN_GPU_UTIL_PERIOD_NS the device and process utilization goes to
+ * utilization.csv and the GPUs' power to power/ in srt-slurm's format (srt/power.h).
+ *
+ * GPU numbers: a device's number is its channel's socket, NVML's index or DCGM's GPU id. The
+ * two are one numbering on a machine without MIG (DCGM's GPU id is NVML's index), so that
+ * allocation.gpus and the indexes of CUDA_VISIBLE_DEVICES name dcgm GPUs as they name nvml
+ * ones.
  */
 #include <errno.h>
 #include <math.h>
@@ -24,14 +32,91 @@
 #include "core/timeutil.h"
 #include "rundir/rows.h"
 #include "rundir/rundir.h"
+#include "sources/dcgm.h"
 #include "srt/power.h"
+
+/* A device's utilization now: NAN where unknown. */
+struct gpu_util_now {
+    double gpu_pct, mem_pct; /* percent */
+    double sm_active;        /* ratio 0..1 (DCGM's profiling field) */
+};
+
+/* What run_gpu reads of a GPU beside its energy, by the source of its channel. */
+struct gpu_backend {
+    const char *source; /* the channel's source */
+    const char *(*uuid)(const struct source *s, unsigned gpu);
+    /* the processes on the device into out (at most cap): their number or a negative errno;
+     * NULL: the source lists none (the split falls back to the allocation) */
+    int (*processes)(const struct source *s, unsigned gpu, struct nvml_proc *out, int cap);
+    /* the device's utilization into *u: 0 or a negative errno */
+    int (*utilization)(const struct source *s, unsigned gpu, struct gpu_util_now *u);
+    /* power/'s manifest: power_w's metric (counter, gauge), its scope, gpu_util_pct's metric */
+    const char *metric_counter, *metric_gauge, *power_scope, *util_metric;
+};
+
+static int nvml_util(const struct source *s, unsigned gpu, struct gpu_util_now *u)
+{
+    struct nvml_util n;
+    int e = nvml_device_utilization(s, gpu, &n);
+    if (e < 0)
+        return e;
+    *u = (struct gpu_util_now){.gpu_pct = n.gpu_pct, .mem_pct = n.mem_pct, .sm_active = NAN};
+    return 0;
+}
+
+static int dcgm_util(const struct source *s, unsigned gpu, struct gpu_util_now *u)
+{
+    struct dcgm_gpu_util d;
+    int e = dcgm_source_gpu_util(s, gpu, &d);
+    if (e < 0)
+        return e;
+    *u = (struct gpu_util_now){.gpu_pct = d.gpu_pct, .mem_pct = NAN, .sm_active = d.sm_active};
+    return 0;
+}
+
+/* In this order in power/'s manifest when a run has GPUs of both. */
+static const struct gpu_backend backends[] = {
+    {
+        .source = "nvml",
+        .uuid = nvml_device_uuid,
+        .processes = nvml_device_processes,
+        .utilization = nvml_util,
+        .metric_counter = "nvmlDeviceGetTotalEnergyConsumption",
+        .metric_gauge = "nvmlDeviceGetPowerUsage",
+        .power_scope = "gpu_device_board_as_reported_by_nvml",
+        .util_metric = "nvmlDeviceGetUtilizationRates",
+    },
+    {
+        .source = "dcgm",
+        .uuid = dcgm_source_gpu_uuid,
+        .processes = NULL,
+        .utilization = dcgm_util,
+        .metric_counter = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        .metric_gauge = "DCGM_FI_DEV_POWER_USAGE",
+        .power_scope = "gpu_device_board_as_reported_by_dcgm",
+        .util_metric = "DCGM_FI_DEV_GPU_UTIL",
+    },
+};
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+
+/* The backend of channel c when it is a GPU that run_gpu splits, else NULL. */
+static const struct gpu_backend *backend_of(const struct channel *c)
+{
+    if (c->kind != KIND_GPU || c->domain != DOMAIN_TOTAL)
+        return NULL;
+    for (size_t b = 0; b < NBACKENDS; b++)
+        if (strcmp(c->source, backends[b].source) == 0)
+            return &backends[b];
+    return NULL;
+}
 
 /* GPU d of run_gpu is the splitter's GPU d, its ledger account d. */
 struct gpu_dev {
-    size_t ch;          /* the channel in the sampler's set */
-    unsigned index;     /* NVML's */
-    const char *uuid;   /* "" when unknown */
-    struct source *src; /* the nvml source */
+    size_t ch;                   /* the channel in the sampler's set */
+    unsigned index;              /* NVML's index or DCGM's GPU id (one numbering, see above) */
+    const char *uuid;            /* "" when unknown */
+    struct source *src;          /* its source */
+    const struct gpu_backend *b; /* and what it reads of it */
     bool owns[SPLIT_JOBS_MAX];
     double util_j; /* since the last power/ row */
     int64_t util_ns;
@@ -60,7 +145,7 @@ struct run_gpu {
     int64_t query_ns;    /* and their total cost */
 };
 
-/* The nvml source that owns channel i, or NULL. */
+/* The source that owns channel i, or NULL. */
 static struct source *source_of(struct sampler *s, size_t i)
 {
     for (size_t k = 0; k < s->nsrc; k++)
@@ -116,11 +201,16 @@ static void open_power(struct run *r, struct run_gpu *g)
     const char *uu[RUN_GPUS_MAX];
     struct srt_power_assignment as[RUN_GPUS_MAX * 8];
     size_t na = 0;
-    bool counter = true;
+    /* per backend: has GPUs, all of them with a counter */
+    bool used[NBACKENDS] = {0}, counter[NBACKENDS];
+    for (size_t b = 0; b < NBACKENDS; b++)
+        counter[b] = true;
     for (size_t d = 0; d < g->n; d++) {
         idx[d] = g->dev[d].index;
         uu[d] = g->dev[d].uuid;
-        counter = counter && r->s->set.ch[g->dev[d].ch].form == FORM_COUNTER;
+        size_t b = (size_t)(g->dev[d].b - backends);
+        used[b] = true;
+        counter[b] = counter[b] && r->s->set.ch[g->dev[d].ch].form == FORM_COUNTER;
         for (size_t k = 0; k < r->njobs && na < sizeof as / sizeof as[0]; k++)
             if (g->dev[d].owns[k])
                 as[na++] = (struct srt_power_assignment){
@@ -130,6 +220,23 @@ static void open_power(struct run *r, struct run_gpu *g)
                     .worker_process = r->jobs[k].spec->name,
                 };
     }
+    /* the manifest's strings are the run's: those of the one source of its GPUs, or with GPUs
+     * of both each source's, joined by '+' (nvml first); a scope "..._by_dcgm_or_nvml" as
+     * carma collect writes it */
+    if (g->n == 0)
+        used[0] = true; /* no GPU: NVML's strings, as ever */
+    char metric[160] = "", util[160] = "";
+    const char *scope = NULL;
+    size_t ml = 0, ul = 0;
+    for (size_t b = 0; b < NBACKENDS; b++) {
+        if (!used[b])
+            continue;
+        const struct gpu_backend *k = &backends[b];
+        ml += (size_t)snprintf(metric + ml, sizeof metric - ml, "%s%s", ml ? "+" : "",
+                               counter[b] ? k->metric_counter : k->metric_gauge);
+        ul += (size_t)snprintf(util + ul, sizeof util - ul, "%s%s", ul ? "+" : "", k->util_metric);
+        scope = scope ? "gpu_device_board_as_reported_by_dcgm_or_nvml" : k->power_scope;
+    }
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/power", r->dir);
     double iv = (double)r->s->interval_ns / 1e9;
@@ -138,9 +245,9 @@ static void open_power(struct run *r, struct run_gpu *g)
         .run_name = r->x.name,
         .interval_s = iv > RUN_GPU_UTIL_PERIOD_NS / 1e9 ? iv : RUN_GPU_UTIL_PERIOD_NS / 1e9,
         .producer_version = CARMA_VERSION,
-        .source_metric =
-            counter ? "nvmlDeviceGetTotalEnergyConsumption" : "nvmlDeviceGetPowerUsage",
-        .power_scope = "gpu_device_board_as_reported_by_nvml",
+        .source_metric = metric,
+        .power_scope = scope,
+        .util_metric = util,
         .ndev = g->n,
         .gpu_index = idx,
         .gpu_uuid = uu,
@@ -158,8 +265,7 @@ int run_gpu_setup(struct run *r)
     struct sampler *s = r->s;
     size_t n = 0;
     for (size_t i = 0; i < s->set.n; i++)
-        n += strcmp(s->set.ch[i].source, "nvml") == 0 && s->set.ch[i].kind == KIND_GPU &&
-             s->set.ch[i].domain == DOMAIN_TOTAL;
+        n += backend_of(&s->set.ch[i]) != NULL;
     if (n == 0)
         return 0;
     struct run_gpu *g = calloc(1, sizeof *g);
@@ -170,11 +276,11 @@ int run_gpu_setup(struct run *r)
     r->gpu = g;
     for (size_t i = 0; i < s->set.n && g->n < RUN_GPUS_MAX; i++) {
         const struct channel *c = &s->set.ch[i];
-        if (strcmp(c->source, "nvml") != 0 || c->kind != KIND_GPU || c->socket < 0 ||
-            c->domain != DOMAIN_TOTAL)
+        const struct gpu_backend *b = backend_of(c);
+        if (!b || c->socket < 0)
             continue;
         struct source *src = source_of(s, i);
-        const char *uuid = nvml_device_uuid(src, (unsigned)c->socket);
+        const char *uuid = b->uuid(src, (unsigned)c->socket);
         if (!uuid || splitter_add_gpu(&r->split, i) < 0)
             continue;
         struct gpu_dev *d = &g->dev[g->n++];
@@ -182,6 +288,7 @@ int run_gpu_setup(struct run *r)
         d->index = (unsigned)c->socket;
         d->uuid = uuid;
         d->src = src;
+        d->b = b;
         d->util_valid = true;
     }
     /* the GPUs' other power readings (components) are only compared, never split */
@@ -219,7 +326,8 @@ static void read_processes(struct run *r, struct run_gpu *g)
     }
     for (size_t d = 0; d < g->n; d++) {
         struct gpu_dev *v = &g->dev[d];
-        v->nprocs = nvml_device_processes(v->src, v->index, v->procs, NVML_PROCS_MAX);
+        v->nprocs = v->b->processes ? v->b->processes(v->src, v->index, v->procs, NVML_PROCS_MAX)
+                                    : -EOPNOTSUPP;
         for (int p = 0; p < v->nprocs; p++)
             v->proc_job[p] = pidowner_lookup(&g->owner, (pid_t)v->procs[p].pid, g->pj,
                                              r->njobs < SPLIT_JOBS_MAX ? r->njobs : SPLIT_JOBS_MAX);
@@ -253,8 +361,8 @@ static void write_utilization(struct run *r, struct run_gpu *g)
                                (double)(r->s->real_now - (g->n ? g->dev[0].util_ns / 2 : 0)) / 1e9);
     for (size_t d = 0; d < g->n; d++) {
         struct gpu_dev *v = &g->dev[d];
-        struct nvml_util u;
-        bool have_u = nvml_device_utilization(v->src, v->index, &u) == 0;
+        struct gpu_util_now u;
+        bool have_u = v->b->utilization(v->src, v->index, &u) == 0;
         if (have_u || v->nprocs >= 0) {
             rundir_rows_gpu_device(b, ts, tl, v->index, v->uuid, have_u ? u.gpu_pct : NAN,
                                    have_u ? u.mem_pct : NAN);
@@ -272,7 +380,7 @@ static void write_utilization(struct run *r, struct run_gpu *g)
         }
         if (g->srt && v->util_valid && v->util_ns > 0)
             srt_power_row(g->srt, v->index, v->uuid, v->util_j / ((double)v->util_ns / 1e9),
-                          have_u ? u.gpu_pct : NAN, NAN);
+                          have_u ? u.gpu_pct : NAN, have_u ? u.sm_active : NAN);
         v->util_j = 0;
         v->util_ns = 0;
         v->util_valid = true;
@@ -357,6 +465,7 @@ void run_gpu_report(struct run *r, struct rundir_report_in *in, struct rundir_re
         struct rundir_report_gpu *o = &out[d];
         *o = (struct rundir_report_gpu){
             .channel = c->name,
+            .source = c->source,
             .index = v->index,
             .uuid = v->uuid,
             .label = c->label,
@@ -384,8 +493,12 @@ void run_gpu_report(struct run *r, struct rundir_report_in *in, struct rundir_re
         for (size_t k = 0; k < r->njobs; k++)
             o->owns[k] = v->owns[k];
     }
-    in->have_gpu_lists = g != NULL;
-    if (g) {
+    /* process lists were read unless every GPU's source lists none (DCGM's) */
+    bool lists = g && g->n == 0;
+    for (size_t d = 0; g && d < g->n; d++)
+        lists = lists || g->dev[d].b->processes;
+    in->have_gpu_lists = lists;
+    if (in->have_gpu_lists) {
         in->gpu_list_reads = g->queries;
         in->gpu_list_mean_ms = g->queries ? (double)g->query_ns / 1e6 / (double)g->queries : NAN;
         in->gpu_list_period_ms = (double)g->period_ns / 1e6;

@@ -32,8 +32,10 @@
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "rundir/manifest.h"
+#include "rundir/rows.h"
 #include "rundir/writer.h"
 #include "sampler/samples_csv.h"
+#include "serve/markd.h"
 #include "workload/jobs.h"
 #include "workload/launcher.h"
 #include "workload/proctree.h"
@@ -55,12 +57,15 @@ struct stat_opts {
     double pue;
     int64_t baseline_ns;
     int64_t grace_ns;
+    bool group_set; /* --socket-group */
+    gid_t gid;
     char **argv;
 };
 
 struct stat_run {
     struct stat_opts *o;
     struct sampler *s;
+    struct markd *marks; /* the marks socket of -o DIR (serve/markd.h), or NULL */
     struct samples_csv *csv;
     bool csv_failed;
     struct jobs ctl;     /* the command's process, carma's signals (workload/jobs) */
@@ -94,6 +99,14 @@ struct stat_run {
     struct rundir_writer out; /* -o DIR (rundir/writer) */
     bool start_failed;        /* the command could not be started */
     struct carbon_intensity ci;
+    /* DCGM's CPU utilization per socket (fields 1100-1104) over the command's ticks: the sum
+     * and count of the values present, per figure, and the ticks that gave any */
+    struct common_dcgm_cpus dcgm;
+    struct {
+        double sum[RUNDIR_CPU_UTIL_FIGURES];
+        uint64_t n[RUNDIR_CPU_UTIL_FIGURES];
+        uint64_t samples;
+    } dcgm_util[DCGM_SRC_CPUS_MAX];
 };
 
 static void help(void)
@@ -116,7 +129,7 @@ static void help(void)
            "  --pue X             power usage effectiveness of the facility (default 1.0)\n"
            "  --grace T           after forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT, wait T for\n"
            "                      the command's group to end, then SIGKILL it (default 5s;\n"
-           "                      a second signal kills at once)\n");
+           "                      a second signal kills at once)\n" SOCKET_GROUP_HELP);
 }
 
 static int parse_args(struct stat_opts *o, int argc, char **argv)
@@ -128,6 +141,7 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
         OPT_INTENSITY,
         OPT_PUE,
         OPT_GRACE,
+        OPT_SOCKET_GROUP,
     };
     static const struct option longopts[] = {
         COMMON_LONG_OPTIONS,
@@ -138,6 +152,7 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
         {"intensity", required_argument, NULL, OPT_INTENSITY},
         {"pue", required_argument, NULL, OPT_PUE},
         {"grace", required_argument, NULL, OPT_GRACE},
+        {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -181,6 +196,11 @@ static int parse_args(struct stat_opts *o, int argc, char **argv)
         case OPT_GRACE:
             if (cli_duration("--grace", optarg, 0, 3600 * NS_PER_S, &o->grace_ns) < 0)
                 return -1;
+            break;
+        case OPT_SOCKET_GROUP:
+            if (cli_socket_group("stat", optarg, &o->gid) < 0)
+                return -1;
+            o->group_set = true;
             break;
         case 'h':
             help();
@@ -280,11 +300,30 @@ static void write_samples(struct stat_run *r)
     }
 }
 
+/* Adds this tick's DCGM CPU utilization of each socket (the values present) to the window's. */
+static void dcgm_util_tick(struct stat_run *r)
+{
+    for (size_t k = 0; k < r->dcgm.n; k++) {
+        struct dcgm_cpu_util u;
+        if (dcgm_source_cpu_util(r->dcgm.src, r->dcgm.socket[k], &u) < 0)
+            continue;
+        const double v[RUNDIR_CPU_UTIL_FIGURES] = {u.total, u.user, u.nice, u.sys, u.irq};
+        r->dcgm_util[k].samples++;
+        for (int f = 0; f < RUNDIR_CPU_UTIL_FIGURES; f++)
+            if (!isnan(v[f])) {
+                r->dcgm_util[k].sum[f] += v[f];
+                r->dcgm_util[k].n[f]++;
+            }
+    }
+}
+
 /* One tick during the command: sample, journal, attribute. */
 static void run_tick(struct stat_run *r, bool final)
 {
     sampler_tick(r->s);
     write_samples(r);
+    markd_publish_sampler(r->marks, r->s);
+    dcgm_util_tick(r);
     /* CPU times advance in 10 ms clock ticks: the tree is re-read with proc/stat, so that the
      * busy and tree deltas cover the same interval */
     if (final)
@@ -422,6 +461,26 @@ static json_t *node_method(const struct sampler *s, const int *idx, size_t n)
     return json_string(meas && est ? "measured+estimated" : meas ? "measured" : "estimated");
 }
 
+/* dcgm_cpu_util: per DCGM CPU socket, the mean of each figure over the command's ticks that
+ * gave it (null when none did) and the count of ticks that gave any. */
+static json_t *dcgm_util_json(const struct stat_run *r)
+{
+    static const char *const names[RUNDIR_CPU_UTIL_FIGURES] = {"total", "user", "nice", "sys",
+                                                               "irq"};
+    json_t *arr = json_array();
+    for (size_t k = 0; k < r->dcgm.n; k++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "socket", json_integer(r->dcgm.socket[k]));
+        for (int f = 0; f < RUNDIR_CPU_UTIL_FIGURES; f++)
+            jsonutil_set_num(
+                o, names[f],
+                r->dcgm_util[k].n[f] ? r->dcgm_util[k].sum[f] / (double)r->dcgm_util[k].n[f] : NAN);
+        json_object_set_new(o, "samples", json_integer((json_int_t)r->dcgm_util[k].samples));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
 static json_t *summary_json(struct stat_run *r)
 {
     const struct sampler *s = r->s;
@@ -528,6 +587,8 @@ static json_t *summary_json(struct stat_run *r)
     jsonutil_set_num(cmd, "cpu_time_s", r->have_tree ? (double)r->tree_ns / 1e9 : NAN);
     jsonutil_set_num(cmd, "node_busy_time_s",
                      r->have_tree && s->have_util ? (double)r->busy_ns / 1e9 : NAN);
+    if (r->dcgm.n)
+        json_object_set_new(cmd, "dcgm_cpu_util", dcgm_util_json(r));
     jsonutil_set_num(cmd, "node_cpu_energy_j", attr ? r->all_l.total_j : NAN);
     jsonutil_set_num(cmd, "dynamic_cpu_energy_j",
                      attr && r->have_static ? r->dyn_l.job[0].energy_j : NAN);
@@ -561,6 +622,40 @@ static json_t *summary_json(struct stat_run *r)
 
 /* a figure printed with 3 decimals: never "-0.000" */
 #define Z3(x) fmt_round_zero((x), 3)
+
+/* A ratio of dcgm_cpu_util as a percentage with one decimal, "?" for null. */
+static const char *pct_text(const json_t *v, char *buf, size_t cap)
+{
+    if (json_is_number(v))
+        snprintf(buf, cap, "%.1f%%", fmt_round_zero(100 * json_number_value(v), 1));
+    else
+        snprintf(buf, cap, "?");
+    return buf;
+}
+
+/* One line per socket of summary_json's dcgm_cpu_util (nothing when there is none). */
+static void dcgm_util_print(FILE *f, const json_t *arr)
+{
+    size_t k;
+    json_t *o;
+    json_array_foreach(arr, k, o)
+    {
+        json_int_t n = json_integer_value(json_object_get(o, "samples"));
+        fprintf(f, "  DCGM CPU %-4lld ",
+                (long long)json_integer_value(json_object_get(o, "socket")));
+        if (n == 0) {
+            fprintf(f, "utilization: no value from DCGM during the command\n");
+            continue;
+        }
+        char t[5][24];
+        fprintf(f, "utilization %s (user %s, nice %s, sys %s, irq %s; mean of %lld readings)\n",
+                pct_text(json_object_get(o, "total"), t[0], sizeof t[0]),
+                pct_text(json_object_get(o, "user"), t[1], sizeof t[1]),
+                pct_text(json_object_get(o, "nice"), t[2], sizeof t[2]),
+                pct_text(json_object_get(o, "sys"), t[3], sizeof t[3]),
+                pct_text(json_object_get(o, "irq"), t[4], sizeof t[4]), (long long)n);
+    }
+}
 
 static void print_summary(struct stat_run *r, const json_t *j)
 {
@@ -647,6 +742,7 @@ static void print_summary(struct stat_run *r, const json_t *j)
             fprintf(f, "  command dyn.  %.3f J above a static %.3f W (%s)\n",
                     Z3(json_real_value(dyn)), r->static_w, r->static_source);
     }
+    dcgm_util_print(f, json_object_get(cmd, "dcgm_cpu_util"));
     json_t *carbon = json_object_get(j, "carbon");
     json_t *g = json_object_get(carbon, "g_co2e");
     if (json_is_real(g) && !na)
@@ -708,7 +804,8 @@ static int setup_run_dir(struct stat_run *r)
 {
     if (!r->o->run_dir)
         return 0;
-    static const char *const outputs[] = {OUTDIR_CLAIM, "samples.csv", "summary.json", NULL};
+    static const char *const outputs[] = {OUTDIR_CLAIM, "samples.csv", "summary.json",
+                                          "marks.csv",  "carma.sock",  NULL};
     int c = outdir_claim("stat", "-o", r->o->run_dir, outputs, &r->dir_created);
     if (c != 0)
         return c;
@@ -764,6 +861,7 @@ int cmd_stat(int argc, char **argv)
     }
     int status = 1;
     r.ncpu_idx = sampler_select_cpu(r.s, r.cpu_idx);
+    common_dcgm_cpus(r.s, &r.dcgm);
     /* the model knows its static power; a baseline measurement replaces it */
     if (r.ncpu_idx) {
         double idle = 0;
@@ -801,12 +899,26 @@ int cmd_stat(int argc, char **argv)
         status = sd;
         goto out;
     }
+    if (o.run_dir) {
+        /* the marks socket: CARMA_SOCKET in the command's environment */
+        struct markd_opts mo = {.dir = o.run_dir,
+                                .version = CARMA_VERSION,
+                                .group_set = o.group_set,
+                                .gid = o.gid,
+                                .warn = cli_say};
+        r.marks = markd_start(&mo, &e);
+        if (r.marks)
+            setenv("CARMA_SOCKET", markd_socket(r.marks), 1);
+        else
+            cli_error("%s (marks are off: the command's windows will not be reported)", e.msg);
+    }
     if (sampler_start(r.s) < 0) {
         cli_error("cannot start the sampling timer: %s", strerror(errno));
         goto out;
     }
     sampler_tick(r.s);
     write_samples(&r);
+    markd_publish_sampler(r.marks, r.s);
     if (o.baseline_ns) {
         int b = measure_baseline(&r);
         if (b == -EINTR) {
@@ -826,6 +938,7 @@ int cmd_stat(int argc, char **argv)
         write_manifest(&r, true);
         goto out;
     }
+    markd_add_root(r.marks, r.cmd.pid, "cmd");
     attrib_init(&r,
                 r.s->interval_ns > ATTRIB_EPOCH_MIN_NS ? r.s->interval_ns : ATTRIB_EPOCH_MIN_NS);
     if (proctree_init(&r.tree, r.cmd.pid, "/proc", PROCTREE_SCAN_NS) == 0) {
@@ -870,6 +983,16 @@ int cmd_stat(int argc, char **argv)
         if (w < 0)
             cli_error("cannot write %s: %s", o.json_out, strerror(-w));
     }
+    if (r.marks) {
+        struct carma_err me = {0};
+        int left = markd_stop(r.marks, r.s->real_now, &me);
+        r.marks = NULL;
+        if (left < 0)
+            cli_error("%s", me.msg);
+        else if (left > 0 && o.c.verbose >= 0)
+            cli_error("%d window%s still open at the end (marks.csv: unended)", left,
+                      left == 1 ? "" : "s");
+    }
     if (o.run_dir) {
         /* the count of what the warning above began */
         rundir_writer_losses(&r.out, samples_csv_journal(r.csv), NULL);
@@ -878,6 +1001,7 @@ int cmd_stat(int argc, char **argv)
     }
     json_decref(j);
 out:
+    markd_stop(r.marks, r.s ? r.s->real_now : 0, NULL);
     supervisor_stop(&sup);
     if (r.have_tree)
         proctree_done(&r.tree);

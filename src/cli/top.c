@@ -1,9 +1,9 @@
 /*
  * carma top RUN_DIR: the live view of a run directory (report/live) from another terminal:
  * per job the power now, the energy and CO2e so far, the node's power by domain, the elapsed
- * time, redrawn every interval until the run ends (then its last figures) or SIGINT/SIGTERM.
- * On a terminal the view is redrawn in place; otherwise each frame is a plain block of lines
- * with no escape codes.
+ * time, the mark windows open now, redrawn every interval until the run ends (then its last
+ * figures) or SIGINT/SIGTERM. On a terminal the view is redrawn in place; otherwise each frame
+ * is a plain block of lines with no escape codes.
  */
 #include "cli/cli.h"
 
@@ -28,16 +28,17 @@ static void usage(FILE *f)
                "\n"
                "The live view of a carma run directory, running or finished: per job the power\n"
                "over the last second, the energy (Wh) and operational CO2e so far; the node's\n"
-               "power by domain; the elapsed time. Redrawn every T (default 1s) until the run\n"
-               "ends or SIGINT/SIGTERM; plain lines, no escape codes, when stdout is not a\n"
-               "terminal.\n"
+               "power by domain; the elapsed time; the mark windows open now (marks.csv:\n"
+               "name, job, how long open, the node's energy since the begin; 8 shown, then\n"
+               "\"+K more\"). Redrawn every T (default 1s) until the run ends or\n"
+               "SIGINT/SIGTERM; plain lines, no escape codes, when stdout is not a terminal.\n"
                "\n"
                "options:\n"
                "  --interval T   the redraw period (default 1s)\n"
                "  --once         one frame, then exit\n"
                "  --json         each frame as one line of JSON (run_dir, elapsed_s, finished,\n"
                "                 carma_gone, node_power_w, domains, jobs, idle_j, other_j,\n"
-               "                 unattributed_j)\n"
+               "                 unattributed_j, open_windows, open_windows_more)\n"
                "  -h, --help\n"
                "\n"
                "A run whose manifest.json says \"running\" but whose carma is gone from this\n"
@@ -84,6 +85,24 @@ static json_t *view_json(const struct live_view *v)
     jsonutil_set_num(o, "idle_j", v->have_jobs ? v->idle_j : NAN);
     jsonutil_set_num(o, "other_j", v->have_jobs ? v->other_j : NAN);
     jsonutil_set_num(o, "unattributed_j", v->have_jobs ? v->unattributed_j : NAN);
+    json_t *wins = json_array();
+    for (size_t k = 0; k < v->nwindows; k++) {
+        const struct live_window *w = &v->window[k];
+        bool known = isfinite(w->energy_j);
+        json_t *x = json_object();
+        json_object_set_new(x, "id", json_integer(w->id));
+        json_object_set_new(x, "name", json_string(w->name));
+        json_object_set_new(x, "workload", w->workload[0] ? json_string(w->workload) : json_null());
+        jsonutil_set_num(x, "begin_unix", w->begin_unix);
+        jsonutil_set_num(x, "open_s", w->open_s);
+        jsonutil_set_num(x, "energy_j", w->energy_j);
+        json_object_set_new(x, "method",
+                            known ? json_string(w->estimated ? "estimated" : "measured")
+                                  : json_null());
+        json_array_append_new(wins, x);
+    }
+    json_object_set_new(o, "open_windows", wins);
+    json_object_set_new(o, "open_windows_more", json_integer((json_int_t)v->windows_more));
     return o;
 }
 
@@ -157,6 +176,10 @@ int cmd_top(int argc, char **argv)
         if (rd.warning[0]) {
             fprintf(stderr, "warning: %s\n", rd.warning);
             rd.warning[0] = '\0';
+        }
+        if (rd.marks.warning[0]) {
+            fprintf(stderr, "warning: %s\n", rd.marks.warning);
+            rd.marks.warning[0] = '\0';
         }
         struct winsize ws;
         int width = ansi && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 100;

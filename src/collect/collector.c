@@ -685,28 +685,31 @@ static int file_flush(struct out_file *f, struct carma_err *e)
 
 static int file_close(struct out_file *f, struct carma_err *e)
 {
-    int ret = 0;
-    if (f->csv) {
-        int r = journal_sync(f->csv);
-        if (r < 0)
-            ret = carma_err_set(e, r, "cannot write %s: %s", f->path, strerror(-r));
-        r = journal_close(f->csv);
-        if (r < 0 && !ret)
-            ret = carma_err_set(e, r, "cannot write %s: %s", f->path, strerror(-r));
-    }
+    int ret = journal_finish(f->csv, f->path, e);
     f->csv = NULL;
     csv_buf_free(&f->buf);
     return ret;
 }
 
-struct collect_out *collect_out_open(const char *dir, struct carma_err *e)
+const char *collect_samples_name(const char *dir)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/" COLLECT_SAMPLES, dir);
+    if (stat(p, &st) == 0)
+        return COLLECT_SAMPLES;
+    snprintf(p, sizeof p, "%s/" COLLECT_HOST_SAMPLES, dir);
+    return stat(p, &st) == 0 ? COLLECT_HOST_SAMPLES : COLLECT_SAMPLES;
+}
+
+struct collect_out *collect_out_open(const char *dir, const char *samples, struct carma_err *e)
 {
     struct collect_out *o = calloc(1, sizeof *o);
     if (!o) {
         carma_err_set(e, -ENOMEM, "out of memory");
         return NULL;
     }
-    if (file_open(&o->samples, dir, "samples.csv", SAMPLES_HEADER, e) < 0 ||
+    if (file_open(&o->samples, dir, samples, SAMPLES_HEADER, e) < 0 ||
         file_open(&o->nodes, dir, "nodes.csv", NODES_HEADER, e) < 0) {
         collect_out_close(o, NULL);
         return NULL;
@@ -1110,6 +1113,76 @@ void collect_out_dcgm(struct collect_out *o, int64_t real_ns, const char *node, 
         row_end(nb);
         o->nodes.rows_pending++;
     }
+}
+
+void collect_out_sampler(struct collect_out *o, const char *node, const char *target,
+                         const struct sampler *s)
+{
+    if (!o || !o->in_cycle || !s)
+        return;
+    row_prefix(o, s->real_now, false);
+    struct csv_buf *b = &o->samples.buf;
+    for (size_t i = 0; i < s->set.n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        const char *cells[5] = {c->name, c->source ? c->source : "", channel_kind_name(c->kind),
+                                channel_domain_name(c->domain), channel_method_name(c->method)};
+        size_t more = 2 * 32 + 16;
+        for (size_t k = 0; k < 5; k++)
+            more += 2 * strlen(cells[k]) + 3;
+        if (!row_start(o, b, node, target, more))
+            return;
+        for (size_t k = 0; k < 5; k++)
+            csv_buf_field(b, cells[k], 0);
+        b->data[b->len++] = ',';
+        const struct chan_state *st = &s->st[i];
+        if (st->tick_valid && st->watts >= 0)
+            put_num(b, st->watts);
+        b->data[b->len++] = ',';
+        if (st->samples)
+            put_num(b, st->energy_j);
+        row_end(b);
+        o->samples.rows_pending++;
+    }
+    int idx[CHANNELS_MAX];
+    size_t n = sampler_select_node(s, idx);
+    bool measured = false, estimated = false, valid = n > 0;
+    double w = 0, j = 0;
+    for (size_t k = 0; k < n; k++) {
+        const struct chan_state *st = &s->st[idx[k]];
+        if (s->set.ch[idx[k]].method == METHOD_MEASURED)
+            measured = true;
+        else
+            estimated = true;
+        valid = valid && st->tick_valid && isfinite(st->watts) && st->watts >= 0;
+        w += st->watts;
+        j += st->energy_j;
+    }
+    const char *method = measured && estimated ? "measured+estimated"
+                         : measured            ? "measured"
+                         : estimated           ? "estimated"
+                                               : "";
+    struct csv_buf *nb = &o->nodes.buf;
+    if (!row_start(o, nb, node, target, 2 * strlen(method) + 8 * 32 + 16))
+        return;
+    csv_buf_field(nb, method, 0);
+    nb->data[nb->len++] = ',';
+    if (valid)
+        put_num(nb, w);
+    nb->data[nb->len++] = ',';
+    if (n)
+        put_num(nb, j);
+    double util[UTIL_MODES] = {NAN, NAN, NAN, NAN, NAN};
+    const struct procstat *u = &s->util;
+    if (s->have_util && u->primed && u->valid) {
+        util[0] = u->util_total;
+        util[1] = u->util_user;
+        util[2] = u->util_nice;
+        util[3] = u->util_sys;
+        util[4] = u->util_irq;
+    }
+    util_cells(nb, util);
+    row_end(nb);
+    o->nodes.rows_pending++;
 }
 
 int collect_out_cycle_end(struct collect_out *o, struct carma_err *e)

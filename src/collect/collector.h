@@ -29,6 +29,7 @@
 #include "collect/dcgm.h"
 #include "collect/promparse.h"
 #include "core/err.h"
+#include "sampler/sampler.h"
 
 #define COLLECT_DEFAULT_PORT 9405
 #define COLLECT_DCGM_PORT    9400 /* dcgm-exporter's default port */
@@ -100,9 +101,23 @@ struct collect_scrape_info {
 
 struct collect_out;
 
-/* Creates dir/samples.csv and dir/nodes.csv (replacing them) with their headers. dir must
- * exist. Returns NULL with e set naming the file. */
-struct collect_out *collect_out_open(const char *dir, struct carma_err *e);
+/*
+ * The name of the samples file of a collect directory: samples.csv for carma collect's own,
+ * COLLECT_HOST_SAMPLES (carma_samples.csv) for carma record's per-node recordings and carma
+ * merge's join of them. Those live inside an srt-slurm log directory (cpu_power/carma/...),
+ * and srt-slurm's power report takes every file named samples.csv below the log directory
+ * as a power series: another name keeps its discovery as it was.
+ */
+#define COLLECT_SAMPLES      "samples.csv"
+#define COLLECT_HOST_SAMPLES "carma_samples.csv"
+
+/* The samples file of the collect directory dir: COLLECT_SAMPLES when it is there, else
+ * COLLECT_HOST_SAMPLES when that is, else COLLECT_SAMPLES (for the reader's "not found"). */
+const char *collect_samples_name(const char *dir);
+
+/* Creates dir/SAMPLES (COLLECT_SAMPLES or COLLECT_HOST_SAMPLES) and dir/nodes.csv (replacing
+ * them) with their headers. dir must exist. Returns NULL with e set naming the file. */
+struct collect_out *collect_out_open(const char *dir, const char *samples, struct carma_err *e);
 
 /* Starts the rows of cycle seq. */
 void collect_out_cycle_begin(struct collect_out *o, uint64_t seq);
@@ -130,6 +145,18 @@ void collect_out_target(struct collect_out *o, int64_t real_ns, const char *node
  */
 void collect_out_dcgm(struct collect_out *o, int64_t real_ns, const char *node, const char *target,
                       const struct dcgm_scrape *d, struct collect_scrape_info *info);
+
+/*
+ * Adds the rows of this node's own sampler s at its current tick (`carma record`), stamped with
+ * the tick's realtime: one samples.csv row per channel (channel, source, kind, domain, method as
+ * `carma exporter` labels them, watts over the last tick, blank when unknown, joules_total its
+ * energy since the first reading), and one nodes.csv row: method (measured, estimated or
+ * measured+estimated), the node's watts (sampler_select_node; blank unless every channel of it
+ * read), joules and CPU utilization (blank before two reads of proc/stat). node and target name
+ * the rows. Allocates nothing once the buffers have grown to a cycle.
+ */
+void collect_out_sampler(struct collect_out *o, const char *node, const char *target,
+                         const struct sampler *s);
 
 /* Writes the cycle's rows (one write(2) per file). Returns 0 or a negative errno with e set
  * naming the file; the rows written before stay. */

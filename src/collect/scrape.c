@@ -549,22 +549,6 @@ json_t *scrape_manifest(struct scrape *c, const struct scrape_end *end, json_t *
 
 /* ---- the clock ---- */
 
-/* Waits until mono time t or a signal of set. Returns the signal that came, or 0. */
-static int wait_until(int64_t t, const sigset_t *set)
-{
-    for (;;) {
-        int64_t left = t - time_mono_ns();
-        if (left <= 0)
-            return 0;
-        struct timespec ts = {(time_t)(left / NS_PER_S), (long)(left % NS_PER_S)};
-        int s = sigtimedwait(set, NULL, &ts);
-        if (s > 0)
-            return s;
-        if (s < 0 && errno != EAGAIN && errno != EINTR)
-            return 0;
-    }
-}
-
 int scrape_signal_pending(const sigset_t *set)
 {
     sigset_t pend;
@@ -674,7 +658,7 @@ struct scrape *scrape_new(const struct collect_targets *ts, const struct scrape_
 
 int scrape_open(struct scrape *c, const char *dir, struct carma_err *e)
 {
-    c->out = collect_out_open(dir, e);
+    c->out = collect_out_open(dir, COLLECT_SAMPLES, e);
     if (!c->out)
         return e && e->code ? e->code : -EIO;
     if (c->o.srt_cpu) {
@@ -725,7 +709,7 @@ int scrape_run(struct scrape *c, const sigset_t *sigs, int *ret_sig)
         int64_t tick = c->start_mono + (int64_t)seq * c->o.interval_ns;
         if (c->o.duration_ns && tick - c->start_mono >= c->o.duration_ns)
             break;
-        int sig = wait_until(tick, sigs);
+        int sig = time_wait_signal_until(tick, sigs);
         if (sig) {
             *ret_sig = sig;
             break;

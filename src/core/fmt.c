@@ -118,3 +118,19 @@ double fmt_round_zero(double v, int dec)
     snprintf(buf, sizeof buf, "%.*f", dec, fabs(v));
     return strtod(buf, NULL) == 0.0 ? 0.0 : v;
 }
+
+void fmt_vappend(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+    size_t len = strnlen(buf, cap);
+    if (len + 1 >= cap)
+        return;
+    vsnprintf(buf + len, cap - len, fmt, ap);
+}
+
+void fmt_append(char *buf, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fmt_vappend(buf, cap, fmt, ap);
+    va_end(ap);
+}

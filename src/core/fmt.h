@@ -9,6 +9,7 @@
 #ifndef CARMA_CORE_FMT_H
 #define CARMA_CORE_FMT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,5 +41,11 @@ size_t fmt_double(char *buf, size_t cap, double v);
  * infinities are returned as they are.
  */
 double fmt_round_zero(double v, int dec);
+
+/* Appends what printf makes of fmt to the NUL-terminated text in buf (cap bytes in all),
+ * truncated to fit; nothing when buf is full. For messages, not the sampling path. */
+void fmt_append(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void fmt_vappend(char *buf, size_t cap, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif

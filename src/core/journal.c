@@ -134,6 +134,18 @@ bool journal_damaged(const struct journal *j)
     return j && j->damaged;
 }
 
+int journal_finish(struct journal *j, const char *path, struct carma_err *e)
+{
+    int ret = 0;
+    int r = journal_sync(j);
+    if (r < 0)
+        ret = carma_err_set(e, r, "cannot write %s: %s", path, strerror(-r));
+    r = journal_close(j);
+    if (r < 0 && !ret)
+        ret = carma_err_set(e, r, "cannot write %s: %s", path, strerror(-r));
+    return ret;
+}
+
 int journal_sync(struct journal *j)
 {
     if (j && j->fd >= 0 && fsync(j->fd) < 0 && errno != EINVAL)

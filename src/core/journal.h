@@ -65,6 +65,10 @@ int journal_sync(struct journal *j);
 /* The path the journal writes. */
 const char *journal_path(const struct journal *j);
 
+/* journal_sync then journal_close (NULL-safe: 0). Returns 0, or the first error, with e's message
+ * "cannot write PATH: <strerror>". The journal is freed either way. */
+int journal_finish(struct journal *j, const char *path, struct carma_err *e);
+
 /*
  * The count at the end, when rows were lost: "PATH: 1234 rows lost to: No space left on
  * device" (several reasons: "... lost to: No space left on device (1200), File too large

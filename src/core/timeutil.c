@@ -80,3 +80,18 @@ void time_format_duration(int64_t ns, char *buf, size_t cap)
     snprintf(buf, cap, "%s%llu%s%s", ns < 0 ? "-" : "", (unsigned long long)whole, frac,
              units[u].name);
 }
+
+int time_wait_signal_until(int64_t mono_ns, const sigset_t *set)
+{
+    for (;;) {
+        int64_t left = mono_ns - time_mono_ns();
+        if (left <= 0)
+            return 0;
+        struct timespec ts = {(time_t)(left / NS_PER_S), (long)(left % NS_PER_S)};
+        int s = sigtimedwait(set, NULL, &ts);
+        if (s > 0)
+            return s;
+        if (s < 0 && errno != EAGAIN && errno != EINTR)
+            return 0;
+    }
+}

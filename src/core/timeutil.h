@@ -7,6 +7,7 @@
 #ifndef CARMA_CORE_TIMEUTIL_H
 #define CARMA_CORE_TIMEUTIL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,11 @@ int64_t time_mono_ns(void);
 
 /* CLOCK_REALTIME in ns since the Unix epoch. */
 int64_t time_real_ns(void);
+
+/* Waits until CLOCK_MONOTONIC time mono_ns or one of the signals of set (blocked by the
+ * caller), whichever comes first. Returns the signal that came, or 0 at the time (or on an
+ * error of sigtimedwait other than EAGAIN and EINTR). */
+int time_wait_signal_until(int64_t mono_ns, const sigset_t *set);
 
 /*
  * Formats realtime t as local ISO 8601 with microseconds and the UTC offset, e.g.

@@ -484,7 +484,7 @@ int collectreport_figures_window(struct cr *cr, const struct cr_win *w, json_t *
             ntrapz |= !pr->counter;
             json_t *po = json_object();
             json_object_set_new(po, "file",
-                                json_string(pt->tab == &cr->s ? "samples.csv" : "nodes.csv"));
+                                json_string(pt->tab == &cr->s ? cr->samples : "nodes.csv"));
             json_object_set_new(po, "target", json_string(g->target));
             json_object_set_new(po, "channel",
                                 json_string(pt->tab == &cr->s ? ch->channel : "node total"));

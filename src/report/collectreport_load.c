@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collect/collector.h"
 #include "core/array.h"
 #include "core/fastnum.h"
 #include "rundir/rundir.h"
@@ -444,6 +445,7 @@ int collectreport_load_init(struct cr *cr, const char *dir, const struct collect
 {
     memset(cr, 0, sizeof *cr);
     cr->dir = dir;
+    cr->samples = collect_samples_name(dir);
     cr->edges = o->edges;
     cr->pue = o->pue > 0 ? o->pue : 1.0;
     cr->load_warnings = json_array();
@@ -452,7 +454,7 @@ int collectreport_load_init(struct cr *cr, const char *dir, const struct collect
 
 int collectreport_load_read(struct cr *cr, bool follow, struct carma_err *e)
 {
-    int r = tab_read(cr, &cr->s, &cr->rs, "samples.csv", false, follow, e);
+    int r = tab_read(cr, &cr->s, &cr->rs, cr->samples, false, follow, e);
     if (r == 0)
         r = tab_read(cr, &cr->n, &cr->rn, "nodes.csv", true, follow, e);
     return r;

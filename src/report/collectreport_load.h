@@ -88,6 +88,7 @@ struct cr_reader {
 /* A collect directory as read so far, and the scratch its figures use. */
 struct cr {
     const char *dir;
+    const char *samples; /* the samples file's name (collect_samples_name) */
     struct cr_reader rs, rn;
     json_t *load_warnings; /* of the reading (a torn last line): kept across polls */
     struct cr_tab s, n;    /* samples.csv, nodes.csv */

@@ -16,6 +16,7 @@
 #include "core/fastnum.h"
 #include "core/file.h"
 #include "core/iso8601.h"
+#include "rundir/rundir.h"
 #include "srt/log.h"
 
 #define WINDOWS_FILE_MAX (16u << 20)
@@ -354,6 +355,47 @@ static int srt_windows(struct cr *cr, struct cr_win **v, size_t *n, size_t *cap)
     return 0;
 }
 
+/* The windows marked during the collect run (marks.csv: carma mark on the head node), in the
+ * order they began; one never ended ends at the run's last sample t_end, with a warning. */
+static int mark_windows(struct cr *cr, struct cr_win **v, size_t *n, size_t *cap, double t_end,
+                        struct carma_err *e)
+{
+    struct rundir_mark *m = NULL;
+    size_t nm = 0;
+    char torn[4400];
+    int r = rundir_marks_load(cr->dir, &m, &nm, torn, sizeof torn, e);
+    if (r < 0)
+        return r;
+    if (torn[0] && (r = collectreport_load_warn(cr, "%s", torn)) < 0)
+        goto out;
+    for (size_t k = 0; k < nm; k++) {
+        if (m[k].id < 0)
+            continue;
+        struct cr_win w = {.source = "mark",
+                           .start = m[k].t0,
+                           .end = isnan(m[k].t1) ? t_end : m[k].t1,
+                           .tokens = m[k].tokens >= 0 ? (double)m[k].tokens : NAN,
+                           .requests = m[k].requests >= 0 ? (double)m[k].requests : NAN,
+                           .input_tokens = NAN};
+        snprintf(w.name, sizeof w.name, "%s", m[k].name);
+        if ((m[k].unended || isnan(m[k].t1)) &&
+            (r = collectreport_load_warn(cr,
+                                         "mark %s (id %lld) was never ended: its window ends "
+                                         "with the collect run",
+                                         m[k].name, m[k].id)) < 0)
+            goto out;
+        if (!(w.end > w.start))
+            continue; /* an instant: no energy to report */
+        if ((r = win_push(v, n, cap, &w)) < 0) {
+            r = carma_err_set(e, -ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+out:
+    free(m);
+    return r < 0 ? r : 0;
+}
+
 /* A --window's or a windows file's window, as source's. */
 static int win_push_user(struct cr_win **v, size_t *n, size_t *cap,
                          const struct collectreport_window *uw, const char *source)
@@ -385,7 +427,7 @@ int collectreport_window_list(struct cr *cr, const struct collectreport_opts *o,
                 t1 = cr->s.g[gi].t[cr->s.g[gi].n - 1];
         }
     if (!(t1 > t0)) {
-        r = carma_err_set(e, -ENODATA, "%s/samples.csv: %s: there is no run to report", cr->dir,
+        r = carma_err_set(e, -ENODATA, "%s/%s: %s: there is no run to report", cr->dir, cr->samples,
                           isfinite(t0) ? "one scrape's samples only" : "no power samples");
         goto out;
     }
@@ -408,6 +450,8 @@ int collectreport_window_list(struct cr *cr, const struct collectreport_opts *o,
             if (win_push_user(&wins, &nw, &wcap, &fw[i], "file") < 0)
                 goto oom;
     }
+    if ((r = mark_windows(cr, &wins, &nw, &wcap, t1, e)) < 0)
+        goto out;
     if (!o->no_srt && srt_windows(cr, &wins, &nw, &wcap) < 0)
         goto oom;
     *ret = wins;

@@ -17,14 +17,15 @@
 /* A window as reported: its name, where it came from, its span and its counts (NAN: none). */
 struct cr_win {
     char name[COLLECTREPORT_NAME_MAX];
-    const char *source; /* "run", "cli", "file", "srt" */
+    const char *source; /* "run", "cli", "file", "mark", "srt" */
     double start, end;
     double tokens, requests, input_tokens;
 };
 
 /*
  * The windows of cr's report, in order: "run" (from the first to the last sample of
- * samples.csv), o's --window ones, its --windows file's, and the srt-slurm log directory's
+ * samples.csv), o's --window ones, its --windows file's, the marks of its marks.csv (carma
+ * mark on the head node while carma collect ran), and the srt-slurm log directory's
  * (unless o->no_srt; a log whose windows cannot be read is a warning in cr->warnings). *ret
  * (malloc'ed, the caller's) and *ret_n on success. Returns 0, -ENODATA (no run: fewer than two
  * scrapes' samples), a windows file's error, or -ENOMEM, with e set.

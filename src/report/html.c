@@ -16,6 +16,7 @@
 #include "core/channel_kind.h"
 #include "core/jsonutil.h"
 #include "report/svg.h"
+#include "rundir/rundir.h"
 
 #define DEFAULT_POINTS 1500
 #define DEFAULT_BINS   1500
@@ -311,13 +312,343 @@ static size_t with_breaks(const struct runreport_chan_tl *c, double interval, do
     return m;
 }
 
-static int run_power_charts(FILE *f, const struct runreport_timeline *tl, size_t maxp)
+/* ---- marks: a timeline over the power charts ---- */
+
+/* x with 4 significant digits (no fewer than its integer digits), plain, for a tooltip (which
+ * is text): "–" when unknown. */
+static const char *snum(char buf[48], double x)
+{
+    if (!isfinite(x))
+        return "–";
+    double a = fabs(x);
+    int dec = a == 0 ? 0 : 3 - (int)floor(log10(a));
+    snprintf(buf, 48, "%.*f", dec < 0 ? 0 : dec > 12 ? 12 : dec, x);
+    return buf;
+}
+
+/* Whether report window w is a mark's (its key says "mark": "window" of a run's, "source" of a
+ * collect report's). */
+static bool is_mark(const json_t *w, const char *key)
+{
+    const char *v = jsonutil_get_str(w, key);
+    return v && strcmp(v, "mark") == 0;
+}
+
+#define NAME_COLORS 32 /* names given a color each, in order; the rest by a hash of the name */
+
+struct name_colors {
+    const char *name[NAME_COLORS];
+    size_t n;
+};
+
+static int name_color(struct name_colors *nc, const char *name)
+{
+    name = name ? name : "";
+    for (size_t k = 0; k < nc->n; k++)
+        if (strcmp(nc->name[k], name) == 0)
+            return (int)k;
+    if (nc->n < NAME_COLORS) {
+        nc->name[nc->n] = name;
+        return (int)nc->n++;
+    }
+    unsigned h = 5381;
+    for (const char *p = name; *p; p++)
+        h = h * 33 + (unsigned char)*p;
+    return (int)(h % 1000);
+}
+
+/*
+ * The marked windows of a page: a bar each for the timeline (its tooltip the window's figures),
+ * the first lane's again as bands behind the power charts, the events as ticks, and the time
+ * range every chart of the timeline's axis spans.
+ */
+struct marks_tl {
+    size_t n, nlanes, ntop, nev;
+    struct svg_band *b, *top;
+    struct svg_tick *ev;
+    char **text; /* the tooltips, n + nev */
+    double lo, hi;
+};
+
+static void marks_tl_free(struct marks_tl *m)
+{
+    for (size_t i = 0; m->text && i < m->n + m->nev; i++)
+        free(m->text[i]);
+    free(m->text);
+    free(m->b);
+    free(m->top);
+    free(m->ev);
+    memset(m, 0, sizeof *m);
+}
+
+static void marks_tl_widen(struct marks_tl *m, double x)
+{
+    if (isfinite(x)) {
+        m->lo = fmin(m->lo, x);
+        m->hi = fmax(m->hi, x);
+    }
+}
+
+/* Room for n windows and nev events; the lanes and bands once the windows are in. */
+static int marks_tl_alloc(struct marks_tl *m, size_t n, size_t nev)
+{
+    memset(m, 0, sizeof *m);
+    m->lo = INFINITY;
+    m->hi = -INFINITY;
+    m->b = calloc(n ? n : 1, sizeof *m->b);
+    m->top = calloc(n ? n : 1, sizeof *m->top);
+    m->ev = calloc(nev ? nev : 1, sizeof *m->ev);
+    m->text = calloc(n + nev ? n + nev : 1, sizeof *m->text);
+    if (!m->b || !m->top || !m->ev || !m->text) {
+        marks_tl_free(m);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* The lanes, and the windows of each group's first lane as the bands behind the charts. */
+static int marks_tl_lanes(struct marks_tl *m)
+{
+    int r = svg_lanes(m->b, m->n, &m->nlanes);
+    size_t first[SVG_LANES_MAX + 1];
+    const char *gname[SVG_LANES_MAX];
+    size_t ng = 0;
+    for (size_t i = 0; r == 0 && i < m->n; i++) {
+        size_t g = 0;
+        while (g < ng && !(gname[g] == m->b[i].group ||
+                           (gname[g] && m->b[i].group && strcmp(gname[g], m->b[i].group) == 0)))
+            g++;
+        if (g == ng && ng < SVG_LANES_MAX) {
+            gname[ng] = m->b[i].group;
+            first[ng++] = m->b[i].lane;
+        }
+        if (g < ng && m->b[i].lane < first[g])
+            first[g] = m->b[i].lane;
+    }
+    for (size_t i = 0; r == 0 && i < m->n; i++) {
+        size_t g = 0;
+        while (g < ng && !(gname[g] == m->b[i].group ||
+                           (gname[g] && m->b[i].group && strcmp(gname[g], m->b[i].group) == 0)))
+            g++;
+        if (g < ng && m->b[i].lane == first[g])
+            m->top[m->ntop++] = m->b[i];
+    }
+    return r;
+}
+
+/* A run's mark window's tooltip: who marked it, when, its energies, counts and flags. */
+static char *run_mark_title(const json_t *w, double t0)
+{
+    char *buf = NULL, a[48], b[48], c[48];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    const char *wl = jsonutil_get_str(w, "workload"), *by = jsonutil_get_str(w, "ended_by");
+    double s0 = jsonutil_get_num(w, "start_unix"), s1 = jsonutil_get_num(w, "end_unix");
+    fprintf(f, "%s (mark %lld)\n%s%s%s%s\n", jsonutil_get_str(w, "name"),
+            (long long)json_integer_value(json_object_get(w, "mark_id")),
+            wl ? "workload " : "no workload", wl ? wl : "", by ? ", ended by " : "", by ? by : "");
+    fprintf(f, "%+.3f s to %+.3f s since the run's start: %.3f s\n", s0 - t0, s1 - t0, s1 - s0);
+    fprintf(f, "node %s J", snum(a, jsonutil_get_num(w, "node_total_joules")));
+    if (json_is_number(json_object_get(w, "job_joules")))
+        fprintf(f, ", job %s J, other jobs %s J", snum(b, jsonutil_get_num(w, "job_joules")),
+                snum(c, jsonutil_get_num(w, "other_jobs_joules")));
+    if (json_is_integer(json_object_get(w, "tokens")))
+        fprintf(f, "\ntokens %lld: %s J/token",
+                (long long)json_integer_value(json_object_get(w, "tokens")),
+                snum(a, jsonutil_get_num(w, "joules_per_token")));
+    fprintf(f, "\n%.1f %% interpolated within ticks",
+            100 * jsonutil_get_num(w, "interpolated_fraction"));
+    if (json_is_true(json_object_get(w, "unended")))
+        fputs("\nunended: carma closed it when the measurement ended", f);
+    bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* The mark windows of a run's report and the events of its marks.csv. */
+static int run_marks(const struct runreport_timeline *tl, struct marks_tl *m)
+{
+    size_t n = 0, nev = 0, i;
+    const json_t *w;
+    json_array_foreach(tl->report, i, w) n += is_mark(w, "window");
+    for (size_t k = 0; k < tl->nmarks; k++)
+        nev += tl->marks[k].id < 0;
+    if (marks_tl_alloc(m, n, nev) < 0)
+        return -ENOMEM;
+    struct name_colors nc = {.n = 0};
+    json_array_foreach(tl->report, i, w)
+    {
+        if (!is_mark(w, "window"))
+            continue;
+        struct svg_band *b = &m->b[m->n];
+        if (!(m->text[m->n] = run_mark_title(w, tl->t0)))
+            goto oom;
+        *b = (struct svg_band){.label = jsonutil_get_str(w, "name"),
+                               .title = m->text[m->n],
+                               .id = json_integer_value(json_object_get(w, "mark_id")),
+                               .x0 = jsonutil_get_num(w, "start_unix"),
+                               .x1 = jsonutil_get_num(w, "end_unix"),
+                               .flagged = json_is_true(json_object_get(w, "unended")),
+                               .color = name_color(&nc, jsonutil_get_str(w, "name")),
+                               .group = jsonutil_get_str(w, "workload")
+                                            ? jsonutil_get_str(w, "workload")
+                                            : "no workload"};
+        marks_tl_widen(m, b->x0);
+        marks_tl_widen(m, b->x1);
+        m->n++;
+    }
+    for (size_t k = 0; k < tl->nmarks; k++) {
+        const struct rundir_mark *e = &tl->marks[k];
+        if (e->id >= 0)
+            continue;
+        char v[48];
+        char *t = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&t, &len);
+        if (!f)
+            goto oom;
+        fprintf(f, "%s = %s at %+.3f s%s%s%s", e->name, snum(v, e->value), e->t0 - tl->t0,
+                e->workload[0] ? " (workload " : "", e->workload, e->workload[0] ? ")" : "");
+        bool bad = ferror(f) != 0;
+        if (fclose(f) != 0 || bad) {
+            free(t);
+            goto oom;
+        }
+        m->text[m->n + m->nev] = t;
+        m->ev[m->nev++] = (struct svg_tick){.title = t, .x = e->t0};
+        marks_tl_widen(m, e->t0);
+    }
+    if (marks_tl_lanes(m) < 0)
+        goto oom;
+    for (size_t k = 0; k < tl->nch; k++)
+        for (size_t q = 0; q < tl->ch[k].n; q++)
+            if (isfinite(tl->ch[k].w[q]))
+                marks_tl_widen(m, tl->ch[k].t[q]);
+    return 0;
+oom:
+    marks_tl_free(m);
+    return -ENOMEM;
+}
+
+/* The timeline of the marks, on the axis of the charts below it. */
+static int marks_timeline(FILE *f, const struct marks_tl *m, const char *id, double x0,
+                          const char *x_label)
+{
+    if (m->n == 0 && m->nev == 0)
+        return 0;
+    char title[96];
+    if (m->nev)
+        snprintf(title, sizeof title, "Marked windows (%zu) and events (%zu)", m->n, m->nev);
+    else
+        snprintf(title, sizeof title, "Marked windows (%zu)", m->n);
+    struct svg_chart ch = {.id = id,
+                           .title = title,
+                           .x_label = x_label,
+                           .x0 = x0,
+                           .width = 1000,
+                           .x_fixed = true,
+                           .x_min = m->lo,
+                           .x_max = m->hi,
+                           .flag_note = "hatched, dashed: unended (carma closed it at the end)"};
+    return svg_timeline(f, &ch, m->b, m->n, m->ev, m->nev);
+}
+
+#define MARKS_TABLE_OPEN 30 /* mark windows listed open; more are folded */
+
+/* The table of a run's mark windows. */
+static void run_marks_table(FILE *f, const struct runreport_timeline *tl)
+{
+    size_t i, n = 0;
+    bool jobs = false, tokens = false; /* columns shown only when some window has them */
+    const json_t *w;
+    json_array_foreach(tl->report, i, w)
+    {
+        if (!is_mark(w, "window"))
+            continue;
+        n++;
+        jobs = jobs || json_is_number(json_object_get(w, "job_joules"));
+        tokens = tokens || json_is_integer(json_object_get(w, "tokens"));
+    }
+    if (n == 0)
+        return;
+    fprintf(f,
+            "<section id=\"marks\"><h2>Marked windows</h2>\n<p class=\"sub\">%zu window%s marked "
+            "by the programs (<code>carma mark</code>, libcarma, the Python module), in the order "
+            "they began; times since the run's start.%s</p>\n",
+            n, n == 1 ? "" : "s",
+            jobs ? " Job: the energy attributed to the workload that began the window; other "
+                   "jobs: to the other workloads."
+                 : "");
+    bool fold = n > MARKS_TABLE_OPEN;
+    if (fold)
+        fprintf(f, "<details><summary>the %zu windows</summary>\n", n);
+    fputs("<div class=\"scroll\"><table id=\"marks-table\"><tr><th class=\"l\">mark</th>"
+          "<th>id</th><th class=\"l\">workload</th><th>begin (s)</th><th>length (s)</th>"
+          "<th>node (J)</th>",
+          f);
+    if (jobs)
+        fputs("<th>job (J)</th><th>others (J)</th>", f);
+    if (tokens)
+        fputs("<th>tokens</th><th>J/token</th>", f);
+    fputs("<th title=\"the part of the window interpolated within ticks\">interp. (%)</th>"
+          "</tr>\n",
+          f);
+    json_array_foreach(tl->report, i, w)
+    {
+        if (!is_mark(w, "window"))
+            continue;
+        fprintf(f, "<tr data-id=\"%lld\"><td class=\"l\">",
+                (long long)json_integer_value(json_object_get(w, "mark_id")));
+        esc(f, jsonutil_get_str(w, "name"));
+        if (json_is_true(json_object_get(w, "unended")))
+            fputs(" <span class=\"tag estimated\">unended</span>", f);
+        if (jsonutil_get_num(w, "duration_seconds") < 2 * tl->interval_s)
+            fputs(" <span class=\"tag\">under 2 ticks</span>", f);
+        fputs("</td>", f);
+        td_int(f, jsonutil_get_num(w, "mark_id"));
+        fputs("<td class=\"l\">", f);
+        esc(f, jsonutil_get_str(w, "workload") ? jsonutil_get_str(w, "workload") : "–");
+        if (jsonutil_get_str(w, "ended_by")) {
+            fputs(", ended by ", f);
+            esc(f, jsonutil_get_str(w, "ended_by"));
+        }
+        fputs("</td><td>", f);
+        num(f, jsonutil_get_num(w, "start_unix") - tl->t0, 3);
+        fputs("</td><td>", f);
+        num(f, jsonutil_get_num(w, "duration_seconds"), 3);
+        fputs("</td>", f);
+        td_num(f, jsonutil_get_num(w, "node_total_joules"));
+        if (jobs) {
+            td_num(f, jsonutil_get_num(w, "job_joules"));
+            td_num(f, jsonutil_get_num(w, "other_jobs_joules"));
+        }
+        if (tokens) {
+            td_int(f, jsonutil_get_num(w, "tokens"));
+            td_num(f, jsonutil_get_num(w, "joules_per_token"));
+        }
+        fputs("<td>", f);
+        num(f, 100 * jsonutil_get_num(w, "interpolated_fraction"), 1);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table></div>\n", f);
+    if (fold)
+        fputs("</details>\n", f);
+    fputs("</section>\n", f);
+}
+
+static int run_power_charts(FILE *f, const struct runreport_timeline *tl, const struct marks_tl *mk,
+                            size_t maxp)
 {
     fputs("<section id=\"power\"><h2>Power over time, by domain</h2>\n"
           "<p class=\"sub\">Each channel's power at every tick; measured channels solid, estimated "
           "ones dashed. A component channel (a part of another) is shown, never added.</p>\n",
           f);
-    int r = 0;
+    int r = marks_timeline(f, mk, "marks-timeline", tl->t0, "time since the run's start");
     for (int g = 0; g < G_N && r == 0; g++) {
         size_t n = 0;
         for (size_t k = 0; k < tl->nch; k++)
@@ -358,7 +689,12 @@ static int run_power_charts(FILE *f, const struct runreport_timeline *tl, size_t
                                .y_from_zero = true,
                                .width = 1000,
                                .height = 300,
-                               .max_points = maxp};
+                               .max_points = maxp,
+                               .x_fixed = mk->n + mk->nev > 0,
+                               .x_min = mk->lo,
+                               .x_max = mk->hi,
+                               .bands = mk->top,
+                               .nbands = mk->ntop};
         if (r == 0)
             r = svg_lines(f, &ch, s, n, false);
         for (size_t k = 0; k < n; k++) {
@@ -698,7 +1034,17 @@ static void run_windows(FILE *f, const struct runreport_timeline *tl)
         const char *name = jsonutil_get_str(w, "name");
         fputs("<details", f);
         fputs(i == 0 ? " open><summary>" : "><summary>", f);
-        if (name) {
+        if (is_mark(w, "window")) {
+            const char *wl = jsonutil_get_str(w, "workload");
+            fputs("mark ", f);
+            esc(f, name);
+            fprintf(f, " (id %lld, ", (long long)json_integer_value(json_object_get(w, "mark_id")));
+            fputs(wl ? "workload " : "no workload", f);
+            esc(f, wl);
+            fputs(")", f);
+            if (json_is_true(json_object_get(w, "unended")))
+                fputs(" <span class=\"tag estimated\">unended</span>", f);
+        } else if (name) {
             fputs("workload ", f);
             esc(f, name);
             kind_tag(f, jsonutil_get_str(w, "type"));
@@ -771,7 +1117,13 @@ int html_run(const char *dir, const struct runreport_opts *ro, const struct html
     utc(f, tl.t1);
     fputs(".</p>\n", f);
     run_summary(f, &tl);
-    r = run_power_charts(f, &tl, maxp);
+    struct marks_tl mk;
+    r = run_marks(&tl, &mk);
+    if (r == 0)
+        r = run_power_charts(f, &tl, &mk, maxp);
+    marks_tl_free(&mk);
+    if (r == 0)
+        run_marks_table(f, &tl);
     if (r == 0)
         r = run_job_charts(f, &tl, maxp);
     if (r == 0) {
@@ -1182,6 +1534,70 @@ static void collect_energy_bars(FILE *f, const json_t *w, size_t wi)
     fputs("</ul></figure>\n", f);
 }
 
+/* A collect window's tooltip (a mark's): its span, the job's energy and power, its tokens. */
+static char *collect_mark_title(const json_t *w, double t0)
+{
+    char *buf = NULL, a[48], b[48];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    const json_t *job = json_object_get(w, "job");
+    double s0 = jsonutil_get_num(w, "start_unix"), s1 = jsonutil_get_num(w, "end_unix");
+    fprintf(f, "%s (mark)\n%+.3f s to %+.3f s since the first sample: %.3f s\n",
+            jsonutil_get_str(w, "name"), s0 - t0, s1 - t0, s1 - s0);
+    fprintf(f, "job %s J, %s W on average", snum(a, jsonutil_get_num(job, "energy_j")),
+            snum(b, jsonutil_get_num(job, "avg_power_w")));
+    if (json_is_number(json_object_get(w, "tokens")))
+        fprintf(f, "\ntokens %.0f: %s J/token", jsonutil_get_num(w, "tokens"),
+                snum(a, jsonutil_get_num(job, "j_per_token")));
+    bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* The mark windows of a collect report (source "mark"), and the range of its nodes' series. */
+static int collect_marks(const struct collectreport_timeline *tl, struct marks_tl *m)
+{
+    const json_t *ws = json_object_get(tl->report, "windows"), *w;
+    size_t n = 0, i;
+    json_array_foreach(ws, i, w) n += is_mark(w, "source");
+    if (marks_tl_alloc(m, n, 0) < 0)
+        return -ENOMEM;
+    struct name_colors nc = {.n = 0};
+    long long id = 0;
+    json_array_foreach(ws, i, w)
+    {
+        if (!is_mark(w, "source"))
+            continue;
+        if (!(m->text[m->n] = collect_mark_title(w, tl->t0))) {
+            marks_tl_free(m);
+            return -ENOMEM;
+        }
+        m->b[m->n] = (struct svg_band){.label = jsonutil_get_str(w, "name"),
+                                       .title = m->text[m->n],
+                                       .id = ++id,
+                                       .x0 = jsonutil_get_num(w, "start_unix"),
+                                       .x1 = jsonutil_get_num(w, "end_unix"),
+                                       .color = name_color(&nc, jsonutil_get_str(w, "name"))};
+        marks_tl_widen(m, m->b[m->n].x0);
+        marks_tl_widen(m, m->b[m->n].x1);
+        m->n++;
+    }
+    if (marks_tl_lanes(m) < 0) {
+        marks_tl_free(m);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < tl->nnodes; k++)
+        for (size_t q = 0; q < tl->nodes[k].n; q++)
+            if (isfinite(tl->nodes[k].w[q]))
+                marks_tl_widen(m, tl->nodes[k].t[q]);
+    return 0;
+}
+
 int html_collect(const struct collectreport_timeline *tl, const struct html_opts *o, char **ret,
                  size_t *ret_len, struct carma_err *e)
 {
@@ -1213,8 +1629,11 @@ int html_collect(const struct collectreport_timeline *tl, const struct html_opts
           "that count in it); a break where a gap is over the limit.</p>\n",
           f);
     struct svg_series *s = calloc(tl->nnodes ? tl->nnodes : 1, sizeof *s);
+    struct marks_tl mk = {.n = 0};
     if (!s)
         r = -ENOMEM;
+    else if ((r = collect_marks(tl, &mk)) == 0)
+        r = marks_timeline(f, &mk, "marks-timeline", tl->t0, "time since the first sample");
     for (size_t i = 0; r == 0 && i < tl->nnodes; i++)
         s[i] = (struct svg_series){.label = tl->nodes[i].node,
                                    .x = tl->nodes[i].t,
@@ -1230,8 +1649,16 @@ int html_collect(const struct collectreport_timeline *tl, const struct html_opts
                            .width = 1000,
                            .height = 320,
                            .max_points = maxp};
+    if (r == 0 && mk.n > 0) {
+        ch.x_fixed = true;
+        ch.x_min = mk.lo;
+        ch.x_max = mk.hi;
+        ch.bands = mk.top;
+        ch.nbands = mk.ntop;
+    }
     if (r == 0 && tl->nnodes > 0)
         r = svg_lines(f, &ch, s, tl->nnodes, false);
+    marks_tl_free(&mk);
     free(s);
     if (r == 0) {
         fputs("</section>\n<section id=\"energy\"><h2>Energy per node per window, by kind</h2>\n",

@@ -26,7 +26,8 @@ struct html_opts {
 
 /*
  * The HTML report of the carma run or stat directory dir into *ret (malloc'ed, *ret_len bytes
- * without the NUL that ends it). Errors as runreport_build's. Returns 0 or a negative errno.
+ * without the NUL that ends it); its marks (marks.csv) as a timeline over the power charts and
+ * a table. Errors as runreport_build's. Returns 0 or a negative errno.
  */
 int html_run(const char *dir, const struct runreport_opts *ro, const struct html_opts *o,
              char **ret, size_t *ret_len, struct carma_err *e);
@@ -43,7 +44,8 @@ int html_srt(const struct srt_log *log, const json_t *reports, const struct html
  * windows (the job's energy, power, carbon, tokens), each node's figures over the run, each
  * node's power over time (one line per node, breaks at gaps over the limit), and per window the
  * energy of each node stacked by device kind (the node's energy not in a kind channel shown as
- * "rest"), the coverage and the warnings. Returns 0 and the page (malloc'ed) or -ENOMEM.
+ * "rest"), the coverage and the warnings; the windows marked on its socket as a timeline over
+ * the power chart. Returns 0 and the page (malloc'ed) or -ENOMEM.
  */
 int html_collect(const struct collectreport_timeline *tl, const struct html_opts *o, char **ret,
                  size_t *ret_len, struct carma_err *e);

@@ -20,6 +20,7 @@
 #include "core/fmt.h"
 #include "core/jsonutil.h"
 #include "core/pidlive.h"
+#include "core/timeutil.h"
 
 #define TAIL_BYTES (256 * 1024)
 
@@ -51,6 +52,17 @@ static void line(FILE *f, bool ansi, int width, int *n, const char *fmt, ...)
     fputs(buf, f);
     fputs(ansi ? "\033[K\n" : "\n", f);
     (*n)++;
+}
+
+/* How long a window has been open: "12.3 s" below a minute, else "01:02:03". */
+static void duration(char *buf, size_t cap, double s)
+{
+    if (!isfinite(s))
+        snprintf(buf, cap, "-");
+    else if (s < 59.95)
+        snprintf(buf, cap, "%.1f s", s < 0 ? 0.0 : s);
+    else
+        hms(buf, cap, s);
 }
 
 static void watts(char *buf, size_t cap, double w)
@@ -85,6 +97,7 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
                               v->domain[i].estimated ? " (est.)" : "");
     }
     line(f, ansi, width, &n, "%s", dom);
+    bool est = false;
     if (!v->have_jobs) {
         line(f, ansi, width, &n, "(no job figures yet)");
     } else {
@@ -107,7 +120,6 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
             }
             line(f, ansi, width, &n, "%-24s %12s %14s %14s  %s", name, w, e, g, bar);
         }
-        bool est = false;
         for (size_t k = 0; k < v->njobs; k++)
             est |= v->job[k].estimated;
         static const char *const rest[3] = {"idle", "other", "unattributed"};
@@ -118,9 +130,29 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
                 snprintf(e, sizeof e, "%.4f Wh", fmt_round_zero(rj[k] / 3600.0, 4));
                 line(f, ansi, width, &n, "%-24s %12s %14s", rest[k], "", e);
             }
-        if (est)
-            line(f, ansi, width, &n, "* estimated (a power model, not a sensor)");
     }
+    if (v->nwindows) {
+        line(f, ansi, width, &n, "%-24s %-16s %10s %14s", "open window", "job", "open",
+             "node energy");
+        for (size_t k = 0; k < v->nwindows; k++) {
+            const struct live_window *x = &v->window[k];
+            char name[64], job[32], open[32], e[32];
+            bool known = isfinite(x->energy_j);
+            snprintf(name, sizeof name, "%.23s%s", x->name, known && x->estimated ? "*" : "");
+            snprintf(job, sizeof job, "%.16s", x->workload[0] ? x->workload : "-");
+            duration(open, sizeof open, x->open_s);
+            if (known)
+                snprintf(e, sizeof e, "%.4f Wh", fmt_round_zero(x->energy_j / 3600.0, 4));
+            else
+                snprintf(e, sizeof e, "-");
+            est |= known && x->estimated;
+            line(f, ansi, width, &n, "%-24s %-16s %10s %14s", name, job, open, e);
+        }
+        if (v->windows_more)
+            line(f, ansi, width, &n, "+%zu more", v->windows_more);
+    }
+    if (est)
+        line(f, ansi, width, &n, "* estimated (a power model, not a sensor)");
     if (ansi) {
         fputs("\033[J", f); /* what a longer previous frame left below */
     } else {
@@ -129,6 +161,205 @@ void live_render(FILE *f, const struct live_view *v, bool ansi, int width, int *
     fflush(f);
     if (lines)
         *lines = n;
+}
+
+/* ---- the open windows of marks.csv ---- */
+
+static const struct live_point *point(const struct live_marks *m, size_t k)
+{
+    return &m->pt[k % LIVE_POINTS];
+}
+
+/* w's energy at its begin from the ticks given, once one lies at or after it. */
+static void resolve(struct live_marks *m, struct live_open *w)
+{
+    if (!w->pending || m->npt == 0 || w->t0 > point(m, m->npt - 1)->t)
+        return; /* no tick at or after the begin yet */
+    w->pending = false;
+    m->npending--;
+    size_t oldest = m->npt > LIVE_POINTS ? m->npt - LIVE_POINTS : 0;
+    size_t b = m->npt - 1; /* the first tick at or after t0 */
+    while (b > oldest && point(m, b - 1)->t >= w->t0)
+        b--;
+    const struct live_point *pb = point(m, b);
+    if (b == 0 || pb->t == w->t0) { /* before the first tick (nothing measured before it) */
+        w->j0 = pb->j;
+        w->what = pb->what;
+        w->estimated = pb->estimated;
+        return;
+    }
+    const struct live_point *pa = point(m, b - 1);
+    if (b == oldest || pa->t >= w->t0 || pa->what != pb->what)
+        return; /* the tick before it is forgotten, or the channels changed: unknown */
+    w->j0 = pa->j + (pb->j - pa->j) * (w->t0 - pa->t) / (pb->t - pa->t);
+    w->what = pb->what;
+    w->estimated = pa->estimated || pb->estimated;
+}
+
+void live_marks_point(struct live_marks *m, double t, double j, unsigned what, bool estimated)
+{
+    m->pt[m->npt % LIVE_POINTS] = (struct live_point){t, j, what, estimated};
+    m->npt++;
+    for (size_t k = 0; k < m->nopen && m->npending; k++)
+        resolve(m, &m->open[k]);
+}
+
+void live_marks_reset_points(struct live_marks *m)
+{
+    m->npt = 0;
+}
+
+/* Says the first odd row of marks.csv (it is skipped). */
+static void odd_row(struct live_marks *m, const struct rundir_lines *l, long long id,
+                    const char *what)
+{
+    if (m->odd_said)
+        return;
+    m->odd_said = true;
+    snprintf(m->warning, sizeof m->warning, "%s:%zu: id %lld: %s: the row is skipped", l->path,
+             l->line, id, what);
+}
+
+static void take_mark(struct live_marks *m, const struct rundir_lines *l,
+                      const struct rundir_mark_row *row)
+{
+    if (row->event == RUNDIR_MARK_EVENT)
+        return;
+    size_t k = m->nopen;
+    while (k > 0 && m->open[k - 1].id != row->id)
+        k--;
+    if (row->event == RUNDIR_MARK_END || row->event == RUNDIR_MARK_UNENDED) {
+        /* markd's end and unended rows carry the window's own id and name */
+        if (k == 0 || strcmp(m->open[k - 1].name, row->name) != 0) {
+            odd_row(m, l, row->id,
+                    k ? "an end of another name than its begin's"
+                      : "an end of no open window (no begin row before it, or ended already)");
+            if (!k)
+                m->early_end[m->nearly++ % LIVE_EARLY_MAX] = row->id;
+            return;
+        }
+        if (m->open[k - 1].pending)
+            m->npending--;
+        memmove(&m->open[k - 1], &m->open[k], (m->nopen - k) * sizeof *m->open);
+        m->nopen--;
+        return;
+    }
+    if (k) {
+        odd_row(m, l, row->id, "a begin of a window open already");
+        return;
+    }
+    for (size_t q = 0; q < m->nearly && q < LIVE_EARLY_MAX; q++)
+        if (m->early_end[q] == row->id) { /* its end came first: it is no open window */
+            m->early_end[q] = 0;
+            odd_row(m, l, row->id, "a begin after its end");
+            return;
+        }
+    if (m->nopen == LIVE_OPEN_MAX) {
+        if (!m->full_said)
+            snprintf(m->warning, sizeof m->warning,
+                     "%s:%zu: more than %d windows open at once: the newer ones are not shown",
+                     l->path, l->line, LIVE_OPEN_MAX);
+        m->full_said = true;
+        return;
+    }
+    if (m->nopen == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 16;
+        struct live_open *o = realloc(m->open, cap * sizeof *o);
+        if (!o)
+            return; /* out of memory: the window is not shown */
+        m->open = o;
+        m->cap = cap;
+    }
+    struct live_open *w = &m->open[m->nopen++];
+    memset(w, 0, sizeof *w);
+    w->id = row->id;
+    snprintf(w->name, sizeof w->name, "%s", row->name);
+    snprintf(w->workload, sizeof w->workload, "%s", row->workload);
+    w->t0 = row->t;
+    w->j0 = NAN;
+    w->pending = true;
+    m->npending++;
+    resolve(m, w);
+}
+
+int live_marks_poll(struct live_marks *m, const char *dir, bool follow, struct carma_err *e)
+{
+    struct rundir_lines l;
+    struct carma_err oe = {0};
+    int rc = rundir_lines_open(&l, dir, "marks.csv", m->off, m->line, &oe);
+    if (rc == -ENOENT)
+        return 0; /* no mark yet (a run without marks has no marks.csv) */
+    if (rc < 0) {
+        if (e)
+            *e = oe;
+        return rc;
+    }
+    l.follow = follow;
+    if (l.line == 0) { /* from the start: the first look, or a file replaced */
+        m->nopen = m->npending = m->nearly = 0;
+        rc = rundir_marks_header(&m->h, &l, e);
+        if (rc < 0 && l.line == 0 && follow) {
+            rc = 0; /* its header is not yet whole: the next look */
+            goto out;
+        }
+        if (rc < 0)
+            goto out;
+        m->off = l.off;
+        m->line = l.line;
+    }
+    struct rundir_mark_row row;
+    while ((rc = rundir_lines_next(&l, e)) == 1) {
+        if ((rc = rundir_marks_row(&m->h, &l, &row, e)) < 0)
+            goto out;
+        take_mark(m, &l, &row);
+        m->off = l.off;
+        m->line = l.line;
+    }
+    if (rc == 0) {
+        m->off = l.off;
+        m->line = l.line;
+        if (l.torn && !m->torn_said) {
+            rundir_torn_warning(&l, m->warning, sizeof m->warning);
+            m->torn_said = true;
+        }
+    }
+out:
+    rundir_lines_close(&l);
+    return rc;
+}
+
+void live_marks_view(const struct live_marks *m, struct live_view *v, double now)
+{
+    v->nwindows = v->windows_more = 0;
+    const struct live_point *last = m->npt ? point(m, m->npt - 1) : NULL;
+    for (size_t k = 0; k < m->nopen; k++) {
+        if (v->nwindows == LIVE_WINDOWS_MAX) {
+            v->windows_more = m->nopen - k;
+            break;
+        }
+        const struct live_open *w = &m->open[k];
+        struct live_window *x = &v->window[v->nwindows++];
+        x->id = w->id;
+        snprintf(x->name, sizeof x->name, "%s", w->name);
+        snprintf(x->workload, sizeof x->workload, "%s", w->workload);
+        x->begin_unix = w->t0;
+        x->open_s = isfinite(now) ? (now > w->t0 ? now - w->t0 : 0.0) : NAN;
+        x->energy_j = NAN;
+        x->estimated = false;
+        if (!w->pending && isfinite(w->j0) && last && last->what == w->what) {
+            double d = last->j - w->j0;
+            if (d > -1e-6) { /* the counters only grow: a drop is no figure */
+                x->energy_j = d > 0 ? d : 0.0;
+                x->estimated = w->estimated || last->estimated;
+            }
+        }
+    }
+}
+
+void live_marks_free(struct live_marks *m)
+{
+    free(m->open);
+    memset(m, 0, sizeof *m);
 }
 
 /* ---- reading a run directory ---- */
@@ -222,8 +453,50 @@ static void take_summary(struct live_view *v, const char *s, size_t n)
     json_decref(o);
 }
 
+static void add_j(struct live_tick_j *a, const struct live_tick_j *b)
+{
+    a->j += b->j;
+    a->n += b->n;
+    a->estimated |= b->estimated;
+}
+
+/* The node's energy at the tick gathered, to the marks' windows (sampler_select_node's
+ * choice of channels, as markd's figure of a window). */
+static void node_point(struct live_reader *r)
+{
+    struct live_tick_j sum = {0};
+    unsigned choice, kinds = 0;
+    if (r->tj_meter.n) {
+        sum = r->tj_meter;
+        choice = 1;
+    } else if (r->tj_sys.n) {
+        sum = r->tj_sys;
+        choice = 2;
+    } else {
+        choice = 3;
+        for (int k = 0; k < CHANNEL_KINDS; k++) {
+            const struct live_tick_j *t = r->tj_meas[k].n ? &r->tj_meas[k] : &r->tj_est[k];
+            if (t->n) {
+                add_j(&sum, t);
+                kinds |= (r->tj_meas[k].n ? 1u : 2u) << (2 * k);
+            }
+        }
+    }
+    if (sum.n) /* what: the choice, the kinds and the number of channels */
+        live_marks_point(&r->marks, r->tick_t, sum.j, choice << 28 | kinds << 16 | (sum.n & 0xffff),
+                         sum.estimated);
+    memset(&r->tj_meter, 0, sizeof r->tj_meter);
+    memset(&r->tj_sys, 0, sizeof r->tj_sys);
+    memset(r->tj_meas, 0, sizeof r->tj_meas);
+    memset(r->tj_est, 0, sizeof r->tj_est);
+}
+
 static void commit_tick(struct live_reader *r, struct live_view *v)
 {
+    if (r->tick_rows == 0)
+        return;
+    r->tick_rows = 0;
+    node_point(r);
     if (r->ntick == 0)
         return;
     v->ndomains = r->ntick;
@@ -247,9 +520,17 @@ static void commit_tick(struct live_reader *r, struct live_view *v)
 /* One row of samples.csv (checked by rundir_samples_row) into the tick being gathered. */
 static void take_row(struct live_reader *r, struct live_view *v, const struct rundir_sample *row)
 {
-    if (r->ntick > 0 && row->t != r->tick_t)
+    if (r->tick_rows > 0 && row->t != r->tick_t)
         commit_tick(r, v);
     r->tick_t = row->t;
+    r->tick_rows++;
+    struct live_tick_j one = {isfinite(row->j) ? row->j : 0.0, 1, row->estimated};
+    if (row->meter)
+        add_j(&r->tj_meter, &one);
+    else if (row->total && !row->estimated && row->kind_id == KIND_SYSTEM)
+        add_j(&r->tj_sys, &one);
+    if (!row->meter && row->total && row->kind_id >= 0 && row->kind_id < CHANNEL_KINDS)
+        add_j(row->estimated ? &r->tj_est[row->kind_id] : &r->tj_meas[row->kind_id], &one);
     if (!row->total || isnan(row->w))
         return;
     size_t k;
@@ -351,7 +632,12 @@ static int read_samples(struct live_reader *r, struct live_view *v, bool follow,
     if (l.line == 0 && r->s_line > 0) { /* the file was replaced: from its header again */
         if ((rc = rundir_samples_header(&r->s, &l, e)) < 0)
             goto out;
-        r->ntick = 0;
+        r->ntick = r->tick_rows = 0;
+        memset(&r->tj_meter, 0, sizeof r->tj_meter);
+        memset(&r->tj_sys, 0, sizeof r->tj_sys);
+        memset(r->tj_meas, 0, sizeof r->tj_meas);
+        memset(r->tj_est, 0, sizeof r->tj_est);
+        live_marks_reset_points(&r->marks);
     }
     l.follow = follow;
     struct rundir_sample row;
@@ -404,6 +690,9 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
         return rc;
     }
     free(path);
+    /* marks.csv before samples.csv: a begin is known before the ticks after it come */
+    if ((rc = live_marks_poll(&r->marks, r->dir, !v->finished, e)) < 0)
+        return rc;
     /* samples.csv: the ticks appended */
     if ((rc = read_samples(r, v, !v->finished, e)) < 0)
         return rc;
@@ -414,11 +703,17 @@ int live_reader_poll(struct live_reader *r, struct live_view *v, struct carma_er
     }
     if (!v->have_jobs && isfinite(v->updated_unix))
         v->elapsed_s = NAN;
+    /* how long the windows are open: till now while the run runs, else till its last tick */
+    double now = (double)time_real_ns() / 1e9;
+    if (v->finished)
+        now = r->marks.npt ? r->marks.pt[(r->marks.npt - 1) % LIVE_POINTS].t : v->updated_unix;
+    live_marks_view(&r->marks, v, now);
     return 0;
 }
 
 void live_reader_close(struct live_reader *r)
 {
+    live_marks_free(&r->marks);
     free(r->dir);
     memset(r, 0, sizeof *r);
 }

@@ -92,7 +92,10 @@ int reportdir_detect(const char *path, enum reportdir_kind *ret, struct carma_er
             *ret = REPORTDIR_RUN;
             return 0;
         }
-        if (r == 0 && strcmp(producer, "carma collect") == 0 && !bench) {
+        if (r == 0 &&
+            (strcmp(producer, "carma collect") == 0 || strcmp(producer, "carma merge") == 0 ||
+             strcmp(producer, "carma record") == 0) &&
+            !bench) {
             *ret = REPORTDIR_COLLECT;
             return 0;
         }

@@ -100,6 +100,9 @@ struct rr {
     /* utilization.csv */
     struct rr_gpu *gpu;
     size_t ngpu;
+    /* marks.csv */
+    struct rundir_mark *marks;
+    size_t nmarks;
     /* carbon */
     double g_per_kwh, pue;
     const char *ci_source; /* borrowed from report/summary json */
@@ -466,6 +469,17 @@ static int load_attribution(struct rr *rr, struct carma_err *e)
     return r < 0 ? r : 0;
 }
 
+/* ---- marks.csv ---- */
+
+static int load_marks(struct rr *rr, struct carma_err *e)
+{
+    char torn[4400];
+    int r = rundir_marks_load(rr->dir, &rr->marks, &rr->nmarks, torn, sizeof torn, e);
+    if (r == 0 && torn[0])
+        warn(rr->run_warn, "%s", torn);
+    return r;
+}
+
 /* ---- utilization.csv ---- */
 
 static int load_utilization(struct rr *rr, struct carma_err *e)
@@ -731,10 +745,11 @@ static double energy_part(struct rr *rr, json_t *win, double a, double b, json_t
  * the row's split period (t_prev, t], or for a workload's row over the part of that period
  * when the workload was alive (its start_unix..end_unix), where its energy must have been.
  */
-static double attr_fraction(const struct rr *rr, const struct rr_attr *x, double a, double b)
+static double attr_fraction(const struct rr *rr, const struct rr_attr *x, double a, double b,
+                            bool lifetime)
 {
     double p0 = x->t_prev, p1 = x->t;
-    if (x->job >= 0) {
+    if (x->job >= 0 && lifetime) {
         const struct rr_job *j = &rr->jobs[x->job];
         double l0 = j->start > p0 ? j->start : p0, l1 = j->end < p1 ? j->end : p1;
         if (l1 > l0) {
@@ -772,6 +787,21 @@ static int attribution_part(struct rr *rr, json_t *win, double a, double b, json
         return -ENOMEM;
     }
     double rest[3] = {0, 0, 0}; /* idle, other, unattributed */
+    /* one split period's rows (the same t) at a time, per channel: its energy in the window
+     * (spread evenly, as the samples' is), the jobs' part (spread over their lifetimes), and
+     * the rest's, which gets what the jobs leave, so that the parts add up to the node */
+    double *tin = calloc(nc ? nc : 1, sizeof *tin), *jin = calloc(nc ? nc : 1, sizeof *jin);
+    double(*rin)[3] = calloc(nc ? nc : 1, sizeof *rin);
+    if (!tin || !jin || !rin) {
+        free(tin);
+        free(jin);
+        free(rin);
+        free(by);
+        free(seen);
+        free(tot);
+        json_decref(jobs);
+        return -ENOMEM;
+    }
     /* rows are in time order: start at the first that ends after a, stop when every later
      * period starts at or after b */
     size_t lo = 0, hi = rr->nattr;
@@ -782,24 +812,47 @@ static int attribution_part(struct rr *rr, json_t *win, double a, double b, json
         else
             hi = mid;
     }
-    for (size_t k = lo; k < rr->nattr; k++) {
-        const struct rr_attr *x = &rr->attr[k];
-        if (x->t - rr->max_period > b)
-            break;
-        double f = attr_fraction(rr, x, a, b);
+    double group_t = NAN;
+    for (size_t k = lo;; k++) {
+        const struct rr_attr *x = k < rr->nattr ? &rr->attr[k] : NULL;
+        if (x && x->t - rr->max_period > b)
+            x = NULL;
+        if (!x || x->t != group_t) { /* the period's rows are all read: the rest's part */
+            for (size_t c = 0; c < nc; c++) {
+                double r3 = rin[c][0] + rin[c][1] + rin[c][2], want = tin[c] - jin[c];
+                double scale = r3 > 0 && want >= 0 ? want / r3 : 1.0;
+                for (int q = 0; q < 3; q++)
+                    rest[q] += rin[c][q] * scale;
+                tin[c] = jin[c] = rin[c][0] = rin[c][1] = rin[c][2] = 0;
+            }
+            if (!x)
+                break;
+            group_t = x->t;
+        }
+        if (!rr->ch[x->ch].node && x->job < 0)
+            continue;
+        double fu = attr_fraction(rr, x, a, b, false);
+        double f = x->job >= 0 ? attr_fraction(rr, x, a, b, true) : fu;
+        bool node = rr->ch[x->ch].node;
+        if (node)
+            tin[x->ch] += x->j * fu;
         if (f <= 0)
             continue;
         double j = x->j * f;
-        bool node = rr->ch[x->ch].node;
         if (x->job >= 0) {
             by[(size_t)x->job * nc + x->ch] += j;
             seen[(size_t)x->job * nc + x->ch] = true;
-            if (node)
+            if (node) {
                 tot[x->job] += j;
-        } else if (node) {
-            rest[-x->job - 1] += j;
+                jin[x->ch] += j;
+            }
+        } else {
+            rin[x->ch][-x->job - 1] += j;
         }
     }
+    free(tin);
+    free(jin);
+    free(rin);
     double all = rest[0] + rest[1] + rest[2];
     for (size_t k = 0; k < nj; k++)
         all += tot[k];
@@ -896,16 +949,109 @@ static int utilization_part(struct rr *rr, json_t *win, double a, double b, json
  * One window object. job NULL: the run's; else the workload's. have: its times are known
  * (a workload that never started has none).
  */
-static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
+/* The part of the window [a, b] that lies outside the ticks it holds (interpolated within a
+ * tick), as a fraction of its length: 1 when no tick falls inside. */
+static double interpolated_fraction(const struct rr *rr, double a, double b)
+{
+    size_t lo = 0, hi = rr->nticks;
+    while (lo < hi) { /* the first tick >= a */
+        size_t mid = (lo + hi) / 2;
+        if (rr->ticks[mid] < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == rr->nticks || rr->ticks[lo] > b)
+        return 1.0;
+    size_t last = lo;
+    while (last + 1 < rr->nticks && rr->ticks[last + 1] <= b)
+        last++;
+    return ((rr->ticks[lo] - a) + (b - rr->ticks[last])) / (b - a);
+}
+
+/* A mark's own part of its window: who marked it, its counts, the marking job's energy. */
+static void mark_part(struct rr *rr, const struct rundir_mark *m, json_t *win, json_t *warns,
+                      double a, double b)
+{
+    json_object_set_new(win, "mark_id", json_integer(m->id));
+    json_object_set_new(win, "workload", m->workload[0] ? json_string(m->workload) : json_null());
+    json_object_set_new(win, "pid", m->pid > 0 ? json_integer(m->pid) : json_null());
+    if (m->end_workload[0])
+        json_object_set_new(win, "ended_by", json_string(m->end_workload));
+    json_object_set_new(win, "unended", json_boolean(m->unended || isnan(m->t1)));
+    if (m->unended)
+        warn(warns, "never ended: carma closed it when the measurement ended");
+    else if (isnan(m->t1))
+        warn(warns, "marks.csv has no end for it (carma was killed?): it ends at the run's last "
+                    "tick");
+    double node_j = jsonutil_get_num(win, "node_total_joules");
+    double job_j = NAN, others = 0;
+    size_t k;
+    const json_t *v;
+    json_array_foreach(json_object_get(win, "jobs"), k, v)
+    {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        double j = jsonutil_get_num(v, "joules");
+        if (n && m->workload[0] && strcmp(n, m->workload) == 0)
+            job_j = j;
+        else if (isfinite(j))
+            others += j;
+    }
+    bool jobs = json_array_size(json_object_get(win, "jobs")) > 0;
+    json_object_set_new(win, "job_joules", jsonutil_real(jobs ? (isnan(job_j) ? 0 : job_j) : NAN));
+    json_object_set_new(win, "other_jobs_joules", jsonutil_real(jobs ? others : NAN));
+    json_object_set_new(win, "tokens", m->tokens >= 0 ? json_integer(m->tokens) : json_null());
+    json_object_set_new(win, "requests",
+                        m->requests >= 0 ? json_integer(m->requests) : json_null());
+    double tok = m->tokens > 0 ? (double)m->tokens : NAN;
+    json_object_set_new(win, "joules_per_token", jsonutil_real(node_j / tok));
+    json_object_set_new(win, "job_joules_per_token",
+                        jsonutil_real(jobs ? (isnan(job_j) ? 0 : job_j) / tok : NAN));
+    /* tokens/s over the average watts: tokens per joule */
+    json_object_set_new(win, "tokens_per_s_per_w", jsonutil_real(tok / node_j));
+    double f = b > a ? interpolated_fraction(rr, a, b) : 1.0;
+    json_object_set_new(win, "interpolated_fraction", jsonutil_real(f));
+    if (b - a < 2 * rr->interval_s)
+        warn(warns,
+             "%.3f s is shorter than two sampling intervals (2 x %g s): %.0f%% of its energy is "
+             "interpolated within ticks, not measured apart; mark longer windows or sample "
+             "faster (--interval)",
+             b - a, rr->interval_s, 100 * f);
+}
+
+/* The events (marks.csv: event rows) within the window [a, b]. */
+static void events_part(const struct rr *rr, json_t *win, double a, double b)
+{
+    json_t *arr = json_array();
+    for (size_t k = 0; k < rr->nmarks; k++) {
+        const struct rundir_mark *m = &rr->marks[k];
+        if (m->id >= 0 || !(m->t0 >= a && m->t0 <= b))
+            continue;
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(m->name));
+        json_object_set_new(o, "time_unix", jsonutil_real(m->t0));
+        json_object_set_new(o, "value", jsonutil_real(m->value));
+        json_object_set_new(o, "workload", m->workload[0] ? json_string(m->workload) : json_null());
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(win, "events", arr);
+}
+
+static int build_window(struct rr *rr, const struct rr_job *job, const struct rundir_mark *mark,
+                        json_t *out)
 {
     json_t *win = json_object();
     json_t *warns = json_array();
     double a = job ? job->start : rr->run_start, b = job ? job->end : rr->run_end;
-    if (!job) {
+    if (mark) {
+        a = mark->t0;
+        b = isnan(mark->t1) ? rr->run_end : mark->t1;
+    }
+    if (!job && !mark) {
         size_t k;
         json_t *v;
         json_array_foreach(rr->run_warn, k, v) json_array_append(warns, v);
-    } else if (isfinite(a) && job->end_missing) {
+    } else if (job && isfinite(a) && job->end_missing) {
         b = rr->run_end;
         warn(warns,
              "workloads.json has no end_unix for %s (a killed run?): its window ends at the run's "
@@ -918,8 +1064,11 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
              job->name);
     else if (!have)
         warn(warns, "the window is empty (end_unix %.6f is not after start_unix %.6f)", b, a);
-    json_object_set_new(win, "window", json_string(job ? "workload" : "run"));
-    json_object_set_new(win, "name", job ? json_string(job->name) : json_null());
+    json_object_set_new(win, "window", json_string(mark ? "mark" : job ? "workload" : "run"));
+    json_object_set_new(win, "name",
+                        mark  ? json_string(mark->name)
+                        : job ? json_string(job->name)
+                              : json_null());
     if (job && job->type[0])
         json_object_set_new(win, "type", json_string(job->type));
     json_object_set_new(win, "start_unix", jsonutil_real(a));
@@ -942,9 +1091,14 @@ static int build_window(struct rr *rr, const struct rr_job *job, json_t *out)
         json_object_set_new(win, "other_joules", json_null());
         json_object_set_new(win, "unattributed_joules", json_null());
     }
+    if (mark && r == 0)
+        mark_part(rr, mark, win, warns, a, b);
+    events_part(rr, win, a, b);
     double emb = NAN;
     if (job) {
         emb = job->embodied_g;
+    } else if (mark) {
+        emb = NAN; /* the embodied share is a job's, over its lifetime */
     } else if (rr->report) {
         emb = jsonutil_get_num(json_object_get(rr->report, "carbon"), "embodied_g_co2e");
     }
@@ -996,6 +1150,7 @@ static void rr_free(struct rr *rr)
         series_done(&rr->gpu[g].col[1]);
     }
     free(rr->gpu);
+    free(rr->marks);
     series_scratch_done(&rr->sc);
 }
 
@@ -1017,6 +1172,15 @@ static void status_warning(struct rr *rr)
         else
             warn(rr->run_warn, "interrupted by a signal: the run was cut short, its figures "
                                "cover it up to then");
+    } else if (st && strcmp(st, "crashed") == 0) {
+        const json_t *c = json_object_get(rr->manifest, "crash");
+        const char *last = json_string_value(json_object_get(c, "last_sample_utc"));
+        const char *when = json_string_value(json_object_get(c, "cleanup_utc"));
+        warn(rr->run_warn,
+             "manifest.json says \"crashed\": carma run was killed before it finished, and carma "
+             "cleanup finished the directory from its files%s%s: its figures end with the last "
+             "sample%s%s",
+             when ? " at " : "", when ? when : "", last ? " at " : "", last ? last : "");
     } else if (st && strcmp(st, "failed") == 0) {
         warn(rr->run_warn, "manifest.json says \"failed\": the command could not be started "
                            "(carma's message said why), nothing of it was measured");
@@ -1111,6 +1275,8 @@ static int rr_load(struct rr *rr, const char *dir, const struct runreport_opts *
         }
     }
     find_run_window(rr);
+    if ((r = load_marks(rr, e)) < 0)
+        return r;
     if (rr->is_run) {
         if (file_exists(dir, "attribution.csv")) {
             if ((r = load_attribution(rr, e)) < 0)
@@ -1140,10 +1306,13 @@ static int rr_windows(struct rr *rr, json_t **ret, struct carma_err *e)
 {
     json_t *out = json_array();
     int r = 0;
-    if (!out || (r = build_window(rr, NULL, out)) < 0)
+    if (!out || (r = build_window(rr, NULL, NULL, out)) < 0)
         goto oom;
     for (size_t k = 0; k < rr->njobs; k++)
-        if (rr->jobs[k].workload && (r = build_window(rr, &rr->jobs[k], out)) < 0)
+        if (rr->jobs[k].workload && (r = build_window(rr, &rr->jobs[k], NULL, out)) < 0)
+            goto oom;
+    for (size_t k = 0; k < rr->nmarks; k++)
+        if (rr->marks[k].id >= 0 && (r = build_window(rr, NULL, &rr->marks[k], out)) < 0)
             goto oom;
     *ret = out;
     return 0;
@@ -1231,6 +1400,8 @@ int runreport_timeline_load(const char *dir, const struct runreport_opts *o, siz
     ret->interval_s = rr->interval_s;
     ret->g_per_kwh = rr->g_per_kwh;
     ret->pue = rr->pue;
+    ret->nmarks = rr->nmarks;
+    ret->marks = rr->marks;
     if (!(ret->ch = calloc(rr->nch ? rr->nch : 1, sizeof *ret->ch)))
         goto oom;
     ret->nch = rr->nch;
@@ -1387,6 +1558,29 @@ static void text_window(FILE *f, const json_t *w)
         fprintf(f, " [%s]", nmethod);
     fprintf(f, "\n");
     json_array_foreach(json_object_get(w, "per_channel"), k, v) text_brow(f, v);
+    if (strcmp(json_string_value(json_object_get(w, "window")), "mark") == 0) {
+        const char *wl = json_string_value(json_object_get(w, "workload"));
+        const char *by = json_string_value(json_object_get(w, "ended_by"));
+        fprintf(f, "  marked by %s%s%s%s", wl ? "workload " : "", wl ? wl : "no workload",
+                by ? ", ended by " : "", by ? by : "");
+        if (json_is_number(json_object_get(w, "job_joules")))
+            fprintf(f, ": its energy %s J, the other jobs' %s J", F2(a, tnum(w, "job_joules")),
+                    F2(b, tnum(w, "other_jobs_joules")));
+        fprintf(f, "; %s%% interpolated within ticks\n",
+                F2(c, 100 * tnum(w, "interpolated_fraction")));
+        if (json_is_integer(json_object_get(w, "tokens")))
+            fprintf(f, "  tokens=%lld: %s J/token (node), %s J/token (job), %s tokens/s per W\n",
+                    (long long)json_integer_value(json_object_get(w, "tokens")),
+                    F2(a, tnum(w, "joules_per_token")), F2(b, tnum(w, "job_joules_per_token")),
+                    F2(c, tnum(w, "tokens_per_s_per_w")));
+    }
+    json_array_foreach(json_object_get(w, "events"), k, v)
+        fprintf(f, "  event %s at %s: %s%s%s\n", json_string_value(json_object_get(v, "name")),
+                fnum(a, tnum(v, "time_unix"), 3, false), fnum(b, tnum(v, "value"), 6, false),
+                json_is_string(json_object_get(v, "workload")) ? " by " : "",
+                json_is_string(json_object_get(v, "workload"))
+                    ? json_string_value(json_object_get(v, "workload"))
+                    : "");
     json_array_foreach(json_object_get(w, "jobs"), k, v)
     {
         double share = tnum(v, "share");

@@ -53,6 +53,8 @@ struct runreport_job_tl {
     double energy_j; /* the sum over the run window (= the bins' joules) */
 };
 
+struct rundir_mark;
+
 /*
  * A run directory's data over time, for pictures (report/html): the report (runreport_build's
  * array), the run window, every channel's watts, and the node channels' attribution binned
@@ -74,7 +76,9 @@ struct runreport_timeline {
     size_t njobs;
     struct runreport_job_tl *jobs;
     double g_per_kwh, pue; /* NAN when unknown */
-    void *priv;            /* the loaded run, owning the arrays */
+    size_t nmarks;
+    const struct rundir_mark *marks; /* marks.csv's windows and events (rundir/rundir.h) */
+    void *priv;                      /* the loaded run, owning the arrays */
 };
 
 /*

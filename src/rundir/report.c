@@ -307,7 +307,17 @@ static void gpus_text(const struct rundir_report_in *in, FILE *f)
             if (l->job[k].gpu_j[d] != 0)
                 fprintf(f, "%-14s   %-20s %11.3f J\n", "", in->job[k].name, Z3(l->job[k].gpu_j[d]));
     }
-    fprintf(f, "drift: NVML's power gauge integrated over the run against its energy counter\n");
+    /* whose gauge: NVML's, DCGM's, or both sources' */
+    bool nvml = false, dcgm = false;
+    for (size_t d = 0; d < in->ngpus; d++) {
+        bool is_dcgm = in->gpu[d].source && strcmp(in->gpu[d].source, "dcgm") == 0;
+        dcgm = dcgm || is_dcgm;
+        nvml = nvml || !is_dcgm;
+    }
+    fprintf(f, "drift: %s power gauge integrated over the run against its energy counter\n",
+            nvml && dcgm ? "each GPU's (NVML's or DCGM's)"
+            : dcgm       ? "DCGM's"
+                         : "NVML's");
 }
 
 void rundir_report_text(const struct rundir_report_in *in, const json_t *rep, FILE *f)

@@ -60,13 +60,14 @@ struct rundir_report_gauge {
 /* One GPU split by process (cli/run_gpu.c): GPU d is the ledger's GPU account d. */
 struct rundir_report_gpu {
     const char *channel; /* its channel's name */
-    unsigned index;      /* NVML's */
+    const char *source;  /* its channel's source ("nvml", "dcgm"); NULL: "nvml" */
+    unsigned index;      /* NVML's index or DCGM's GPU id */
     const char *uuid;    /* "" when unknown */
     const char *label;   /* the channel's label: "<name> <uuid>" */
     bool counter;        /* its channel is an energy counter (else a power gauge) */
     double covered_s;    /* the run's seconds its readings cover */
     uint64_t invalid;    /* readings missing */
-    double drift_pct;    /* NVML's power gauge against its counter, NAN when unknown */
+    double drift_pct;    /* its power gauge against its counter, NAN when unknown */
     struct rundir_report_gauge gauge[RUNDIR_REPORT_GAUGES_MAX]; /* its component gauges */
     size_t ngauge;
     double static_w;           /* its static power, NAN when unknown */

@@ -38,6 +38,30 @@ size_t rundir_rows_node_util(char *row, size_t cap, const char *ts, double busy_
     return (size_t)n + 2;
 }
 
+/* ---- cpu_util.csv ---- */
+
+size_t rundir_rows_cpu_util(char *row, size_t cap, const char *ts, unsigned socket,
+                            const char *source, const double *util)
+{
+    int n = snprintf(row, cap, "%s,%u,%s", ts, socket, source);
+    if (n <= 0 || (size_t)n >= cap)
+        return 0;
+    size_t len = (size_t)n;
+    for (int k = 0; k < RUNDIR_CPU_UTIL_FIGURES; k++) {
+        char t[40];
+        size_t tl = isnan(util[k]) ? 0 : fmt_fixed6(t, util[k]);
+        if (len + 1 + tl + 2 >= cap)
+            return 0;
+        row[len++] = ',';
+        memcpy(row + len, t, tl);
+        len += tl;
+    }
+    memcpy(row + len, "\r\n", 2);
+    len += 2;
+    row[len] = '\0';
+    return len;
+}
+
 /* ---- utilization.csv ---- */
 
 /* Each append is made even after one failed (-ENOMEM), as the rows always were: the first

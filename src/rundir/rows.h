@@ -1,13 +1,15 @@
 /*
  * rows: the rows of the run-directory files `carma run` writes as it goes (docs/formats.md),
- * formatted in one place: features.csv, node_util.csv, utilization.csv, event_summaries.jsonl,
+ * formatted in one place: features.csv, node_util.csv, cpu_util.csv, utilization.csv,
+ * event_summaries.jsonl,
  * pstree.log, and the content of workloads.json and workload_pids.json. What readers accept of
  * each file is rundir.h's (its validators); here is what carma writes, column by column.
  *
  * Each formatter takes plain figures (numbers, names, strings already formatted once per row
  * set, such as the timestamp) and appends to the caller's buffer (a csv_buf, a row buffer, a
  * memory stream), so that the caller gathers the figures and hands them over, and the sampling
- * path keeps its buffers: node_util.csv's and utilization.csv's rows allocate nothing (beyond
+ * path keeps its buffers: node_util.csv's, cpu_util.csv's and utilization.csv's rows allocate
+ * nothing (beyond
  * a csv_buf's growth) and open nothing. Every timestamp_unix is fmt_unix_us's; every CSV row
  * ends with CRLF.
  */
@@ -47,6 +49,22 @@ void rundir_rows_features(FILE *f, const char *ts, const char *workload, double 
  * it does not fit in cap - 1 bytes (then nothing is to be written). */
 size_t rundir_rows_node_util(char *row, size_t cap, const char *ts, double busy_cpu_s,
                              double total_cpu_s, double cpu_util);
+
+/* ---- cpu_util.csv (a journal, with DCGM's CPU entities) ----
+ * timestamp_unix,socket,source,util_total,util_user,util_nice,util_sys,util_irq: at every
+ * node_util.csv row, one row per CPU socket a source reports the utilization of (DCGM's fields
+ * 1100-1104: ratios 0..1 as of its last read); source a plain word (dcgm), the figures
+ * fmt_fixed6's, a missing value (NAN) a blank cell. */
+#define RUNDIR_CPU_UTIL_HEADER                                                                     \
+    "timestamp_unix,socket,source,util_total,util_user,util_nice,util_sys,util_irq\r\n"
+#define RUNDIR_CPU_UTIL_FIGURES 5 /* total, user, nice, sys, irq */
+
+/* Writes one cpu_util.csv row, CRLF-ended, into row (cap bytes; NUL-terminated only when it
+ * fits with room to spare): ts, socket, source, then the RUNDIR_CPU_UTIL_FIGURES figures of
+ * util (NAN: a blank cell). Returns the row's length, or 0 when it does not fit in cap - 1
+ * bytes (then nothing is to be written). */
+size_t rundir_rows_cpu_util(char *row, size_t cap, const char *ts, unsigned socket,
+                            const char *source, const double *util);
 
 /* ---- utilization.csv (a journal, with NVML GPUs; rundir.h's rundir_gpu_* read it) ----
  * timestamp_unix,gpu,gpu_uuid,pid,workload,gpu_util_pct,mem_util_pct,sm_util_pct,used_mem_mib:

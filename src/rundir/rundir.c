@@ -4,8 +4,10 @@
 #include "rundir/rundir.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -325,6 +327,7 @@ int rundir_samples_check(struct rundir_samples *s, const char *path, size_t line
     ret->estimated = m == 1;
     bool meter = s->col[RS_SRC] >= 0 ? strcmp(fld[s->col[RS_SRC]], "meter") == 0
                                      : strncmp(ret->channel, "meter/", 6) == 0;
+    ret->meter = meter;
     ret->max_w = channel_kind_power_max_w((enum channel_kind)ret->kind_id, meter);
     if ((r = rundir_num(path, line, "watts", fld[s->col[RS_W]], true, &ret->w, e)) < 0 ||
         (r = rundir_num(path, line, "joules_total", fld[s->col[RS_J]], true, &ret->j, e)) < 0)
@@ -433,6 +436,162 @@ int rundir_util_row(struct rundir_util *u, const struct rundir_lines *l,
                     struct rundir_util_row *ret, struct carma_err *e)
 {
     return rundir_util_check(u, l->path, l->line, l->fld, l->nf, ret, e);
+}
+
+/* ---- marks.csv ---- */
+
+int rundir_marks_header(struct rundir_marks *m, struct rundir_lines *l, struct carma_err *e)
+{
+    static const char *const cols[] = {"schema_version", "event", "id",       "name",
+                                       "timestamp_unix", "pid",   "workload", "tokens",
+                                       "requests",       "value"};
+    memset(m, 0, sizeof *m);
+    return rundir_lines_header(l, cols, 10, 0x3ff, m->col, &m->nf, e);
+}
+
+/* An integer cell >= 0, or -1 when blank. */
+static int count_cell(const char *path, size_t line, const char *col, const char *s, long long *ret,
+                      struct carma_err *e)
+{
+    *ret = -1;
+    if (!*s)
+        return 0;
+    uint64_t v;
+    if (parse_u64(s, &v) < 0 || v > LLONG_MAX)
+        return carma_err_set(e, -EINVAL, "%s:%zu: %s: '%.40s' is not a count", path, line, col, s);
+    *ret = (long long)v;
+    return 0;
+}
+
+int rundir_marks_row(struct rundir_marks *m, const struct rundir_lines *l,
+                     struct rundir_mark_row *ret, struct carma_err *e)
+{
+    static const char *const events[] = {"begin", "end", "event", "unended"};
+    const char *path = l->path;
+    size_t line = l->line;
+    char *const *f = l->fld;
+    int r;
+    memset(ret, 0, sizeof *ret);
+    if ((r = check_width(path, line, l->nf, m->nf, e)) < 0)
+        return r;
+    const char *ev = f[m->col[1]];
+    int k = 0;
+    while (k < 4 && strcmp(ev, events[k]) != 0)
+        k++;
+    if (k == 4)
+        return carma_err_set(e, -EINVAL,
+                             "%s:%zu: event: '%.40s' is not begin, end, event or "
+                             "unended",
+                             path, line, ev);
+    ret->event = (enum rundir_mark_event)k;
+    ret->name = f[m->col[3]];
+    ret->workload = f[m->col[6]];
+    if ((r = rundir_name(path, line, "name", ret->name, e)) < 0 ||
+        (r = count_cell(path, line, "id", f[m->col[2]], &ret->id, e)) < 0 ||
+        (r = count_cell(path, line, "pid", f[m->col[5]], &ret->pid, e)) < 0 ||
+        (r = count_cell(path, line, "tokens", f[m->col[7]], &ret->tokens, e)) < 0 ||
+        (r = count_cell(path, line, "requests", f[m->col[8]], &ret->requests, e)) < 0 ||
+        (r = rundir_num(path, line, "timestamp_unix", f[m->col[4]], false, &ret->t, e)) < 0 ||
+        (r = rundir_num(path, line, "value", f[m->col[9]], true, &ret->value, e)) < 0)
+        return r;
+    if (!(ret->t >= 0 && ret->t <= RUNDIR_TIME_MAX))
+        return carma_err_set(e, -ERANGE, "%s:%zu: timestamp_unix: %g is no Unix time", path, line,
+                             ret->t);
+    if (ret->event != RUNDIR_MARK_EVENT && ret->id < 1)
+        return carma_err_set(e, -EINVAL, "%s:%zu: id: a %s row needs a window id", path, line, ev);
+    if (ret->workload[0] && (r = rundir_name(path, line, "workload", ret->workload, e)) < 0)
+        return r;
+    return 0;
+}
+
+static struct rundir_mark *mark_by_id(struct rundir_mark *v, size_t n, long long id)
+{
+    for (size_t k = n; k-- > 0;)
+        if (v[k].id == id)
+            return &v[k];
+    return NULL;
+}
+
+int rundir_marks_load(const char *dir, struct rundir_mark **ret, size_t *ret_n, char *torn,
+                      size_t cap, struct carma_err *e)
+{
+    *ret = NULL;
+    *ret_n = 0;
+    if (torn && cap)
+        torn[0] = '\0';
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/marks.csv", dir);
+    if (stat(path, &st) < 0 && errno == ENOENT)
+        return 0;
+    struct rundir_lines l;
+    int r = rundir_lines_open(&l, dir, "marks.csv", 0, 0, e);
+    if (r < 0)
+        return r;
+    struct rundir_marks mh;
+    struct rundir_mark *v = NULL;
+    size_t n = 0, vcap = 0;
+    r = rundir_marks_header(&mh, &l, e);
+    while (r == 0 && (r = rundir_lines_next(&l, e)) == 1) {
+        struct rundir_mark_row row;
+        if ((r = rundir_marks_row(&mh, &l, &row, e)) < 0)
+            break;
+        if (row.event == RUNDIR_MARK_END || row.event == RUNDIR_MARK_UNENDED) {
+            struct rundir_mark *m = mark_by_id(v, n, row.id);
+            if (!m || !isnan(m->t1)) {
+                r = carma_err_set(e, -EINVAL, "%s:%zu: id %lld: %s", l.path, l.line, row.id,
+                                  m ? "the window has ended already" : "no begin row before it");
+                break;
+            }
+            m->t1 = row.t < m->t0 ? m->t0 : row.t;
+            m->unended = row.event == RUNDIR_MARK_UNENDED;
+            if (row.tokens >= 0)
+                m->tokens = row.tokens;
+            if (row.requests >= 0)
+                m->requests = row.requests;
+            if (row.workload[0] && strcmp(row.workload, m->workload) != 0)
+                snprintf(m->end_workload, sizeof m->end_workload, "%s", row.workload);
+            continue;
+        }
+        if (row.event == RUNDIR_MARK_BEGIN && mark_by_id(v, n, row.id)) {
+            r = carma_err_set(e, -EINVAL, "%s:%zu: id %lld begins twice", l.path, l.line, row.id);
+            break;
+        }
+        if (n == RUNDIR_MARKS_MAX) {
+            r = carma_err_set(e, -E2BIG, "%s:%zu: more than %d marks", l.path, l.line,
+                              RUNDIR_MARKS_MAX);
+            break;
+        }
+        if (n == vcap) {
+            vcap = vcap ? 2 * vcap : 16;
+            struct rundir_mark *nv = realloc(v, vcap * sizeof *nv);
+            if (!nv) {
+                r = carma_err_set(e, -ENOMEM, "out of memory");
+                break;
+            }
+            v = nv;
+        }
+        struct rundir_mark *m = &v[n++];
+        *m = (struct rundir_mark){.id = row.event == RUNDIR_MARK_EVENT ? -1 : row.id,
+                                  .t0 = row.t,
+                                  .t1 = row.event == RUNDIR_MARK_EVENT ? row.t : NAN,
+                                  .pid = row.pid,
+                                  .tokens = row.tokens,
+                                  .requests = row.requests,
+                                  .value = row.value};
+        snprintf(m->name, sizeof m->name, "%s", row.name);
+        snprintf(m->workload, sizeof m->workload, "%s", row.workload);
+    }
+    if (r >= 0 && l.torn && torn && cap)
+        rundir_torn_warning(&l, torn, cap);
+    rundir_lines_close(&l);
+    if (r < 0) {
+        free(v);
+        return r;
+    }
+    *ret = v;
+    *ret_n = n;
+    return 0;
 }
 
 /* ---- utilization.csv ---- */

@@ -155,6 +155,7 @@ struct rundir_sample {
     int kind_id;                                  /* enum channel_kind */
     bool total;                                   /* domain total */
     bool estimated;                               /* method estimated */
+    bool meter;                                   /* a wall meter's (source meter) */
     double max_w;                                 /* the channel's bound */
     double w, j;                                  /* NAN when blank */
 };
@@ -209,6 +210,60 @@ int rundir_util_check(struct rundir_util *u, const char *path, size_t line, char
                       size_t nf, struct rundir_util_row *ret, struct carma_err *e);
 int rundir_util_row(struct rundir_util *u, const struct rundir_lines *l,
                     struct rundir_util_row *ret, struct carma_err *e);
+
+/* marks.csv (docs/formats.md, "Marks") */
+enum rundir_mark_event {
+    RUNDIR_MARK_BEGIN,
+    RUNDIR_MARK_END,
+    RUNDIR_MARK_EVENT,
+    RUNDIR_MARK_UNENDED
+};
+
+struct rundir_marks {
+    int col[10]; /* schema_version .. value */
+    size_t nf;
+};
+
+struct rundir_mark_row {
+    enum rundir_mark_event event;
+    long long id;               /* -1 for an event */
+    const char *name;           /* borrowed from the reader's line */
+    double t;                   /* Unix s */
+    long long pid;              /* -1 when blank */
+    const char *workload;       /* "" when blank */
+    long long tokens, requests; /* -1 when blank */
+    double value;               /* NAN when blank */
+};
+
+/* A window of marks.csv (its begin and end paired by id), or an event (id -1, t1 = t0). */
+struct rundir_mark {
+    char name[RUNDIR_NAME_MAX];
+    long long id;                       /* -1: an event */
+    double t0, t1;                      /* NAN t1: never ended (no end row: carma was killed) */
+    bool unended;                       /* closed by carma at the end (an unended row) */
+    long long pid;                      /* of the begin (the event's); -1 when blank */
+    char workload[RUNDIR_NAME_MAX];     /* the job that began it ("" when none) */
+    char end_workload[RUNDIR_NAME_MAX]; /* the job that ended it, when another ("") */
+    long long tokens, requests;         /* -1: not given (the end's replace the begin's) */
+    double value;                       /* an event's */
+};
+
+#define RUNDIR_MARKS_MAX 100000 /* windows and events of one measurement */
+
+/*
+ * Reads dir/marks.csv into *ret (malloc'ed, the caller's; in the order of the begins and
+ * events) and *ret_n. An absent file is no marks (0, *ret NULL). A torn last line is left out,
+ * with its warning in torn (cap bytes; "" when none). Returns 0 or a negative errno with e
+ * naming FILE:LINE: a bad row, an end without its begin, a window begun or ended twice, more
+ * than RUNDIR_MARKS_MAX.
+ */
+int rundir_marks_load(const char *dir, struct rundir_mark **ret, size_t *ret_n, char *torn,
+                      size_t cap, struct carma_err *e);
+
+int rundir_marks_header(struct rundir_marks *m, struct rundir_lines *l, struct carma_err *e);
+/* One row: "PATH:LINE: COLUMN: ..." for a bad one (-EINVAL). */
+int rundir_marks_row(struct rundir_marks *m, const struct rundir_lines *l,
+                     struct rundir_mark_row *ret, struct carma_err *e);
 
 /* utilization.csv (with NVML GPUs): a device row (blank pid) then one row per process */
 enum { RG_T, RG_GPU, RG_PID, RG_WL, RG_UTIL, RG_MEM, RG_SM, RG_N };

@@ -92,6 +92,8 @@ struct sampler *sampler_new(const struct sampler_opts *o, struct carma_err *e)
         .set = &s->set,
         .util = s->have_util ? &s->util : NULL,
         .model = &o->model,
+        .dcgm_host = o->dcgm_host,
+        .interval_ns = interval,
     };
     for (size_t i = 0; i < source_table_len && s->nsrc < SAMPLER_SOURCES_MAX; i++) {
         const struct source_ops *ops = source_table[i];
@@ -102,6 +104,8 @@ struct sampler *sampler_new(const struct sampler_opts *o, struct carma_err *e)
         src->first = s->set.n;
         ctx.forced = o->sources != NULL;
         ctx.have_measured_cpu = measured_cpu_side(&s->set, 0);
+        ctx.probed = s->src;
+        ctx.n_probed = s->nsrc - 1;
         int r = ops->probe(src, &ctx);
         if (r <= 0) {
             /* drop whatever a failed probe may have appended */
@@ -192,7 +196,9 @@ void sampler_ack(struct sampler *s)
         s->overruns += n - 1;
 }
 
-static void integrate(struct sampler *s, size_t i, int64_t t)
+/* t: the tick's time (a gauge is integrated over the ticks: the times samples.csv stamps);
+ * t_read: when the channel's source was read (a counter's steps are timed by its reads). */
+static void integrate(struct sampler *s, size_t i, int64_t t, int64_t t_read)
 {
     const struct channel *c = &s->set.ch[i];
     const struct reading *rd = &s->readings[i];
@@ -215,6 +221,7 @@ static void integrate(struct sampler *s, size_t i, int64_t t)
         return;
     }
     if (c->form == FORM_COUNTER) {
+        t = t_read;
         int64_t dt = st->have_last ? t - st->last_t : 0;
         double j;
         enum energy_step step = energy_counter_update(&st->ctr, rd->energy_raw, dt, &j);
@@ -287,13 +294,25 @@ void sampler_tick(struct sampler *s)
         s->util_last = t;
         s->util_fresh = true;
     }
+    /* a counter's steps are timed by its source's reads, not by the tick: the tick's own time
+     * is taken before /proc/stat and the earlier sources, and a thread preempted there would
+     * shift a step by the stall (a 100 W counter read 16 ms late on a 100 ms tick shows 116 W,
+     * then 84 W). A gauge is integrated over the ticks, the times samples.csv stamps its
+     * joules_total with. */
     for (size_t k = 0; k < s->nsrc; k++) {
         struct source *src = &s->src[k];
-        if (src->status == 0 && src->count)
+        if (!src->count)
+            continue;
+        int64_t tr = t;
+        if (src->status == 0) {
+            tr = time_mono_ns();
             src->ops->read(src, &s->readings[src->first]);
+        }
+        for (size_t i = src->first; i < src->first + src->count; i++)
+            s->read_t[i] = tr;
     }
     for (size_t i = 0; i < s->set.n; i++)
-        integrate(s, i, t);
+        integrate(s, i, t, s->read_t[i]);
     s->ticks++;
 }
 

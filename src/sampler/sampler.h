@@ -28,9 +28,10 @@
 #define SAMPLER_UTIL_PERIOD_NS 10000000LL
 
 struct sampler_opts {
-    const char *root;    /* "/" when NULL */
-    int64_t interval_ns; /* 0: default */
-    const char *sources; /* comma-separated names, NULL: all in priority order */
+    const char *root;      /* "/" when NULL */
+    int64_t interval_ns;   /* 0: default */
+    const char *sources;   /* comma-separated names, NULL: all in priority order */
+    const char *dcgm_host; /* the dcgm source's nv-hostengine, "HOST[:PORT]"; NULL: embedded */
     struct estimate_opts model;
     /* wall meters (src/sources/meter.h): "wattsup:DEVICE", "cmd:COMMAND"; probed after the
      * sources above, whatever --sources says, one meter source each */
@@ -75,6 +76,8 @@ struct sampler {
     size_t nsrc;
     struct channel_set set;
     struct reading readings[CHANNELS_MAX];
+    int64_t read_t[CHANNELS_MAX]; /* monotonic time each channel's source was read this tick
+                                   * (a counter's steps are timed by it) */
     struct chan_state st[CHANNELS_MAX];
     int64_t interval_ns;
     int timerfd;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/fmt.h"
+#include "sources/dcgm.h"
 #include "sources/nvml.h"
 
 /* ---- the buffer ---- */
@@ -175,7 +176,8 @@ struct span {
 
 struct compat_ch {
     int ch;
-    char sensor[48]; /* "<hwmonN>/<powerM>": the sort key */
+    char sensor[48]; /* ACPI: "<hwmonN>/<powerM>", the sort key */
+    int socket;      /* DCGM: the CPU entity id, the sort key */
     struct span lab;
 };
 
@@ -202,6 +204,7 @@ struct metrics_renderer {
     struct gpu_ref gpu[NVML_GPUS_MAX];
     size_t n_gpu;
     bool compat;
+    enum metrics_srt_family family;
     struct compat_ch *compat_ch;
     size_t n_compat;
     size_t estimate; /* bytes of a render, roughly: the first reservation */
@@ -265,6 +268,24 @@ static const char *acpi_type(const struct channel *c)
     return "other";
 }
 
+/* A dcgm CPU rail channel (dcgm/cpu<N>: field 1130), not its SysIO or module channels. */
+static bool dcgm_cpu_rail(const struct channel *c)
+{
+    if (strcmp(c->source, "dcgm") != 0 || c->kind != KIND_CPU || c->socket < 0 ||
+        strncmp(c->name, "dcgm/cpu", 8) != 0 || !c->name[8])
+        return false;
+    for (const char *p = c->name + 8; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return true;
+}
+
+/* A reading srt-slurm counts as live: valid, finite and above 0. */
+static bool live(const struct chan_state *st)
+{
+    return st->tick_valid && isfinite(st->watts) && st->watts > 0;
+}
+
 static int compat_cmp(const void *a, const void *b)
 {
     const struct compat_ch *x = a, *y = b;
@@ -305,11 +326,45 @@ static void prepare_gpus(struct metrics_renderer *r, const struct sampler *s, co
     }
 }
 
+static int dcgm_cmp(const void *a, const void *b)
+{
+    const struct compat_ch *x = a, *y = b;
+    if (x->socket != y->socket)
+        return (x->socket > y->socket) - (x->socket < y->socket);
+    return (x->ch > y->ch) - (x->ch < y->ch);
+}
+
+/* srt-slurm's DCGM family: one line per CPU entity, {socket="N",source="dcgm"}. */
+static void prepare_compat_dcgm(struct metrics_renderer *r, const struct sampler *s)
+{
+    for (size_t i = 0; i < s->set.n; i++) {
+        if (!dcgm_cpu_rail(&s->set.ch[i]))
+            continue;
+        struct compat_ch *cc = &r->compat_ch[r->n_compat++];
+        cc->ch = (int)i;
+        cc->socket = s->set.ch[i].socket;
+    }
+    qsort(r->compat_ch, r->n_compat, sizeof *r->compat_ch, dcgm_cmp);
+    for (size_t k = 0; k < r->n_compat; k++) {
+        struct compat_ch *cc = &r->compat_ch[k];
+        char socket[24];
+        fmt_u64(socket, (uint64_t)cc->socket);
+        size_t off = lab_open(r);
+        lab_add(r, "socket", socket);
+        lab_add(r, "source", "dcgm");
+        cc->lab = lab_close(r, off);
+    }
+}
+
 static int prepare_compat(struct metrics_renderer *r, const struct sampler *s)
 {
     r->compat_ch = calloc(s->set.n ? s->set.n : 1, sizeof *r->compat_ch);
     if (!r->compat_ch)
         return -ENOMEM;
+    if (r->family == METRICS_SRT_DCGM) {
+        prepare_compat_dcgm(r, s);
+        return 0;
+    }
     for (size_t i = 0; i < s->set.n; i++) {
         struct compat_ch *cc = &r->compat_ch[r->n_compat];
         if (!acpi_sensor(&s->set.ch[i], cc->sensor, sizeof cc->sensor))
@@ -401,6 +456,7 @@ struct metrics_renderer *metrics_renderer_new(const struct sampler *s, const str
     }
     prepare_gpus(r, s, o->node);
     r->compat = o->compat_srtctl;
+    r->family = o->srt_family == METRICS_SRT_DCGM ? METRICS_SRT_DCGM : METRICS_SRT_ACPI;
     if (r->compat && prepare_compat(r, s) < 0)
         goto oom;
     if (r->lab.oom)
@@ -474,11 +530,22 @@ static const char hdr_duration[] =
 static const char hdr_scrapes[] =
     HEADER("carma_scrapes_total", "counter",
            "Requests for /metrics the exporter has answered, as of the latest sample.");
+static const char hdr_marks_open[] =
+    HEADER("carma_marks_open", "gauge",
+           "Mark windows open now on the exporter's marks socket (--marks-dir).");
+static const char hdr_marks_windows[] =
+    HEADER("carma_mark_windows_total", "counter",
+           "Mark windows ended on the exporter's marks socket since it started.");
+static const char hdr_marks_events[] =
+    HEADER("carma_mark_events_total", "counter",
+           "Mark events received on the exporter's marks socket since it started.");
 static const char hdr_last[] =
     HEADER("carma_last_sample_timestamp_seconds", "gauge",
            "Time of the latest sample, in seconds since the Unix epoch.");
 static const char hdr_acpi[] =
     HEADER("cpu_power_acpi_watts", "gauge", "Grace CPU power rail reading from ACPI hwmon (W).");
+static const char hdr_dcgm[] = HEADER("cpu_power_dcgm_watts", "gauge",
+                                      "Grace CPU instantaneous power via DCGM field 1130 (W).");
 
 /* One sample line: name, the label block (may be empty), a space, the value. */
 static void line(struct metrics_buf *b, const struct metrics_renderer *r, const char *name,
@@ -645,12 +712,28 @@ int metrics_render(struct metrics_renderer *r, const struct sampler *s,
     render_histogram(out, r, self ? self->sample_duration : NULL);
     PUT_LIT(out, hdr_scrapes);
     LINE(out, r, "carma_scrapes_total", nolab, num, fmt_u64(num, self ? self->scrapes : 0));
+    if (self && self->marks) {
+        PUT_LIT(out, hdr_marks_open);
+        LINE(out, r, "carma_marks_open", nolab, num, fmt_u64(num, self->marks_open));
+        PUT_LIT(out, hdr_marks_windows);
+        LINE(out, r, "carma_mark_windows_total", nolab, num, fmt_u64(num, self->marks_windows));
+        PUT_LIT(out, hdr_marks_events);
+        LINE(out, r, "carma_mark_events_total", nolab, num, fmt_u64(num, self->marks_events));
+    }
     PUT_LIT(out, hdr_last);
     if (s->ticks > 0)
         LINE(out, r, "carma_last_sample_timestamp_seconds", nolab, num,
              fmt_unix_us(num, s->real_now));
 
-    if (r->compat) {
+    if (r->compat && r->family == METRICS_SRT_DCGM) {
+        PUT_LIT(out, hdr_dcgm);
+        for (size_t k = 0; k < r->n_compat; k++) {
+            const struct compat_ch *cc = &r->compat_ch[k];
+            const struct chan_state *st = &s->st[cc->ch];
+            if ((size_t)cc->ch < n && live(st) && (nl = fmt_fixed6_padded(num, st->watts)) > 0)
+                LINE(out, r, "cpu_power_dcgm_watts", cc->lab, num, nl);
+        }
+    } else if (r->compat) {
         PUT_LIT(out, hdr_acpi);
         for (size_t k = 0; k < r->n_compat; k++) {
             const struct compat_ch *cc = &r->compat_ch[k];
@@ -661,6 +744,142 @@ int metrics_render(struct metrics_renderer *r, const struct sampler *s,
         }
     }
     return out->oom ? -ENOMEM : 0;
+}
+
+/* ---- srt-slurm's choice of family ---- */
+
+/* The entry of the source named name (usable or not), NULL when --sources left it out. */
+static const struct source *named_source(const struct sampler *s, const char *name)
+{
+    for (size_t k = 0; k < s->nsrc; k++)
+        if (s->src[k].ops && strcmp(s->src[k].ops->name, name) == 0)
+            return &s->src[k];
+    return NULL;
+}
+
+/* Whether an ACPI socket-total sensor read a positive value; why in buf either way. */
+static bool acpi_live(const struct sampler *s, char *buf, size_t cap)
+{
+    size_t totals = 0, n_live = 0;
+    char sensor[48];
+    for (size_t i = 0; i < s->set.n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        if (!acpi_sensor(c, sensor, sizeof sensor) || strcmp(acpi_type(c), "total") != 0)
+            continue;
+        totals++;
+        n_live += live(&s->st[i]);
+    }
+    if (n_live)
+        snprintf(buf, cap, "%zu of %zu ACPI socket-total sensors read a positive value", n_live,
+                 totals);
+    else if (totals)
+        snprintf(buf, cap,
+                 "no ACPI socket-total sensor reads a positive value (%zu read 0 or "
+                 "nothing)",
+                 totals);
+    else if (!named_source(s, "hwmon"))
+        snprintf(buf, cap, "no ACPI socket-total sensor (the hwmon source is not in --sources)");
+    else
+        snprintf(buf, cap, "no ACPI power_meter socket-total sensor below %s",
+                 s->root.path[0] ? s->root.path : "/");
+    return n_live > 0;
+}
+
+/*
+ * Whether DCGM gives srt-slurm's family a live value: 0, or -EINVAL (the dcgm source is not in
+ * --sources), -ENODEV ("DCGM unavailable: ..."), -ENODATA ("DCGM yielded no live data: ...");
+ * buf says why either way.
+ */
+static int dcgm_live(const struct sampler *s, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    const struct source *src = named_source(s, "dcgm");
+    if (!src && s->nsrc) {
+        snprintf(buf, cap, "the dcgm source is not in --sources");
+        return -EINVAL;
+    }
+    if (src && src->status != 0) {
+        static const char none[] = DCGM_SRC_NO_READING ": ";
+        if (strncmp(src->reason, none, sizeof none - 1) == 0) {
+            snprintf(buf, cap, "DCGM yielded no live data: %s", src->reason + sizeof none - 1);
+            return -ENODATA;
+        }
+        snprintf(buf, cap, "DCGM unavailable: %s", src->reason);
+        return -ENODEV;
+    }
+    size_t rails = 0, n_live = 0;
+    for (size_t i = 0; i < s->set.n; i++)
+        if (dcgm_cpu_rail(&s->set.ch[i])) {
+            rails++;
+            n_live += live(&s->st[i]);
+        }
+    if (rails == 0) {
+        snprintf(buf, cap, "DCGM unavailable: DCGM gives no CPU power channel%s%s",
+                 src && src->note[0] ? ": " : "", src ? src->note : "");
+        return -ENODEV;
+    }
+    if (n_live) {
+        snprintf(buf, cap, "DCGM reads a positive value on %zu of %zu CPU sockets", n_live, rails);
+        return 0;
+    }
+    snprintf(buf, cap, "DCGM yielded no live data:");
+    bool first = true;
+    for (size_t i = 0; i < s->set.n; i++) {
+        const struct channel *c = &s->set.ch[i];
+        const struct chan_state *st = &s->st[i];
+        if (!dcgm_cpu_rail(c))
+            continue;
+        char w[48];
+        if (st->tick_valid && fmt_fixed6_padded(w, st->watts) > 0)
+            fmt_append(buf, cap, "%s %s %s W", first ? "" : ",", c->name, w);
+        else
+            fmt_append(buf, cap, "%s %s no reading (%s)", first ? "" : ",", c->name,
+                       strerror(st->last_err ? -st->last_err : EAGAIN));
+        first = false;
+    }
+    return -ENODATA;
+}
+
+int metrics_srt_choose(const struct sampler *s, enum metrics_srt_source want,
+                       struct metrics_srt_choice *out, struct carma_err *e)
+{
+    char acpi[256], dcgm[832];
+    int r;
+    memset(out, 0, sizeof *out);
+    switch (want) {
+    case METRICS_SRT_SOURCE_ACPI:
+        out->family = METRICS_SRT_ACPI;
+        snprintf(out->why, sizeof out->why, "--srt-source acpi: as asked, nothing read to choose");
+        return 0;
+    case METRICS_SRT_SOURCE_DCGM:
+        r = dcgm_live(s, dcgm, sizeof dcgm);
+        if (r == -EINVAL)
+            return carma_err_set(e, r,
+                                 "--srt-source dcgm reads the dcgm source, which --sources leaves "
+                                 "out: add dcgm to --sources, or use --srt-source acpi");
+        if (r < 0)
+            return carma_err_set(e, r, "--srt-source dcgm: %s", dcgm);
+        out->family = METRICS_SRT_DCGM;
+        snprintf(out->why, sizeof out->why, "--srt-source dcgm: %s", dcgm);
+        return 0;
+    case METRICS_SRT_SOURCE_AUTO:
+        break;
+    default:
+        return carma_err_set(e, -EINVAL, "metrics: unknown srt-slurm source %d", (int)want);
+    }
+    if (acpi_live(s, acpi, sizeof acpi)) {
+        out->family = METRICS_SRT_ACPI;
+        snprintf(out->why, sizeof out->why, "--srt-source auto: %s", acpi);
+        return 0;
+    }
+    r = dcgm_live(s, dcgm, sizeof dcgm);
+    if (r < 0)
+        return carma_err_set(e, -ENODATA,
+                             "--srt-source auto: neither ACPI nor DCGM reads: %s; %s%s", acpi,
+                             r == -EINVAL ? "no DCGM: " : "", dcgm);
+    out->family = METRICS_SRT_DCGM;
+    snprintf(out->why, sizeof out->why, "--srt-source auto: %s; %s", acpi, dcgm);
+    return 0;
 }
 
 /* ---- the store ---- */

@@ -67,16 +67,54 @@ void metrics_hist_observe(struct metrics_hist *h, int64_t ns);
 
 /* ---- rendering ---- */
 
+/* srt-slurm's CPU family (its exporter serves exactly one per process lifetime). */
+enum metrics_srt_family {
+    METRICS_SRT_ACPI, /* cpu_power_acpi_watts: the ACPI power_meter channels of hwmon */
+    METRICS_SRT_DCGM, /* cpu_power_dcgm_watts: the dcgm source's CPU rails (field 1130) */
+};
+
 struct metrics_opts {
     const char *node;    /* the node label: $SLURMD_NODENAME or the short host name */
     const char *version; /* carma's version, for carma_build_info */
-    bool compat_srtctl;  /* also srt-slurm's cpu_power_acpi_watts family */
+    bool compat_srtctl;  /* also srt-slurm's CPU family, srt_family */
+    enum metrics_srt_family srt_family;
 };
+
+/* What --srt-source asks for. */
+enum metrics_srt_source {
+    METRICS_SRT_SOURCE_AUTO, /* ACPI when a socket-total sensor reads > 0, else DCGM */
+    METRICS_SRT_SOURCE_ACPI,
+    METRICS_SRT_SOURCE_DCGM,
+};
+
+/* The family chosen at start, and why (one line, for the exporter's log). */
+struct metrics_srt_choice {
+    enum metrics_srt_family family;
+    char why[512];
+};
+
+/*
+ * Chooses srt-slurm's CPU family for the probed sampler s after one tick (the readings at
+ * start), as srt-slurm's exporter does (its later rule, srt-slurm #481):
+ * - ACPI: always cpu_power_acpi_watts (also without any ACPI power_meter channel);
+ * - DCGM: cpu_power_dcgm_watts; the dcgm source must be usable with at least one CPU rail
+ *   channel (dcgm/cpu<N>), else -ENODEV ("DCGM unavailable: <why>"), and at least one of them
+ *   must have read a positive value, else -ENODATA ("DCGM yielded no live data: <what was
+ *   read>"); -EINVAL when --sources left the dcgm source out;
+ * - AUTO: ACPI when an ACPI power_meter socket-total channel read a positive value, else DCGM
+ *   when it would be chosen as above, else -ENODATA naming both reasons.
+ * Returns 0 with *out filled, or the negative errno with e's message (without a prefix).
+ */
+int metrics_srt_choose(const struct sampler *s, enum metrics_srt_source want,
+                       struct metrics_srt_choice *out, struct carma_err *e);
 
 /* What the exporter knows of itself at render time. */
 struct metrics_self {
     const struct metrics_hist *sample_duration; /* NULL: no observation yet */
     uint64_t scrapes;                           /* /metrics requests served so far */
+    /* the marks socket (--marks-dir), its families served only when there is one */
+    bool marks;
+    uint64_t marks_open, marks_windows, marks_events; /* open now; ended; events */
 };
 
 struct metrics_renderer;
@@ -85,7 +123,8 @@ struct metrics_renderer;
  * Prepares rendering for the channels of the probed sampler s (its channel set must not
  * change afterwards): escapes every label block once, picks the channels of the node sums
  * (sampler_select_node), the GPUs whose utilization NVML reports, and with compat_srtctl the
- * ACPI power_meter channels in srt-slurm's order. Returns NULL with e set on -ENOMEM or
+ * channels of srt-slurm's family: the ACPI power_meter channels in srt-slurm's order, or the
+ * dcgm source's CPU rails (dcgm/cpu<N>) in socket order. Returns NULL with e set on -ENOMEM or
  * -EINVAL (o->node or o->version NULL). The renderer copies what it needs of o; it keeps
  * pointers to s's NVML source (for the GPUs' utilization): s must outlive it.
  */
@@ -95,7 +134,7 @@ struct metrics_renderer *metrics_renderer_new(const struct sampler *s, const str
 /* Frees the renderer (NULL-safe). */
 void metrics_renderer_free(struct metrics_renderer *r);
 
-/* How many channels the srtctl compatibility family reports (0 when it is off). */
+/* How many channels srt-slurm's CPU family reports (0 when --compat srtctl is off). */
 size_t metrics_renderer_compat_count(const struct metrics_renderer *r);
 
 /*
@@ -106,8 +145,8 @@ size_t metrics_renderer_compat_count(const struct metrics_renderer *r);
  * proc/stat is read), carma_gpu_utilization_ratio and carma_gpu_memory_utilization_ratio
  * (with NVML GPUs; asks NVML, from the calling thread), carma_read_errors_total,
  * carma_sample_duration_seconds, carma_scrapes_total, carma_last_sample_timestamp_seconds,
- * then cpu_power_acpi_watts with compat_srtctl. A reading that is missing leaves its line
- * out. Returns 0, or -ENOMEM (out then holds an incomplete text).
+ * then cpu_power_acpi_watts or cpu_power_dcgm_watts with compat_srtctl. A reading that is missing
+ * leaves its line out. Returns 0, or -ENOMEM (out then holds an incomplete text).
  */
 int metrics_render(struct metrics_renderer *r, const struct sampler *s,
                    const struct metrics_self *self, struct metrics_buf *out);

@@ -18,7 +18,9 @@
  * consulted unless CARMA_DCGM_LIBRARY names a library.
  */
 #include "sources/dcgm.h"
+#include "sources/dynlib.h"
 #include "sources/note.h"
+#include "sources/nvml.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,6 +38,7 @@ static const char *const dcgm_default_libraries[] = {"libdcgm.so.4", "libdcgm.so
 typedef dcgm_return_t (*fn_void)(void);
 typedef dcgm_return_t (*fn_start)(int, dcgm_handle_t *);
 typedef dcgm_return_t (*fn_stop)(dcgm_handle_t);
+typedef dcgm_return_t (*fn_connect)(const char *, dcgm_handle_t *);
 typedef dcgm_return_t (*fn_entities)(dcgm_handle_t, int, uint32_t *, int *, unsigned int);
 typedef dcgm_return_t (*fn_group_create)(dcgm_handle_t, int, const char *, dcgm_gpu_grp_t *);
 typedef dcgm_return_t (*fn_group_add)(dcgm_handle_t, dcgm_gpu_grp_t, int, uint32_t);
@@ -57,6 +60,8 @@ struct dcgm_api {
     fn_void shutdown;
     fn_start start_embedded;
     fn_stop stop_embedded;
+    fn_connect connect;
+    fn_stop disconnect;
     fn_entities entities;
     fn_group_create group_create;
     fn_group_add group_add;
@@ -77,6 +82,8 @@ static const struct dcgm_sym {
     {offsetof(struct dcgm_api, shutdown), "dcgmShutdown"},
     {offsetof(struct dcgm_api, start_embedded), "dcgmStartEmbedded"},
     {offsetof(struct dcgm_api, stop_embedded), "dcgmStopEmbedded"},
+    {offsetof(struct dcgm_api, connect), "dcgmConnect"},
+    {offsetof(struct dcgm_api, disconnect), "dcgmDisconnect"},
     {offsetof(struct dcgm_api, entities), "dcgmGetEntityGroupEntities"},
     {offsetof(struct dcgm_api, group_create), "dcgmGroupCreate"},
     {offsetof(struct dcgm_api, group_add), "dcgmGroupAddEntity"},
@@ -103,8 +110,10 @@ enum {
     F_GPU_ENERGY,
     F_GPU_UTIL,
     F_SM_ACTIVE,
+    F_UUID, /* read at probe only: the fields of a tick are those before it */
     F_COUNT
 };
+#define F_TICK F_UUID
 _Static_assert(F_COUNT <= DCGM_SRC_FIELDS, "dcgm_fields fits");
 static unsigned short dcgm_fields[F_COUNT] = {
     DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT,
@@ -119,6 +128,7 @@ static unsigned short dcgm_fields[F_COUNT] = {
     DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
     DCGM_FI_DEV_GPU_UTIL,
     DCGM_FI_PROF_SM_ACTIVE,
+    DCGM_FI_DEV_UUID,
 };
 
 #define DCGM_ENTS_MAX (DCGM_SRC_CPUS_MAX + DCGM_SRC_GPUS_MAX)
@@ -135,11 +145,12 @@ struct dcgm_ent {
     bool ok[F_COUNT]; /* this tick's value of field f is usable */
     double v[F_COUNT];
     int err[F_COUNT]; /* negative errno when not usable */
+    char uuid[96];    /* GPU: field 54 as read at probe, "" when it gave none */
 };
 
 struct dcgm_priv {
     void *lib;
-    bool initialized, started, group_made, fg_made;
+    bool initialized, started, connected, group_made, fg_made;
     struct dcgm_api api;
     dcgm_handle_t h;
     dcgm_gpu_grp_t group;
@@ -148,6 +159,7 @@ struct dcgm_priv {
     struct dcgm_ent ent[DCGM_ENTS_MAX];
     struct dcgm_entity_pair pairs[DCGM_ENTS_MAX];
     struct dcgm_field_value_v2 *values; /* n × F_COUNT, allocated at probe */
+    size_t nfields; /* the fields of the next sample: F_COUNT at probe, then F_TICK */
 };
 
 static unsigned dcgm_fg_serial; /* makes the field-group names unique within the process */
@@ -156,6 +168,16 @@ static const char *error_text(const struct dcgm_priv *p, dcgm_return_t r)
 {
     const char *t = p->api.error_string ? p->api.error_string(r) : NULL;
     return t ? t : "unknown DCGM error";
+}
+
+/* Writes s->reason "WHAT: DCGM's text (DCGM error R)[: FIX]" and returns the negative errno of
+ * the failure: -EACCES for a permission refused, else -EIO. */
+static int fail(struct source *s, const struct dcgm_priv *p, dcgm_return_t r, const char *what,
+                const char *fix)
+{
+    snprintf(s->reason, sizeof s->reason, "%s: %s (DCGM error %d)%s%s", what, error_text(p, r), r,
+             fix ? ": " : "", fix ? fix : "");
+    return r == DCGM_ST_NO_PERMISSION ? -EACCES : -EIO;
 }
 
 /* The negative errno of a DCGM status. */
@@ -193,6 +215,8 @@ static void dcgm_close(struct source *s)
         p->api.group_destroy(p->h, p->group);
     if (p->started)
         p->api.stop_embedded(p->h);
+    if (p->connected)
+        p->api.disconnect(p->h);
     if (p->initialized)
         p->api.shutdown();
     if (p->lib)
@@ -200,41 +224,6 @@ static void dcgm_close(struct source *s)
     free(p->values);
     free(p);
     s->priv = NULL;
-}
-
-/* Loads the library: libname when named, else the default names in turn. Returns 0, or
- * -ENOENT / -EINVAL with s->reason written. */
-static int load(struct source *s, struct dcgm_priv *p, const char *named, const char **libname)
-{
-    if (named) {
-        *libname = named;
-        p->lib = dlopen(named, RTLD_NOW | RTLD_LOCAL);
-        if (p->lib)
-            return 0;
-        const char *why = dlerror();
-        if (!why || strstr(why, "No such file")) {
-            snprintf(s->reason, sizeof s->reason,
-                     "%s not found (CARMA_DCGM_LIBRARY names a file that is not there)", named);
-            return -ENOENT;
-        }
-        snprintf(s->reason, sizeof s->reason, "cannot load %s: %s", named, why);
-        return -EINVAL;
-    }
-    for (size_t i = 0; i < DCGM_DEFAULT_LIBRARIES; i++) {
-        *libname = dcgm_default_libraries[i];
-        p->lib = dlopen(*libname, RTLD_NOW | RTLD_LOCAL);
-        if (p->lib)
-            return 0;
-        const char *why = dlerror();
-        if (why && !strstr(why, "No such file")) {
-            snprintf(s->reason, sizeof s->reason, "cannot load %s: %s", *libname, why);
-            return -EINVAL;
-        }
-    }
-    snprintf(s->reason, sizeof s->reason,
-             "libdcgm.so.4 (nor .so.3, .so) not found: DCGM is not installed (install NVIDIA's "
-             "datacenter-gpu-manager package, or set CARMA_DCGM_LIBRARY to the library's path)");
-    return -ENOENT;
 }
 
 /* Resolves the calls of dcgm_syms. Returns 0, or -EINVAL with the missing call in s->reason. */
@@ -286,11 +275,11 @@ static dcgm_return_t list_entities(struct source *s, struct dcgm_priv *p, int gr
 static void take_values(struct dcgm_priv *p)
 {
     for (size_t i = 0; i < p->n; i++)
-        for (int f = 0; f < F_COUNT; f++) {
+        for (size_t f = 0; f < p->nfields; f++) {
             p->ent[i].ok[f] = false;
             p->ent[i].err[f] = -ENODATA;
         }
-    size_t total = p->n * F_COUNT;
+    size_t total = p->n * p->nfields;
     for (size_t k = 0; k < total; k++) {
         const struct dcgm_field_value_v2 *v = &p->values[k];
         size_t i = 0;
@@ -298,9 +287,9 @@ static void take_values(struct dcgm_priv *p)
                             p->ent[i].id.entity_id != v->entity_id))
             i++;
         int f = 0;
-        while (f < F_COUNT && dcgm_fields[f] != v->field_id)
+        while (f < (int)p->nfields && dcgm_fields[f] != v->field_id)
             f++;
-        if (i == p->n || f == F_COUNT)
+        if (i == p->n || f == (int)p->nfields)
             continue;
         struct dcgm_ent *e = &p->ent[i];
         if (v->status != DCGM_ST_OK) {
@@ -308,6 +297,17 @@ static void take_values(struct dcgm_priv *p)
             continue;
         }
         double x;
+        if (f == F_UUID) {
+            /* a string: "GPU-..."; DCGM's blank strings start with '<' ("<<<NULL>>>") */
+            if (v->field_type == DCGM_FT_STRING && v->value.str[0] && v->value.str[0] != '<') {
+                snprintf(e->uuid, sizeof e->uuid, "%.*s", (int)sizeof e->uuid - 1, v->value.str);
+                e->ok[f] = true;
+                e->err[f] = 0;
+            } else {
+                e->err[f] = -EOPNOTSUPP;
+            }
+            continue;
+        }
         if (v->field_type == DCGM_FT_DOUBLE) {
             x = v->value.dbl;
             if (!(x < DCGM_FP64_BLANK_VALUE)) {
@@ -338,15 +338,15 @@ static void take_values(struct dcgm_priv *p)
 static dcgm_return_t sample(struct dcgm_priv *p, int wait)
 {
     p->api.update(p->h, wait);
-    for (size_t k = 0; k < p->n * F_COUNT; k++)
+    for (size_t k = 0; k < p->n * p->nfields; k++)
         p->values[k].version = DCGM_FIELD_VALUE_VERSION_2;
-    dcgm_return_t r =
-        p->api.latest(p->h, p->pairs, (unsigned)p->n, dcgm_fields, F_COUNT, 0, p->values);
+    dcgm_return_t r = p->api.latest(p->h, p->pairs, (unsigned)p->n, dcgm_fields,
+                                    (unsigned)p->nfields, 0, p->values);
     if (r == DCGM_ST_OK) {
         take_values(p);
     } else {
         for (size_t i = 0; i < p->n; i++)
-            for (int f = 0; f < F_COUNT; f++) {
+            for (size_t f = 0; f < p->nfields; f++) {
                 p->ent[i].ok[f] = false;
                 p->ent[i].err[f] = dcgm_errno(r);
             }
@@ -381,6 +381,39 @@ static bool nvml_gpus_present(const struct channel_set *set)
     return false;
 }
 
+/* The index of an earlier source's total channel of CPU socket socket (hwmon's `total` zone: the
+ * socket's whole envelope), or -1. */
+static int socket_total_of(const struct channel_set *set, int socket)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        const struct channel *c = &set->ch[i];
+        if (c->source && strcmp(c->source, "dcgm") != 0 && c->kind == KIND_CPU &&
+            c->domain == DOMAIN_TOTAL && c->socket == socket && strcmp(c->zone, "total") == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* The index of the NVML GPU channel (a total) of the GPU whose UUID is uuid, or -1. */
+static int nvml_channel_of(const struct probe_ctx *ctx, const char *uuid)
+{
+    const struct source *nv = NULL;
+    for (size_t k = 0; k < ctx->n_probed && ctx->probed; k++)
+        if (ctx->probed[k].ops == &nvml_source_ops && ctx->probed[k].status == 0)
+            nv = &ctx->probed[k];
+    if (!nv || !uuid[0])
+        return -1;
+    for (size_t i = nv->first; i < nv->first + nv->count && i < ctx->set->n; i++) {
+        const struct channel *c = &ctx->set->ch[i];
+        if (c->kind != KIND_GPU || c->domain != DOMAIN_TOTAL || c->socket < 0)
+            continue;
+        const char *u = nvml_device_uuid(nv, (unsigned)c->socket);
+        if (u && strcmp(u, uuid) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
 /* Makes the channels of the entities from the values read at probe. */
 static int add_channels(struct source *s, struct probe_ctx *ctx, struct dcgm_priv *p,
                         const char *libname)
@@ -412,6 +445,10 @@ static int add_channels(struct source *s, struct probe_ctx *ctx, struct dcgm_pri
                 /* the rail is the CPU figure only when no earlier source measured the CPU
                  * (hwmon's socket total contains it); SysIO and module are never added */
                 c->domain = k == 0 && !ctx->have_measured_cpu ? DOMAIN_TOTAL : DOMAIN_COMPONENT;
+                /* the CPU rail and SysIO are inside hwmon's socket total where it has one (the
+                 * module reading covers more than the socket: no parent) */
+                if (k < 2)
+                    c->parent = socket_total_of(ctx->set, (int)id);
                 snprintf(c->path, sizeof c->path, "%s: field %u of CPU %u", libname,
                          (unsigned)dcgm_fields[rails[k].f], id);
                 size_t off = (size_t)idx - s->first;
@@ -437,6 +474,13 @@ static int add_channels(struct source *s, struct probe_ctx *ctx, struct dcgm_pri
                          "CPU %u: DCGM measures the CPU rail only (not SoC, SysIO or DRAM)", id);
         } else {
             bool counter = e->ok[F_GPU_ENERGY];
+            int twin = nvml_channel_of(ctx, e->uuid);
+            if (twin >= 0) {
+                note_add(s->note, sizeof s->note,
+                         "GPU %u (%s) is read by NVML as %s: DCGM does not read it again", id,
+                         e->uuid, ctx->set->ch[twin].name);
+                continue;
+            }
             if (!counter && !e->ok[F_GPU_POWER]) {
                 note_add(s->note, sizeof s->note, "GPU %u reports neither energy nor power", id);
                 continue;
@@ -447,8 +491,19 @@ static int add_channels(struct source *s, struct probe_ctx *ctx, struct dcgm_pri
             struct channel *c = &ctx->set->ch[idx];
             snprintf(c->name, sizeof c->name, "dcgm/gpu%u", id);
             snprintf(c->zone, sizeof c->zone, "gpu");
-            snprintf(c->label, sizeof c->label, "DCGM GPU %u", id);
-            c->domain = nvml ? DOMAIN_COMPONENT : DOMAIN_TOTAL;
+            snprintf(c->label, sizeof c->label, "DCGM GPU %u%s%s", id, e->uuid[0] ? " " : "",
+                     e->uuid);
+            /* a GPU NVML does not read is DCGM's to measure; one without a UUID cannot be told
+             * from NVML's GPUs and is never added beside them */
+            c->domain = nvml && !e->uuid[0] ? DOMAIN_COMPONENT : DOMAIN_TOTAL;
+            if (nvml && !e->uuid[0])
+                note_add(s->note, sizeof s->note,
+                         "GPU %u: DCGM gave no UUID, so it cannot be matched to NVML's GPUs: a "
+                         "component beside them, never added",
+                         id);
+            else if (nvml)
+                note_add(s->note, sizeof s->note,
+                         "GPU %u (%s) is not one NVML reads: DCGM measures it", id, e->uuid);
             if (counter) {
                 c->form = FORM_COUNTER;
                 c->counter_unit_j = 1e-3;
@@ -464,11 +519,40 @@ static int add_channels(struct source *s, struct probe_ctx *ctx, struct dcgm_pri
             s->count++;
         }
     }
-    if (nvml && s->count)
-        note_add(s->note, sizeof s->note,
-                 "NVML measures the GPUs: DCGM's GPU channels are components beside them, never "
-                 "added");
     return 0;
+}
+
+/*
+ * Creates the field group (every field of dcgm_fields, SM activity only when with_sm) under a
+ * name unique in the process and watches it on the group. Returns the DCGM status; a field
+ * group that cannot be made writes s->reason.
+ */
+static dcgm_return_t watch(struct source *s, struct dcgm_priv *p, bool with_sm, int64_t interval_ns)
+{
+    if (p->fg_made) {
+        p->api.fg_destroy(p->h, p->fg);
+        p->fg_made = false;
+    }
+    unsigned short ids[F_COUNT];
+    int n = 0;
+    for (int f = 0; f < F_COUNT; f++)
+        if (with_sm || f != F_SM_ACTIVE)
+            ids[n++] = dcgm_fields[f];
+    char name[64];
+    snprintf(name, sizeof name, "carma-%ld-%u", (long)getpid(), dcgm_fg_serial++);
+    dcgm_return_t r = p->api.fg_create(p->h, n, ids, name, &p->fg);
+    if (r != DCGM_ST_OK) {
+        fail(s, p, r, "dcgmFieldGroupCreate failed", NULL);
+        return r;
+    }
+    p->fg_made = true;
+    /* refreshed at the sampler's period (100 ms when unknown, 1 ms at the least), kept 10 s:
+     * each tick then finds one refresh of the energy counter, not several at once (a counter
+     * refreshed every 100 ms read every 10 ms would step ten ticks' energy into one) */
+    long long us = interval_ns > 0 ? interval_ns / 1000 : 100000;
+    if (us < 1000)
+        us = 1000;
+    return p->api.watch(p->h, p->group, p->fg, us, 10.0, 0);
 }
 
 /*
@@ -487,14 +571,10 @@ static int dcgm_probe(struct source *s, struct probe_ctx *ctx)
     s->reason[0] = '\0';
     s->note[0] = '\0';
 
-    const char *env = getenv("CARMA_DCGM_LIBRARY");
-    bool named = env && env[0];
-    if (!named && ctx->root && strcmp(ctx->root->path, "/") != 0) {
-        snprintf(s->reason, sizeof s->reason,
-                 "DCGM is not read below --root %s (set CARMA_DCGM_LIBRARY to use it anyway)",
-                 ctx->root->path);
-        return -ENOENT;
-    }
+    const char *named = NULL;
+    ret = dynlib_choose(s, ctx, "DCGM", "CARMA_DCGM_LIBRARY", &named);
+    if (ret < 0)
+        return ret;
 
     struct dcgm_priv *p = calloc(1, sizeof *p);
     if (!p) {
@@ -503,7 +583,12 @@ static int dcgm_probe(struct source *s, struct probe_ctx *ctx)
     }
     s->priv = p;
     const char *libname = NULL;
-    ret = load(s, p, named ? env : NULL, &libname);
+    ret = dynlib_open(s, named, dcgm_default_libraries, DCGM_DEFAULT_LIBRARIES,
+                      "CARMA_DCGM_LIBRARY names a file that is not there",
+                      "libdcgm.so.4 (nor .so.3, .so) not found: DCGM is not installed (install "
+                      "NVIDIA's datacenter-gpu-manager package, or set CARMA_DCGM_LIBRARY to the "
+                      "library's path)",
+                      &p->lib, &libname);
     if (ret < 0)
         goto out;
     ret = resolve(s, p, libname);
@@ -512,27 +597,43 @@ static int dcgm_probe(struct source *s, struct probe_ctx *ctx)
 
     r = p->api.init();
     if (r != DCGM_ST_OK) {
-        snprintf(s->reason, sizeof s->reason, "dcgmInit failed: %s (DCGM error %d)",
-                 error_text(p, r), r);
-        ret = -EIO;
+        ret = fail(s, p, r, "dcgmInit failed", NULL);
         goto out;
     }
     p->initialized = true;
-    r = p->api.start_embedded(DCGM_OPERATION_MODE_AUTO, &p->h);
-    if (r != DCGM_ST_OK) {
-        snprintf(s->reason, sizeof s->reason,
-                 "the embedded DCGM engine refused to start: %s (DCGM error %d)%s",
-                 error_text(p, r), r,
-                 r == DCGM_ST_NO_PERMISSION ? ": run as root, or give the user access to the "
-                                              "NVIDIA devices"
-                 : r == DCGM_ST_VER_MISMATCH
-                     ? ": the library and the driver or host engine differ in version"
-                     : ": check that the NVIDIA driver is loaded and that DCGM is installed "
-                       "completely (its modules beside the library)");
-        ret = r == DCGM_ST_NO_PERMISSION ? -EACCES : -EIO;
-        goto out;
+    if (ctx->dcgm_host) {
+        r = p->api.connect(ctx->dcgm_host, &p->h);
+        if (r != DCGM_ST_OK) {
+            char what[320];
+            snprintf(what, sizeof what, "cannot connect to nv-hostengine at %s", ctx->dcgm_host);
+            ret = fail(s, p, r, what,
+                       r == DCGM_ST_VER_MISMATCH
+                           ? "the library and the host engine differ in version (use the libdcgm "
+                             "of the DCGM that runs nv-hostengine)"
+                       : r == DCGM_ST_NO_PERMISSION
+                           ? "the host engine refuses this user"
+                           : "start it (systemctl start nvidia-dcgm, or nv-hostengine), check HOST "
+                             "and PORT (default 5555), or leave --dcgm-host out to use DCGM's "
+                             "embedded engine");
+            goto out;
+        }
+        p->connected = true;
+    } else {
+        r = p->api.start_embedded(DCGM_OPERATION_MODE_AUTO, &p->h);
+        if (r != DCGM_ST_OK) {
+            ret = fail(s, p, r, "the embedded DCGM engine refused to start",
+                       r == DCGM_ST_NO_PERMISSION
+                           ? "run as root, or give the user access to the NVIDIA devices, or read "
+                             "through a running nv-hostengine (--dcgm-host 127.0.0.1)"
+                       : r == DCGM_ST_VER_MISMATCH
+                           ? "the library and the driver differ in version"
+                           : "check that the NVIDIA driver is loaded and that DCGM is installed "
+                             "completely (its modules beside the library), or read through a "
+                             "running nv-hostengine (--dcgm-host 127.0.0.1)");
+            goto out;
+        }
+        p->started = true;
     }
-    p->started = true;
 
     r = list_entities(s, p, DCGM_FE_CPU, DCGM_SRC_CPUS_MAX, 0);
     size_t ncpu = p->n;
@@ -558,9 +659,7 @@ static int dcgm_probe(struct source *s, struct probe_ctx *ctx)
     snprintf(name, sizeof name, "carma-%ld-%u", (long)getpid(), dcgm_fg_serial++);
     r = p->api.group_create(p->h, DCGM_GROUP_EMPTY, name, &p->group);
     if (r != DCGM_ST_OK) {
-        snprintf(s->reason, sizeof s->reason, "dcgmGroupCreate failed: %s (DCGM error %d)",
-                 error_text(p, r), r);
-        ret = -EIO;
+        ret = fail(s, p, r, "dcgmGroupCreate failed", NULL);
         goto out;
     }
     p->group_made = true;
@@ -569,29 +668,30 @@ static int dcgm_probe(struct source *s, struct probe_ctx *ctx)
         r = p->api.group_add(p->h, p->group, (int)p->ent[i].id.entity_group_id,
                              p->ent[i].id.entity_id);
         if (r != DCGM_ST_OK) {
-            snprintf(s->reason, sizeof s->reason,
-                     "dcgmGroupAddEntity(%s %u) failed: %s (DCGM error %d)",
+            char what[64];
+            snprintf(what, sizeof what, "dcgmGroupAddEntity(%s %u) failed",
                      p->ent[i].id.entity_group_id == DCGM_FE_CPU ? "CPU" : "GPU",
-                     p->ent[i].id.entity_id, error_text(p, r), r);
-            ret = -EIO;
+                     p->ent[i].id.entity_id);
+            ret = fail(s, p, r, what, NULL);
             goto out;
         }
     }
-    r = p->api.fg_create(p->h, F_COUNT, dcgm_fields, name, &p->fg);
-    if (r != DCGM_ST_OK) {
-        snprintf(s->reason, sizeof s->reason, "dcgmFieldGroupCreate failed: %s (DCGM error %d)",
+    r = watch(s, p, true, ctx->interval_ns);
+    if (r == DCGM_ST_PROFILING_NOT_SUPPORTED || r == DCGM_ST_IN_USE ||
+        r == DCGM_ST_MODULE_NOT_LOADED || r == DCGM_ST_NOT_SUPPORTED) {
+        /* SM activity is a profiling field: without profiling (or with another client holding
+         * it, such as dcgm-exporter's DCP) the whole watch is refused; watched again without */
+        note_add(s->note, sizeof s->note,
+                 "SM activity (field 1002) is not read: %s (DCGM error %d; profiling is off on "
+                 "these GPUs, or another DCGM client holds it)",
                  error_text(p, r), r);
-        ret = -EIO;
-        goto out;
+        r = watch(s, p, false, ctx->interval_ns);
     }
-    p->fg_made = true;
-    /* updated every 100 ms, kept 10 s: the sampler reads the latest at its own pace */
-    r = p->api.watch(p->h, p->group, p->fg, 100000LL, 10.0, 0);
     if (r != DCGM_ST_OK) {
-        snprintf(s->reason, sizeof s->reason, "dcgmWatchFields failed: %s (DCGM error %d)%s",
-                 error_text(p, r), r,
-                 r == DCGM_ST_NO_PERMISSION ? ": run as root to watch these fields" : "");
-        ret = r == DCGM_ST_NO_PERMISSION ? -EACCES : -EIO;
+        ret = s->reason[0]
+                  ? -EIO
+                  : fail(s, p, r, "dcgmWatchFields failed",
+                         r == DCGM_ST_NO_PERMISSION ? "run as root to watch these fields" : NULL);
         goto out;
     }
     p->values = calloc(p->n * F_COUNT, sizeof *p->values);
@@ -600,18 +700,23 @@ static int dcgm_probe(struct source *s, struct probe_ctx *ctx)
         ret = -ENOMEM;
         goto out;
     }
+    p->nfields = F_COUNT; /* the UUIDs too, once */
     r = sample(p, 1);
+    p->nfields = F_TICK;
     if (r != DCGM_ST_OK) {
-        snprintf(s->reason, sizeof s->reason,
-                 "dcgmEntitiesGetLatestValues failed: %s (DCGM error %d)", error_text(p, r), r);
-        ret = dcgm_errno(r) == -EACCES ? -EACCES : -EIO;
+        ret = fail(s, p, r, "dcgmEntitiesGetLatestValues failed",
+                   r == DCGM_ST_VER_MISMATCH
+                       ? "this libdcgm does not take dcgmFieldValue_v2 as carma declares it "
+                         "(4128 bytes, version word 0x02001020); DCGM 3 or later is needed"
+                   : r == DCGM_ST_NO_PERMISSION ? "run as root to read these fields"
+                                                : NULL);
         goto out;
     }
     ret = add_channels(s, ctx, p, libname);
     if (ret == -ENOSPC)
         note_add(s->note, sizeof s->note, "the channel set is full: channels left out");
     if (s->count == 0) {
-        snprintf(s->reason, sizeof s->reason, "DCGM gives no power reading: %s",
+        snprintf(s->reason, sizeof s->reason, DCGM_SRC_NO_READING ": %s",
                  s->note[0] ? s->note : "the channel set is full");
         s->note[0] = '\0';
         ret = -ENOENT;
@@ -699,6 +804,31 @@ int dcgm_source_cpu_util(const struct source *s, unsigned socket, struct dcgm_cp
         return 0;
     }
     return -EINVAL;
+}
+
+size_t dcgm_source_cpu_ids(const struct source *s, unsigned *ids, size_t cap)
+{
+    if (!s || s->ops != &dcgm_source_ops || s->status != 0 || !s->priv)
+        return 0;
+    const struct dcgm_priv *p = s->priv;
+    size_t n = 0;
+    for (size_t i = 0; i < p->n && n < cap; i++)
+        if (p->ent[i].id.entity_group_id == DCGM_FE_CPU)
+            ids[n++] = p->ent[i].id.entity_id;
+    return n;
+}
+
+const char *dcgm_source_gpu_uuid(const struct source *s, unsigned gpu)
+{
+    if (!s || s->ops != &dcgm_source_ops || s->status != 0 || !s->priv)
+        return NULL;
+    const struct dcgm_priv *p = s->priv;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct dcgm_ent *e = &p->ent[i];
+        if (e->id.entity_group_id == DCGM_FE_GPU && e->id.entity_id == gpu && e->ch_main != NO_CH)
+            return e->uuid;
+    }
+    return NULL;
 }
 
 int dcgm_source_gpu_util(const struct source *s, unsigned gpu, struct dcgm_gpu_util *ret)

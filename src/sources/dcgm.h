@@ -1,6 +1,6 @@
 /*
  * dcgm: Grace CPU rails and NVIDIA GPUs through NVIDIA DCGM (libdcgm), loaded with dlopen at
- * probe time. WORK IN PROGRESS (issue 18, part 1): not yet in sources.def.
+ * probe time. Selected by `--sources dcgm`; in the default order after hwmon and nvml.
  *
  * carma builds without any DCGM header: the few DCGM types and constants it uses are declared
  * here with DCGM's values and layouts, under carma's own names where DCGM's are typedefs.
@@ -11,8 +11,9 @@
  * fake libdcgm of the tests (tests/fakes/fake_dcgm.c), so both sides agree on the ABI.
  *
  * The library is $CARMA_DCGM_LIBRARY when that is set and not empty, else the first of
- * libdcgm.so.4, libdcgm.so.3, libdcgm.so that loads. The embedded engine is started
- * (dcgmStartEmbedded, mode auto); connecting to a running nv-hostengine comes later.
+ * libdcgm.so.4, libdcgm.so.3, libdcgm.so that loads. With --dcgm-host HOST[:PORT] carma
+ * connects to that running nv-hostengine (dcgmConnect); else it starts DCGM's embedded engine
+ * (dcgmStartEmbedded, mode auto).
  *
  * Channels (one watch set up at probe; per tick one dcgmUpdateAllFields(h, 0) and one
  * dcgmEntitiesGetLatestValues(..., flags 0, ...), values matched by entity and field):
@@ -20,11 +21,13 @@
  *                       cpu, zone cpu_rail; a total domain when no earlier source measured the
  *                       CPU, else a component (hwmon's socket total contains it)
  *   dcgm/cpu<N>/sysio   field 1132, kind soc, zone sysio, a component
- *   dcgm/cpu<N>/module  field 1133, kind soc, zone module, a component
+ *   dcgm/cpu<N>/module  field 1133, kind soc, zone module, a component (it covers more than the
+ *                       socket: no parent; the rail and SysIO have hwmon's socket total as
+ *                       their parent where there is one)
  *   dcgm/gpu<N>         field 156 (energy counter, mJ) when it reads at probe, with 155 (power,
- *                       W) as the gauge beside it; else 155 alone. A total domain, or a
- *                       component when NVML channels are already in the set (not matched by
- *                       UUID yet: never added twice).
+ *                       W) as the gauge beside it; else 155 alone. A GPU that NVML reads
+ *                       already (the same UUID, field 54, read once at probe) gets no dcgm
+ *                       channel: one physical GPU is one channel.
  * CPU utilization (1100-1104, ratios 0..1 per socket) and GPU utilization (203, %; 1002, SM
  * activity) are read in the same call and kept for dcgm_source_cpu_util and
  * dcgm_source_gpu_util.
@@ -91,6 +94,7 @@ typedef uintptr_t dcgm_field_grp_t; /* dcgmFieldGrp_t */
 #define DCGM_MAX_NUM_FIELDS_PER_GROUP 128 /* dcgmFieldGroupCreate takes 1..128 ids */
 
 /* Field ids (dcgm_fields.h). */
+#define DCGM_FI_DEV_UUID                      54   /* string, "GPU-..." as NVML gives it */
 #define DCGM_FI_DEV_POWER_USAGE               155  /* double, W */
 #define DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION  156  /* int64, mJ since driver load */
 #define DCGM_FI_DEV_GPU_UTIL                  203  /* int64, % */
@@ -162,6 +166,10 @@ _Static_assert(offsetof(struct dcgm_field_value_v2, value) == 32, "value at 32")
 /* The fields watched, in the order of the field group. */
 #define DCGM_SRC_FIELDS 13
 
+/* The start of the dcgm source's reason when DCGM works but none of its readings at probe is
+ * usable (followed by ": " and what was read). */
+#define DCGM_SRC_NO_READING "DCGM gives no power reading of its own"
+
 /* The dcgm source: probe, read and close as source.h describes. */
 extern const struct source_ops dcgm_source_ops;
 
@@ -178,6 +186,10 @@ struct dcgm_cpu_util {
  */
 int dcgm_source_cpu_util(const struct source *s, unsigned socket, struct dcgm_cpu_util *ret);
 
+/* The CPU entity ids (sockets) of a probed dcgm source s, in DCGM's order, into ids[0 .. cap).
+ * Returns how many there are (0 when s is not a usable dcgm source). */
+size_t dcgm_source_cpu_ids(const struct source *s, unsigned *ids, size_t cap);
+
 /* DCGM's utilization of one GPU as of the last read: NAN where DCGM had no value (SM activity
  * needs profiling, off unless asked for). */
 struct dcgm_gpu_util {
@@ -191,5 +203,10 @@ struct dcgm_gpu_util {
  * one of its GPUs with a channel; -ENODATA when DCGM gave neither value.
  */
 int dcgm_source_gpu_util(const struct source *s, unsigned gpu, struct dcgm_gpu_util *ret);
+
+/* The UUID DCGM gave GPU number gpu (DCGM's GPU entity id) of a probed dcgm source s at probe
+ * ("" when it gave none), or NULL when s is not a usable dcgm source or gpu is not one of its
+ * GPUs with a channel. */
+const char *dcgm_source_gpu_uuid(const struct source *s, unsigned gpu);
 
 #endif

@@ -1,6 +1,8 @@
 /* note: a source's reason and note sentences (see note.h). */
 #include "sources/note.h"
 
+#include "core/fmt.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,10 +14,8 @@ void note_add(char *buf, size_t cap, const char *fmt, ...)
         memcpy(buf + len, "; ", 3);
         len += 2;
     }
-    if (len + 1 >= cap)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf + len, cap - len, fmt, ap);
+    fmt_vappend(buf, cap, fmt, ap);
     va_end(ap);
 }

@@ -17,6 +17,7 @@
  * other NVML error), never 0 W.
  */
 #include "sources/nvml.h"
+#include "sources/dynlib.h"
 #include "sources/note.h"
 
 #include <dlfcn.h>
@@ -343,15 +344,10 @@ static int nvml_probe(struct source *s, struct probe_ctx *ctx)
     s->reason[0] = '\0';
     s->note[0] = '\0';
 
-    const char *env = getenv("CARMA_NVML_LIBRARY");
-    bool named = env && env[0];
-    const char *libname = named ? env : NVML_DEFAULT_LIBRARY;
-    if (!named && ctx->root && strcmp(ctx->root->path, "/") != 0) {
-        snprintf(s->reason, sizeof s->reason,
-                 "NVML is not read below --root %s (set CARMA_NVML_LIBRARY to use it anyway)",
-                 ctx->root->path);
-        return -ENOENT;
-    }
+    const char *named = NULL;
+    ret = dynlib_choose(s, ctx, "NVML", "CARMA_NVML_LIBRARY", &named);
+    if (ret < 0)
+        return ret;
 
     struct nvml_priv *p = calloc(1, sizeof *p);
     if (!p) {
@@ -360,20 +356,14 @@ static int nvml_probe(struct source *s, struct probe_ctx *ctx)
     }
     s->priv = p;
 
-    p->lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
-    if (!p->lib) {
-        const char *why = dlerror();
-        if (!why || strstr(why, "No such file")) {
-            snprintf(s->reason, sizeof s->reason,
-                     "%s not found (no NVIDIA driver; set CARMA_NVML_LIBRARY to its path)",
-                     libname);
-            ret = -ENOENT;
-        } else {
-            snprintf(s->reason, sizeof s->reason, "cannot load %s: %s", libname, why);
-            ret = -EINVAL;
-        }
+    static const char *const names[] = {NVML_DEFAULT_LIBRARY};
+    const char *libname = NULL;
+    ret = dynlib_open(s, named, names, 1, "no NVIDIA driver; set CARMA_NVML_LIBRARY to its path",
+                      NVML_DEFAULT_LIBRARY
+                      " not found (no NVIDIA driver; set CARMA_NVML_LIBRARY to its path)",
+                      &p->lib, &libname);
+    if (ret < 0)
         goto out;
-    }
     ret = resolve(s, p, libname);
     if (ret < 0)
         goto out;

@@ -96,6 +96,12 @@ struct probe_ctx {
     bool have_measured_cpu; /* a measured CPU-side channel was found by earlier sources */
     bool forced;            /* the user named this source in --sources */
     const char *spec;       /* a source named by a spec (the meter's --meter SPEC), else NULL */
+    const struct source *probed; /* the sources probed before this one (status set) */
+    size_t n_probed;
+    int64_t interval_ns;   /* the sampler's period (0: unknown): sources that refresh on their
+                              own (DCGM's watches) refresh at it */
+    const char *dcgm_host; /* the dcgm source: a running nv-hostengine, "HOST[:PORT]"; NULL:
+                              DCGM's embedded engine */
 };
 
 struct source;

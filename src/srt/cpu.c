@@ -432,16 +432,10 @@ int srt_cpu_finish(struct srt_cpu *w, struct carma_err *e)
 {
     if (!w)
         return 0;
-    int ret = 0;
-    int r = journal_sync(w->csv);
-    if (r < 0)
-        ret = carma_err_set(e, r, "cannot write %s: %s", w->csv_path, strerror(-r));
-    r = journal_close(w->csv);
+    int ret = journal_finish(w->csv, w->csv_path, e);
     w->csv = NULL;
-    if (r < 0 && !ret)
-        ret = carma_err_set(e, r, "cannot write %s: %s", w->csv_path, strerror(-r));
     struct carma_err me = {0};
-    r = manifest_write(w, true, time_real_ns(), &me);
+    int r = manifest_write(w, true, time_real_ns(), &me);
     if (r < 0 && !ret)
         ret = carma_err_set(e, r, "%s", me.msg);
     free_all(w);

@@ -72,6 +72,7 @@ struct srt_power {
     char *producer_version;
     char *source_metric;
     char *power_scope;
+    char *util_metric;
     double interval_s;
     int64_t started_us;
     size_t ndev;
@@ -220,7 +221,7 @@ static int manifest_write(const struct srt_power *p, const char *status, bool fi
         .producer_version = p->producer_version,
         .source_metric = p->source_metric,
         .power_scope = p->power_scope,
-        .util_metric = "nvmlDeviceGetUtilizationRates",
+        .util_metric = p->util_metric,
         .timestamp_source = "local_unix_clock",
         .job_id = p->job_id,
         .run_name = p->run_name,
@@ -251,6 +252,7 @@ static void free_all(struct srt_power *p)
     free(p->producer_version);
     free(p->source_metric);
     free(p->power_scope);
+    free(p->util_metric);
     for (size_t i = 0; p->dev && i < p->ndev; i++)
         free(p->dev[i].uuid);
     free(p->dev);
@@ -301,11 +303,12 @@ static int copy_opts(struct srt_power *p, const struct srt_power_opts *o, struct
     p->producer_version = dup_or_null(o->producer_version);
     p->source_metric = dup_or_null(o->source_metric);
     p->power_scope = dup_or_null(o->power_scope);
+    p->util_metric = strdup(o->util_metric ? o->util_metric : "nvmlDeviceGetUtilizationRates");
     p->dev = calloc(o->ndev ? o->ndev : 1, sizeof *p->dev);
     p->assign = calloc(o->nassign ? o->nassign : 1, sizeof *p->assign);
     if (!p->hostname || (o->run_name && !p->run_name) || (job && !p->job_id) ||
         (o->producer_version && !p->producer_version) || (o->source_metric && !p->source_metric) ||
-        (o->power_scope && !p->power_scope) || !p->dev || !p->assign)
+        (o->power_scope && !p->power_scope) || !p->util_metric || !p->dev || !p->assign)
         return carma_err_set(e, -ENOMEM, "out of memory");
 
     for (size_t i = 0; i < o->ndev; i++) {

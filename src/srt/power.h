@@ -47,6 +47,7 @@ struct srt_power_opts {
     const char *producer_version;
     const char *source_metric; /* what power_w is, e.g. "nvmlDeviceGetTotalEnergyConsumption" */
     const char *power_scope;   /* e.g. "gpu_device_board_as_reported_by_nvml" */
+    const char *util_metric;   /* what gpu_util_pct is; NULL: "nvmlDeviceGetUtilizationRates" */
     /* the GPUs (expected_devices, written sorted by index), with their UUIDs (NULL: none) */
     size_t ndev;
     const unsigned *gpu_index;

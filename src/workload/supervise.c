@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -39,7 +40,10 @@ struct sup_state {
     char base[sizeof((struct cgroup_dir *)0)->path];
     pid_t groups[SUPERVISE_GROUPS_MAX];
     size_t ngroups;
+    char hint[SUPERVISE_HINT_MAX]; /* the line said after carma's death ("" for none) */
 };
+
+static char sup_hint[SUPERVISE_HINT_MAX];
 
 static void put(char *buf, size_t cap, size_t *len, const char *s)
 {
@@ -252,6 +256,11 @@ static void sup_cleanup(struct sup_state *st, char *msg, size_t cap)
                       : " still holds processes");
     }
     put(msg, cap, &len, "\n");
+    if (st->hint[0]) {
+        put(msg, cap, &len, "carma: ");
+        put(msg, cap, &len, st->hint);
+        put(msg, cap, &len, "\n");
+    }
 }
 
 /* Closes every fd from 3 up but a and b (either may be -1). */
@@ -318,7 +327,7 @@ static void sup_main(struct sup_state *st)
         }
     }
     if (!stop) {
-        char msg[sizeof st->base + 256];
+        char msg[sizeof st->base + SUPERVISE_HINT_MAX + 256];
         sup_cleanup(st, msg, sizeof msg);
         if (msg[0]) {
             ssize_t w = write(2, msg, strlen(msg));
@@ -330,6 +339,11 @@ static void sup_main(struct sup_state *st)
 
 /* ---- carma's side ---- */
 
+void supervisor_hint(const char *line)
+{
+    snprintf(sup_hint, sizeof sup_hint, "%s", line ? line : "");
+}
+
 int supervisor_start(struct supervisor *s, const struct cgroup_dir *base, struct carma_err *e)
 {
     s->fd = -1;
@@ -337,6 +351,7 @@ int supervisor_start(struct supervisor *s, const struct cgroup_dir *base, struct
     static struct sup_state st; /* copied into the supervisor by fork */
     memset(&st, 0, sizeof st);
     st.carma = getpid();
+    memcpy(st.hint, sup_hint, sizeof st.hint);
     st.have_base = base && base->path[0];
     if (st.have_base)
         memcpy(st.base, base->path, sizeof st.base);

@@ -36,6 +36,7 @@
 
 #define SUPERVISE_GROUPS_MAX 256          /* process groups watched at once */
 #define SUPERVISE_DRAIN_NS   3000000000LL /* how long it waits for the cgroups to empty */
+#define SUPERVISE_HINT_MAX   4608         /* the hint's line, with its NUL */
 
 struct supervisor {
     int fd;    /* carma's end of the socket (O_CLOEXEC), -1 when none is running */
@@ -49,6 +50,10 @@ struct supervisor {
  * s->fd is -1 and the other calls do nothing).
  */
 int supervisor_start(struct supervisor *s, const struct cgroup_dir *base, struct carma_err *e);
+
+/* A line (no newline; NULL or "": none) the supervisors started from now on say, after
+ * "carma: ", below their message when they killed something (how to finish the run). */
+void supervisor_hint(const char *line);
 
 /* Tells the supervisor that process group pgid belongs to the measurement. 0 or -errno. */
 int supervisor_watch(struct supervisor *s, pid_t pgid);

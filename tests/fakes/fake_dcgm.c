@@ -8,10 +8,17 @@
  *   cpu N [power V] [sysio V] [module V] [util TOTAL USER NICE SYS IRQ]
  *                            CPU socket N (DCGM_FE_CPU): fields 1130, 1132, 1133 and the
  *                            utilization ratios 1100-1104
- *   gpu N [power V] [energy V] [energy_step MJ] [util PCT] [sm RATIO] [lost_after U]
- *                            GPU N: fields 155 (W), 156 (mJ), 203 (%), 1002 (ratio); from
- *                            the U-th dcgmUpdateAllFields on, every value of the GPU has
- *                            status DCGM_ST_GPU_IS_LOST (the GPU fell off the bus)
+ *   gpu N [power V] [energy V] [energy_step MJ] [busy_after U] [busy_step MJ] [util PCT]
+ *         [sm RATIO] [lost_after U] [uuid TEXT|none]
+ *                            GPU N: fields 155 (W), 156 (mJ), 203 (%), 1002 (ratio), 54
+ *                            (UUID: default GPU-fake-N, the fake NVML's default; none: a blank
+ *                            string); from the U-th dcgmUpdateAllFields on, every value of the
+ *                            GPU has status DCGM_ST_GPU_IS_LOST (the GPU fell off the bus)
+ *   profiling no|in_use      watching a field group that holds field 1002 (SM activity, a
+ *                            profiling field) is refused: DCGM_ST_PROFILING_NOT_SUPPORTED or
+ *                            DCGM_ST_IN_USE (another client holds profiling)
+ *   hostengine ADDR          dcgmConnect(ADDR) succeeds (a running nv-hostengine); any other
+ *                            address gives DCGM_ST_CONNECTION_NOT_VALID
  *   sysmon no                listing the CPU entities gives DCGM_ST_MODULE_NOT_LOADED
  *   embedded_error CODE      dcgmStartEmbedded returns CODE (e.g. -7 INIT_ERROR)
  *   order given|reverse      the order of the values of dcgmEntitiesGetLatestValues
@@ -20,7 +27,9 @@
  * A value V is a number, `missing` (status DCGM_ST_BADPARAM with 0.0, as DCGM answers for a
  * sensor that is not there) or `blank` (status OK, the blank sentinel of its type). A field
  * not given is missing. The energy counter reads energy + energy_step x (the number of
- * dcgmUpdateAllFields calls since dcgmInit), so that tests know every value exactly.
+ * dcgmUpdateAllFields calls since dcgmInit), so that tests know every value exactly; with
+ * busy_after U, the updates after the U-th add busy_step each instead (a GPU busier from then
+ * on: above a baseline measured before, for carma run's split).
  *
  * DCGM's rules that the fake enforces: values are only there for watched fields of entities in
  * a watched group (else DCGM_ST_NOT_WATCHED per value); the first latest-values call after a
@@ -62,7 +71,10 @@ struct fake_gpu {
     bool present;
     struct fake_value power, energy, util, sm;
     double energy_step;
+    unsigned long busy_after; /* 0: never */
+    double busy_step;
     unsigned long lost_after; /* 0: never */
+    char uuid[96];            /* "" : none */
 };
 
 struct fake_group {
@@ -72,7 +84,9 @@ struct fake_group {
 };
 
 static struct {
-    bool inited, started;
+    bool inited, started, connected;
+    char hostengine[256];
+    int profiling_error; /* 0: profiling fields can be watched */
     int embedded_error;
     bool no_sysmon;
     bool reverse;
@@ -91,6 +105,8 @@ dcgm_return_t dcgmInit(void);
 dcgm_return_t dcgmShutdown(void);
 dcgm_return_t dcgmStartEmbedded(int op_mode, dcgm_handle_t *handle);
 dcgm_return_t dcgmStopEmbedded(dcgm_handle_t handle);
+dcgm_return_t dcgmConnect(const char *address, dcgm_handle_t *handle);
+dcgm_return_t dcgmDisconnect(dcgm_handle_t handle);
 dcgm_return_t dcgmGetEntityGroupEntities(dcgm_handle_t handle, int entity_group, uint32_t *entities,
                                          int *count, unsigned int flags);
 dcgm_return_t dcgmGroupCreate(dcgm_handle_t handle, int type, const char *name,
@@ -155,7 +171,7 @@ static int load_scenario(void)
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    char line[512], w[64], v[64];
+    char line[512], w[64], v[256];
     while (fgets(line, sizeof line, f)) {
         char *p = line;
         if (!word(&p, w, sizeof w))
@@ -164,6 +180,12 @@ static int load_scenario(void)
             fake.no_sysmon = strcmp(v, "no") == 0;
         } else if (strcmp(w, "embedded_error") == 0 && word(&p, v, sizeof v)) {
             fake.embedded_error = atoi(v);
+        } else if (strcmp(w, "profiling") == 0 && word(&p, v, sizeof v)) {
+            fake.profiling_error = strcmp(v, "in_use") == 0 ? DCGM_ST_IN_USE
+                                   : strcmp(v, "no") == 0   ? DCGM_ST_PROFILING_NOT_SUPPORTED
+                                                            : 0;
+        } else if (strcmp(w, "hostengine") == 0 && word(&p, v, sizeof v)) {
+            snprintf(fake.hostengine, sizeof fake.hostengine, "%s", v);
         } else if (strcmp(w, "order") == 0 && word(&p, v, sizeof v)) {
             fake.reverse = strcmp(v, "given") != 0;
         } else if (strcmp(w, "cpu") == 0 && word(&p, v, sizeof v)) {
@@ -192,6 +214,7 @@ static int load_scenario(void)
                 continue;
             struct fake_gpu *g = &fake.gpu[i];
             g->present = true;
+            snprintf(g->uuid, sizeof g->uuid, "GPU-fake-%lu", i);
             while (word(&p, w, sizeof w) && word(&p, v, sizeof v)) {
                 if (strcmp(w, "power") == 0)
                     g->power = value_of(v);
@@ -199,12 +222,18 @@ static int load_scenario(void)
                     g->energy = value_of(v);
                 else if (strcmp(w, "energy_step") == 0)
                     g->energy_step = strtod(v, NULL);
+                else if (strcmp(w, "busy_after") == 0)
+                    g->busy_after = strtoul(v, NULL, 10);
+                else if (strcmp(w, "busy_step") == 0)
+                    g->busy_step = strtod(v, NULL);
                 else if (strcmp(w, "util") == 0)
                     g->util = value_of(v);
                 else if (strcmp(w, "sm") == 0)
                     g->sm = value_of(v);
                 else if (strcmp(w, "lost_after") == 0)
                     g->lost_after = strtoul(v, NULL, 10);
+                else if (strcmp(w, "uuid") == 0)
+                    snprintf(g->uuid, sizeof g->uuid, "%s", strcmp(v, "none") == 0 ? "" : v);
             }
         }
     }
@@ -227,6 +256,7 @@ dcgm_return_t dcgmShutdown(void)
 {
     fake.inited = false;
     fake.started = false;
+    fake.connected = false;
     return DCGM_ST_OK;
 }
 
@@ -253,9 +283,34 @@ dcgm_return_t dcgmStopEmbedded(dcgm_handle_t handle)
     return DCGM_ST_OK;
 }
 
+/* The handle of a connection to the (pretended) host engine. */
+#define FAKE_REMOTE_HANDLE 0x5555u
+
+dcgm_return_t dcgmConnect(const char *address, dcgm_handle_t *handle)
+{
+    if (!fake.inited)
+        return DCGM_ST_UNINITIALIZED;
+    if (!address || !handle)
+        return DCGM_ST_BADPARAM;
+    if (!fake.hostengine[0] || strcmp(address, fake.hostengine) != 0)
+        return DCGM_ST_CONNECTION_NOT_VALID;
+    *handle = FAKE_REMOTE_HANDLE;
+    fake.connected = true;
+    return DCGM_ST_OK;
+}
+
+dcgm_return_t dcgmDisconnect(dcgm_handle_t handle)
+{
+    if (handle != FAKE_REMOTE_HANDLE || !fake.connected)
+        return DCGM_ST_BADPARAM;
+    fake.connected = false;
+    return DCGM_ST_OK;
+}
+
 static bool handle_ok(dcgm_handle_t h)
 {
-    return fake.inited && fake.started && h == DCGM_EMBEDDED_HANDLE;
+    return fake.inited && ((fake.started && h == DCGM_EMBEDDED_HANDLE) ||
+                           (fake.connected && h == FAKE_REMOTE_HANDLE));
 }
 
 dcgm_return_t dcgmGetEntityGroupEntities(dcgm_handle_t handle, int entity_group, uint32_t *entities,
@@ -375,6 +430,9 @@ dcgm_return_t dcgmWatchFields(dcgm_handle_t handle, dcgm_gpu_grp_t group, dcgm_f
     struct fake_group *g = group_at(group);
     if (!g || fg < 1 || fg > fake.nfg || !fake.fg_name[fg - 1][0] || update_freq_us <= 0)
         return DCGM_ST_BADPARAM;
+    for (int i = 0; i < fg_count[fg - 1] && fake.profiling_error; i++)
+        if (fg_fields[fg - 1][i] == DCGM_FI_PROF_SM_ACTIVE)
+            return fake.profiling_error;
     g->watched = true;
     for (int i = 0; i < fg_count[fg - 1]; i++)
         if (fg_fields[fg - 1][i] < sizeof fake.watched_field)
@@ -422,6 +480,15 @@ static void put_double(struct dcgm_field_value_v2 *v, const struct fake_value *f
         v->value.dbl = f->v;
         break;
     }
+}
+
+/* What GPU g's counter has added since dcgmInit (mJ). */
+static double energy_added(const struct fake_gpu *g)
+{
+    unsigned long u = fake.updates;
+    if (!g->busy_after || u <= g->busy_after)
+        return g->energy_step * (double)u;
+    return g->energy_step * (double)g->busy_after + g->busy_step * (double)(u - g->busy_after);
 }
 
 static void put_int(struct dcgm_field_value_v2 *v, const struct fake_value *f, double add)
@@ -494,8 +561,15 @@ static void fill(struct dcgm_field_value_v2 *v, const struct dcgm_entity_pair *e
         } else if (id == DCGM_FI_DEV_GPU_UTIL) {
             put_int(v, &g->util, 0);
         } else {
-            put_int(v, &g->energy, g->energy_step * (double)fake.updates);
+            put_int(v, &g->energy, energy_added(g));
         }
+        return;
+    case DCGM_FI_DEV_UUID:
+        v->field_type = DCGM_FT_STRING;
+        snprintf(v->value.str, sizeof v->value.str, "%s",
+                 cpu          ? "<<<NOT_SUPPORTED>>>"
+                 : g->uuid[0] ? g->uuid
+                              : "<<<NULL>>>");
         return;
     default:
         v->status = DCGM_ST_UNKNOWN_FIELD;
@@ -574,6 +648,11 @@ const char *errorString(dcgm_return_t r)
         return "The requested field is not supported by this API";
     case DCGM_ST_MODULE_NOT_LOADED:
         return "This request is serviced by a module of DCGM that is not currently loaded";
+    case DCGM_ST_IN_USE:
+        return "The requested operation could not be completed because the affected resource is "
+               "in use";
+    case DCGM_ST_PROFILING_NOT_SUPPORTED:
+        return "Profiling is not supported for this group of GPUs or GPU";
     default:
         return "Unknown error from DCGM";
     }

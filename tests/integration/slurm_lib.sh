@@ -577,3 +577,48 @@ slurm_stop() {
     unset SLURM_CONF
     return 0
 }
+
+# slurm_netns_unusable: prints why `slurm_start N` (N >= 2) cannot work here (not root, no
+# network namespaces, no bridge, veth, nsenter or unshare), nothing when it can.
+slurm_netns_unusable() {
+    local probe="cmsprobe$$" err
+    if [ "$(id -u)" != 0 ]; then
+        echo "two slurmd's need root and network namespaces"
+        return 0
+    fi
+    if ! err=$(ip netns add "$probe" 2>&1); then
+        echo "ip netns add fails here ($(head -n 1 <<<"$err"))"
+        return 0
+    fi
+    if ! err=$({ ip -n "$probe" link add br0 type bridge &&
+        ip -n "$probe" link add v1 type veth peer name v2 &&
+        nsenter --net="/run/netns/$probe" unshare --mount --uts --propagation private true; } 2>&1); then
+        echo "network namespaces without a bridge, a veth or nsenter/unshare here ($(head -n 1 <<<"$err"))"
+    fi
+    ip netns del "$probe"
+}
+
+# slurm_stop_checked: a test's last step (lib_cli.sh's checks): waits up to 5 s for the jobs'
+# processes to end (a check fails naming those left), runs the test's show_failure when a
+# check failed, stops the cluster and checks that nothing of it is left: no process, no
+# daemon, no namespace.
+slurm_stop_checked() {
+    local daemons=("$SLURMCTLD_PID" "${SLURMD_PIDS[@]}") spaces=("${SLURM_NETNS[@]}") left= i pid ns
+    [ -n "$MUNGED_PID" ] && daemons+=("$MUNGED_PID")
+    for ((i = 0; i < 50; i++)); do
+        left=$(slurm_procs)
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    [ -z "$left" ] || check_fail "processes of the job still running after it ended: $left"
+    [ "$_cli_failures" -gt 0 ] && declare -F show_failure >/dev/null && show_failure
+    slurm_stop
+    [ -z "$SLURM_LEFTOVERS" ] || check_fail "processes of the cluster left behind: $SLURM_LEFTOVERS"
+    for pid in "${daemons[@]}"; do
+        kill -0 "$pid" 2>/dev/null && check_fail "daemon pid $pid still runs after slurm_stop"
+    done
+    for ns in "${spaces[@]}"; do
+        ip netns list | grep -q "^$ns\b" && check_fail "namespace $ns still there after slurm_stop"
+    done
+    return 0
+}

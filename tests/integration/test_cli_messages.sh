@@ -45,7 +45,7 @@ err_is abbr_int 2 "unknown option '--int': did you mean '--interval' or '--inten
 for args in "sensors --sam 10ms" "stat --base 1s -- true" "run --gr 1s x.json" \
     "validate --js x.json" "exporter --list :0" "collect --targ a:1" "top --onc d" \
     "report d --form json" "model fit --fold 3 d" "model predict --mod m.json d" \
-    "import-nsys --work a x.sqlite"; do
+    "import-nsys --work a x.sqlite" "merge d --requ" "wait-ready d --node a"; do
     # shellcheck disable=SC2086 # the words of args are the command line
     rc=$(run_logged abbr "$CARMA" $args)
     check_rc abbr 2 "$rc"

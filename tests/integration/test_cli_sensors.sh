@@ -59,8 +59,9 @@ assert sorted(got_u) == sorted(unavail), "unavailable sources %s, expected %s" %
 
 # unavail LIST: LIST plus hwmon when this carma has the hwmon source.
 unavail() {
-    # nvml is unavailable on every fixture tree (no CARMA_NVML_LIBRARY given)
-    if [ "$hwmon" = 1 ]; then echo "$1,hwmon,nvml"; else echo "$1,nvml"; fi
+    # nvml and dcgm are unavailable on every fixture tree (no CARMA_NVML_LIBRARY nor
+    # CARMA_DCGM_LIBRARY given)
+    if [ "$hwmon" = 1 ]; then echo "$1,hwmon,nvml,dcgm"; else echo "$1,nvml,dcgm"; fi
 }
 
 # --- intel-2s: two packages, each with a core (component) and a dram (own domain) subzone
@@ -214,7 +215,7 @@ for d, (kind, socket, watts) in want.items():
     assert got == (kind, "component", socket, watts), "%s (%s): %s, expected %s" % (d, c["name"], got, (kind, "component", socket, watts))
     if socket is not None:
         assert c.get("parent") == "hwmon/power_meter/socket%d/total" % socket, c
-assert [u["source"] for u in j["unavailable"]] == ["rapl", "nvml", "model"], j["unavailable"]
+assert [u["source"] for u in j["unavailable"]] == ["rapl", "nvml", "dcgm", "model"], j["unavailable"]
 ' grace.out
 
     # an ACPI power meter: one system total; temperature-only hwmon devices add nothing
@@ -227,14 +228,14 @@ c = ch[0]
 assert c["name"].startswith("hwmon/"), c
 got = (c["source"], c["kind"], c["domain"], c["socket"], c["method"], c["watts"])
 assert got == ("hwmon", "system", "total", None, "measured", 345.0), got
-assert sorted(u["source"] for u in j["unavailable"]) == ["model", "nvml", "rapl"], j["unavailable"]
+assert sorted(u["source"] for u in j["unavailable"]) == ["dcgm", "model", "nvml", "rapl"], j["unavailable"]
 ' acpi.out
 else
     note "no hwmon source in this carma: grace and acpi-meter not checked"
 fi
 
 # --- unknown and empty --sources: a usage error (exit 2) listing the known sources
-known="rapl, hwmon, nvml, model"
+known="rapl, hwmon, nvml, dcgm, model"
 [ "$hwmon" = 1 ] || known="rapl, nvml, model"
 for cmd in sensors stat; do
     args=(--root "$CARMA_FIXTURES/vm-empty")

@@ -348,7 +348,10 @@ for k, rs in seqs.items():
 m = load("slow/manifest.json")
 assert m["options"]["timeout_s"] == 0.2
 e = m["targets"][1]["last_error"]
-assert e.startswith("no answer within 0.2") or "timed out" in e, e
+# the time actually waited: the timeout, or less when the cycle started late (its slot keeps
+# its deadline)
+w = re.match(r"no answer within ([0-9.]+) s", e)
+assert (w and 0 < float(w.group(1)) <= 0.2) or "timed out" in e, e
 ' "${TPORT[a]}" "${TPORT[slow]}"
 stop_target slow
 
@@ -673,7 +676,7 @@ if "$CARMA" exporter --help 2>&1 | grep -q "not built yet"; then
 else
     for fx in intel-2s grace; do
         "$CARMA" exporter --root "$CARMA_FIXTURES/$fx" --listen 127.0.0.1:0 --interval 100ms \
-            --compat srtctl >"exp_$fx.log" 2>&1 &
+            --compat srtctl --srt-source acpi >"exp_$fx.log" 2>&1 &
         epid=$!
         _cleanup_pids+=("$epid")
         eport=

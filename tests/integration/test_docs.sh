@@ -81,7 +81,7 @@ for c in sensors stat run exporter; do
     listed=$(sed -n 's/.*--sources LIST.*: \([a-z,]*\) (default.*/\1/p' help.out)
     assert_eq "$listed" "$known" "carma $c --help's --sources list"
 done
-for c in sensors stat run validate exporter collect report top model import-nsys; do
+for c in sensors stat run validate exporter collect report top model import-nsys merge wait-ready; do
     "$CARMA" "$c" --help >"help-$c.out" 2>&1 || fail "carma $c --help: exit status $?"
 done
 "$PY" - "$CARMA_SRC" help-*.out <<'PYEOF' || fail "options in --help that the docs do not name (above)"

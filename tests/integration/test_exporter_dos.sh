@@ -31,15 +31,8 @@ ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 [ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -ge 2100 ] ||
     skip "ulimit -n is $(ulimit -n) (hard $(ulimit -Hn)): 2000 client sockets do not fit"
 
-failures=0
-check() { # check COND_STATUS MSG
-    if [ "$1" -ne 0 ]; then
-        echo "FAIL: $2" >&2
-        failures=$((failures + 1))
-    else
-        echo "ok   $2"
-    fi
-}
+# shellcheck source=exporter_lib.sh
+. "$CARMA_SRC/tests/integration/exporter_lib.sh"
 
 "$CARMA" exporter --root "$CARMA_FIXTURES/intel-2s" --interval 100ms --listen :0 2>exp.err &
 EXP_PID=$!

@@ -15,7 +15,7 @@ JSON
 start_exporter() {
     local i
     "$CARMA" exporter --root "$F/intel-2s" --listen 127.0.0.1:0 --interval 100ms \
-        --compat srtctl >"$1.log" 2>&1 &
+        --compat srtctl --srt-source acpi >"$1.log" 2>&1 &
     EPID=$!
     _cleanup_pids+=("$EPID")
     EPORT=

@@ -164,7 +164,7 @@ EOF
 # kill9 NAME [nocg]: starts carma run, waits for its workloads, kills carma with SIGKILL and
 # checks that they die within 5 s; KILL9_CG: the cgroup workload a was in ("" for none)
 kill9() {
-    local name=$1 mode=${2:-} cg f p
+    local name=$1 mode=${2:-} cg f p i
     rm -f k1.pid k1.child k2.pid k2.child esc9.pid
     if [ "$mode" = nocg ]; then
         # exec: $! is carma's pid (unshare and sh exec in turn)
@@ -198,6 +198,11 @@ kill9() {
         for p in "${pids[@]}"; do alive "$p" && left+=("$p ($(cat "/proc/$p/comm" 2>/dev/null))"); done
         check_fail "$name: 5 s after SIGKILL of carma, still running: ${left[*]}"
     fi
+    # the supervisor says it after the kills: the processes may be gone a moment before
+    for ((i = 0; i < 50; i++)); do
+        grep -qE '^carma: carma \(pid [0-9]+\) ended with its workloads running' "$name.err" && break
+        sleep 0.1
+    done
     check_re "$name.err" '^carma: carma \(pid [0-9]+\) ended with its workloads running: SIGKILL to 2 process groups' \
         "$name: the supervisor says what it did"
     KILL9_CG=$cg

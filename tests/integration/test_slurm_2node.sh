@@ -24,20 +24,8 @@ CHECK="$CARMA_SRC/tests/integration/check_multihost.py"
 missing=$(slurm_missing)
 [ -z "$missing" ] ||
     skip "Slurm is not installed (no $missing): scripts/deps.sh --test installs slurm-wlm"
-[ "$(id -u)" = 0 ] || skip "two slurmd's need root and network namespaces (test_slurm.sh runs one)"
-# what slurm_start 2 needs: a namespace, a bridge and a veth in it, nsenter and unshare into
-# it with a mount and a UTS namespace of their own
-probe="cmsprobe$$"
-ip netns add "$probe" 2>probe.err ||
-    skip "ip netns add fails here ($(head -n 1 probe.err)): no two-node cluster (test_slurm.sh runs one)"
-probe_ok=1
-ip -n "$probe" link add br0 type bridge 2>probe.err &&
-    ip -n "$probe" link add v1 type veth peer name v2 2>probe.err &&
-    nsenter --net="/run/netns/$probe" unshare --mount --uts --propagation private true \
-        2>probe.err || probe_ok=0
-ip netns del "$probe"
-[ "$probe_ok" = 1 ] ||
-    skip "network namespaces without a bridge, a veth or nsenter/unshare here ($(head -n 1 probe.err))"
+why=$(slurm_netns_unusable)
+[ -z "$why" ] || skip "$why (test_slurm.sh runs one)"
 need_file "$SBATCH_SCRIPT" "$PLANT" "$CHECK"
 
 here=$PWD
@@ -81,20 +69,21 @@ t0=$SECONDS
 CARMA_SLURM_BIND="$here/live-%n:$here/live" slurm_start 2 ||
     fail "the two-node Slurm cluster did not start (logs above)"
 note "cluster up in $((SECONDS - t0)) s: nodes ${SLURM_NODES[*]} in ${SLURM_NETNS[*]}, auth $SLURM_AUTH"
-daemon_pids=("$SLURMCTLD_PID" "${SLURMD_PIDS[@]}")
-[ -n "$MUNGED_PID" ] && daemon_pids+=("$MUNGED_PID")
-netns=("${SLURM_NETNS[@]}")
 
 # ------------------------------------------------------------------ the job, on both nodes
 port=9405 # every node is a namespace of its own: the default port is free on each
+# submit OUT JOBOUT: the recipe on both nodes into OUT, in the background (sbatch_pid)
+submit() {
+    CARMA="$CARMA" CARMA_PORT="$port" CARMA_INTERVAL=250ms CARMA_OUT="$here/$1" \
+        CARMA_BENCHMARK="sleep 4" CARMA_EXPORTER_ARGS="--root $here/live --interval 50ms" \
+        CARMA_WAIT=20 timeout --foreground 60 "${SLURM_EXEC[@]}" sbatch --wait --parsable \
+        --job-name=carma-test --nodes=2 --output="$here/$2" "$SBATCH_SCRIPT" \
+        >sbatch.out 2>sbatch.err &
+    sbatch_pid=$!
+    _cleanup_pids+=("$sbatch_pid")
+}
 t0=$SECONDS
-CARMA="$CARMA" CARMA_PORT="$port" CARMA_INTERVAL=250ms CARMA_OUT="$here/out" \
-    CARMA_BENCHMARK="sleep 4" CARMA_EXPORTER_ARGS="--root $here/live --interval 50ms" \
-    CARMA_WAIT=20 timeout --foreground 60 "${SLURM_EXEC[@]}" sbatch --wait --parsable \
-    --job-name=carma-test --nodes=2 --output="$here/job.out" "$SBATCH_SCRIPT" \
-    >sbatch.out 2>sbatch.err &
-sbatch_pid=$!
-_cleanup_pids+=("$sbatch_pid")
+submit out job.out
 rc=0
 wait "$sbatch_pid" || rc=$?
 jobid=$(head -n 1 sbatch.out | cut -d';' -f1)
@@ -128,29 +117,27 @@ assert [t["url"] for t in m["targets"]] == ["http://cn1:9405/metrics", "http://c
 for t in m["targets"]:
     assert t["error_count"] == 0 and t["scrape_count"] >= 8, "target %r" % t
 ' out/manifest.json "$jobid"
-    "$PY" "$CHECK" --collect out --host "cn1,plant-cn1.conf,live-cn1,truth-cn1.csv" \
-        --host "cn2,plant-cn2.conf,live-cn2,truth-cn2.csv" --interval 0.25 --tol 0.01 \
-        --trapezoid-tol 0.05 ||
-        check_fail "check_multihost.py: the two nodes' rows disagree with their plants (above)"
+    # the ~16 scrapes of one job leave a spike of this machine's load (a sanitized build's
+    # above all) a large weight: a miss is tried once more, with a second job
+    d=out
+    for attempt in 1 2; do
+        "$PY" "$CHECK" --collect "$d" --host "cn1,plant-cn1.conf,live-cn1,truth-cn1.csv" \
+            --host "cn2,plant-cn2.conf,live-cn2,truth-cn2.csv" --interval 0.25 --tol 0.01 \
+            --trapezoid-tol 0.05 && break
+        if [ "$attempt" = 2 ]; then
+            check_fail "check_multihost.py: the two nodes' rows disagree with their plants (above)"
+            break
+        fi
+        note "check_multihost.py missed (above): a second job"
+        d=out2
+        submit "$d" job2.out
+        wait "$sbatch_pid" || { check_fail "the second job failed"; break; }
+    done
 else
     check_fail "no samples.csv in out/ ($(find out 2>&1 | tr '\n' ' '))"
 fi
 
 # ------------------------------------------------------------------ nothing left running
-for ((i = 0; i < 50; i++)); do
-    left=$(slurm_procs)
-    [ -z "$left" ] && break
-    sleep 0.1
-done
-[ -z "$left" ] || check_fail "processes of the job still running after it ended: $left"
-[ "$_cli_failures" -gt 0 ] && show_failure
-slurm_stop
-[ -z "$SLURM_LEFTOVERS" ] || check_fail "processes of the cluster left behind: $SLURM_LEFTOVERS"
-for pid in "${daemon_pids[@]}"; do
-    kill -0 "$pid" 2>/dev/null && check_fail "daemon pid $pid still runs after slurm_stop"
-done
-for ns in "${netns[@]}"; do
-    ip netns list | grep -q "^$ns\b" && check_fail "namespace $ns still there after slurm_stop"
-done
+slurm_stop_checked
 note "test done in $SECONDS s"
 cli_done

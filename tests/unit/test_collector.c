@@ -85,7 +85,7 @@ static void test_dcgm_rows(void **state)
     static struct dcgm_scrape d;
     dcgm_parse(&doc, &d);
 
-    struct collect_out *o = collect_out_open(tu_dir, &e);
+    struct collect_out *o = collect_out_open(tu_dir, COLLECT_SAMPLES, &e);
     assert_non_null(o);
     collect_out_cycle_begin(o, 3);
     struct collect_scrape_info info;

@@ -21,6 +21,7 @@
 
 #include "core/fsroot.h"
 #include "sources/dcgm.h"
+#include "sources/nvml.h"
 #include "sources/source.h"
 #include "alloccount.h"
 #include "testutil.h"
@@ -206,37 +207,107 @@ static void test_rail_component(void **state)
     probed_free(p);
 }
 
-/* With NVML's GPU channels in the set already, DCGM's GPU channels are components. */
-static void test_nvml_present(void **state)
+/* Beside the fake NVML (two.scenario: GPU-0000, GPU-0001), probed first as the sampler does:
+ * the GPU NVML reads already (the same UUID) gets no dcgm channel, one NVML does not see is a
+ * total, one without a UUID a component. */
+static void test_nvml_twin(void **state)
 {
     (void)state;
     const char *lib = fake_lib();
+    const char *nvml = lib_env("CARMA_FAKE_NVML");
     char path[512];
-    tu_fixture_path(path, sizeof path, "../fakes/dcgm/nosysmon.scenario");
+    tu_fixture_path(path, sizeof path, "../fakes/nvml/two.scenario");
+    setenv("CARMA_FAKE_NVML_SCENARIO", path, 1);
+    setenv("CARMA_NVML_LIBRARY", nvml, 1);
+    tu_fixture_path(path, sizeof path, "../fakes/dcgm/nvmltwin.scenario");
     setenv("CARMA_FAKE_DCGM_SCENARIO", path, 1);
     setenv("CARMA_DCGM_LIBRARY", lib, 1);
     struct probed *p = calloc(1, sizeof *p);
     assert_non_null(p);
     p->set = calloc(1, sizeof *p->set);
     assert_non_null(p->set);
-    int k = channel_set_add(p->set);
-    assert_int_equal(k, 0);
-    snprintf(p->set->ch[0].name, sizeof p->set->ch[0].name, "nvml/gpu0");
-    p->set->ch[0].source = "nvml";
-    p->set->ch[0].kind = KIND_GPU;
     tu_open_root(&p->root, "/");
-    p->src.ops = &dcgm_source_ops;
-    struct probe_ctx ctx = {.root = &p->root, .set = p->set};
-    p->r = dcgm_source_ops.probe(&p->src, &ctx);
-    assert_int_equal(p->r, 1);
-    assert_int_equal(p->src.first, 1);
-    assert_string_equal(p->set->ch[1].name, "dcgm/gpu0");
-    assert_int_equal(p->set->ch[1].domain, DOMAIN_COMPONENT);
-    assert_non_null(strstr(p->src.note, "NVML measures the GPUs"));
-    struct reading r[1];
-    dcgm_source_ops.read(&p->src, r);
-    assert_true(r[0].energy_raw == 5200u);
-    probed_free(p);
+    struct source src[2] = {{.ops = &nvml_source_ops}, {.ops = &dcgm_source_ops}};
+    struct probe_ctx ctx = {.root = &p->root, .set = p->set, .probed = src};
+    int rn = nvml_source_ops.probe(&src[0], &ctx);
+    assert_true(rn > 0);
+    src[0].status = 0;
+    src[0].count = p->set->n - src[0].first;
+    int n_nvml = (int)p->set->n;
+    int g1 = tu_channel_index(p->set, "nvml/gpu1");
+    assert_true(g1 >= 0);
+    ctx.n_probed = 1;
+    p->r = dcgm_source_ops.probe(&src[1], &ctx);
+    assert_int_equal(p->r, 2);
+    assert_int_equal(src[1].first, (size_t)n_nvml);
+    assert_int_equal(tu_channel_index(p->set, "dcgm/gpu0"), -1);
+    int d1 = tu_channel_index(p->set, "dcgm/gpu1");
+    int d2 = tu_channel_index(p->set, "dcgm/gpu2");
+    assert_int_equal(d1, n_nvml);
+    assert_int_equal(d2, n_nvml + 1);
+    assert_int_equal(p->set->ch[d1].domain, DOMAIN_TOTAL);
+    assert_int_equal(p->set->ch[d1].form, FORM_COUNTER);
+    assert_string_equal(p->set->ch[d1].label, "DCGM GPU 1 GPU-9999");
+    assert_int_equal(p->set->ch[d2].domain, DOMAIN_COMPONENT);
+    assert_int_equal(p->set->ch[d2].form, FORM_GAUGE);
+    assert_non_null(strstr(src[1].note, "GPU 0 (GPU-0001) is read by NVML as nvml/gpu1"));
+    assert_non_null(strstr(src[1].note, "GPU 1 (GPU-9999) is not one NVML reads"));
+    assert_non_null(strstr(src[1].note, "GPU 2: DCGM gave no UUID"));
+    src[1].status = 0;
+    assert_string_equal(dcgm_source_gpu_uuid(&src[1], 1), "GPU-9999");
+    assert_string_equal(dcgm_source_gpu_uuid(&src[1], 2), "");
+    assert_null(dcgm_source_gpu_uuid(&src[1], 0));
+    /* the tick reads: GPU 1's counter after two updates (probe, read): 9000 + 2 x 9 mJ */
+    struct reading r[2];
+    dcgm_source_ops.read(&src[1], r);
+    assert_true(r[0].valid & READING_ENERGY);
+    assert_true(r[0].energy_raw == 9018u);
+    assert_true(r[1].valid == READING_POWER);
+    assert_true(r[1].power_w == 60.0);
+    dcgm_source_ops.close(&src[1]);
+    nvml_source_ops.close(&src[0]);
+    fsroot_close(&p->root);
+    free(p->set);
+    free(p);
+    unsetenv("CARMA_NVML_LIBRARY");
+    unsetenv("CARMA_FAKE_NVML_SCENARIO");
+    unsetenv("CARMA_DCGM_LIBRARY");
+    unsetenv("CARMA_FAKE_DCGM_SCENARIO");
+}
+
+/* --dcgm-host: connected to the host engine the scenario names; another address is refused
+ * with the fix in words. */
+static void test_hostengine(void **state)
+{
+    (void)state;
+    const char *lib = fake_lib();
+    char path[512];
+    tu_fixture_path(path, sizeof path, "../fakes/dcgm/hostengine.scenario");
+    setenv("CARMA_FAKE_DCGM_SCENARIO", path, 1);
+    setenv("CARMA_DCGM_LIBRARY", lib, 1);
+    for (int k = 0; k < 2; k++) {
+        struct fsroot root;
+        struct channel_set *set = calloc(1, sizeof *set);
+        assert_non_null(set);
+        tu_open_root(&root, "/");
+        struct source src = {.ops = &dcgm_source_ops};
+        struct probe_ctx ctx = {
+            .root = &root, .set = set, .dcgm_host = k == 0 ? "10.1.2.3:5555" : "10.9.9.9"};
+        int r = dcgm_source_ops.probe(&src, &ctx);
+        if (k == 0) {
+            assert_int_equal(r, 1);
+            assert_string_equal(set->ch[0].name, "dcgm/gpu0");
+        } else {
+            assert_int_equal(r, -EIO);
+            assert_non_null(strstr(src.reason, "cannot connect to nv-hostengine at 10.9.9.9"));
+            assert_non_null(strstr(src.reason, "systemctl start nvidia-dcgm"));
+        }
+        src.status = r > 0 ? 0 : r;
+        tu_unprobe(&src, &root);
+        free(set);
+    }
+    unsetenv("CARMA_DCGM_LIBRARY");
+    unsetenv("CARMA_FAKE_DCGM_SCENARIO");
 }
 
 static void test_no_sysmon(void **state)
@@ -254,6 +325,26 @@ static void test_no_sysmon(void **state)
 }
 
 /* A GPU lost mid-run: its value is missing with -ENODEV, never 0 W; the other GPU reads on. */
+/* Profiling off: the watch with SM activity is refused, so carma watches again without it; GPU
+ * utilization reads, SM activity is missing (NAN), and the note says why. */
+static void test_no_profiling(void **state)
+{
+    (void)state;
+    struct probed *p = probe_with(fake_lib(), "noprof");
+    assert_int_equal(p->r, 1);
+    assert_non_null(strstr(p->src.note, "SM activity (field 1002) is not read"));
+    assert_non_null(strstr(p->src.note, "DCGM error -36"));
+    struct reading r[1];
+    dcgm_source_ops.read(&p->src, r);
+    assert_true(r[0].valid == (READING_ENERGY | READING_POWER));
+    assert_true(r[0].energy_raw == 4050u);
+    struct dcgm_gpu_util u;
+    assert_int_equal(dcgm_source_gpu_util(&p->src, 0, &u), 0);
+    assert_true(u.gpu_pct == 40.0);
+    assert_true(isnan(u.sm_active));
+    probed_free(p);
+}
+
 static void test_gpu_lost(void **state)
 {
     (void)state;
@@ -365,7 +456,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grace),        cmocka_unit_test(test_twice),
         cmocka_unit_test(test_given_order),  cmocka_unit_test(test_rail_component),
-        cmocka_unit_test(test_no_sysmon),    cmocka_unit_test(test_nvml_present),
+        cmocka_unit_test(test_no_sysmon),    cmocka_unit_test(test_nvml_twin),
+        cmocka_unit_test(test_hostengine),   cmocka_unit_test(test_no_profiling),
         cmocka_unit_test(test_gpu_lost),     cmocka_unit_test(test_refused),
         cmocka_unit_test(test_empty),        cmocka_unit_test(test_no_sensor),
         cmocka_unit_test(test_missing_call), cmocka_unit_test(test_absent),

@@ -254,6 +254,130 @@ static void test_svg_extreme(void **state)
     free(buf);
 }
 
+/* ---- the marks' timeline ---- */
+
+static size_t count(const char *s, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Lanes: nested windows one below the other, touching ones on one lane, two beginning together
+ * the longer first, each group its own block of lanes, at most SVG_LANES_MAX. */
+static void test_svg_lanes(void **state)
+{
+    (void)state;
+    struct svg_band b[] = {
+        {.label = "outer", .x0 = 0, .x1 = 10, .group = "a"},
+        {.label = "s1", .x0 = 1, .x1 = 3, .group = "a"},
+        {.label = "s2", .x0 = 3, .x1 = 5, .group = "a"}, /* touches s1 */
+        {.label = "in", .x0 = 3.5, .x1 = 4, .group = "a"},
+        {.label = "b-long", .x0 = 2, .x1 = 9, .group = "b"},
+        {.label = "b-short", .x0 = 2, .x1 = 3, .group = "b"},
+        {.label = "b-after", .x0 = 9, .x1 = 12, .group = "b"},
+        {.label = "late", .x0 = 11, .x1 = 12, .group = "a"}, /* after outer: its first lane */
+    };
+    size_t lanes = 99;
+    assert_int_equal(svg_lanes(b, 8, &lanes), 0);
+    assert_int_equal(lanes, 5);
+    static const size_t want[] = {0, 1, 1, 2, 3, 4, 3, 0};
+    for (size_t i = 0; i < 8; i++)
+        if (b[i].lane != want[i])
+            fail_msg("%s: lane %zu, expected %zu", b[i].label, b[i].lane, want[i]);
+    assert_int_equal(svg_lanes(b, 0, &lanes), 0);
+    assert_int_equal(lanes, 0);
+    /* 100 nested: the deepest share the last lane */
+    struct svg_band d[100];
+    for (size_t i = 0; i < 100; i++)
+        d[i] = (struct svg_band){.label = "n", .x0 = (double)i, .x1 = 1000.0 - (double)i};
+    assert_int_equal(svg_lanes(d, 100, &lanes), 0);
+    assert_int_equal(lanes, SVG_LANES_MAX);
+    for (size_t i = 0; i < 100; i++)
+        assert_int_equal(d[i].lane, i < SVG_LANES_MAX ? i : SVG_LANES_MAX - 1);
+}
+
+static char *capture_timeline(const struct svg_chart *c, const struct svg_band *b, size_t n,
+                              const struct svg_tick *t, size_t nt, int *ret)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    *ret = svg_timeline(f, c, b, n, t, nt);
+    fclose(f);
+    return buf;
+}
+
+/* The bars on the fixed time axis (the plot from x 64 to 984 of 1000), labels that fit
+ * (escaped, cut with "…"), the flagged one hatched, ticks within a pixel drawn as one, the
+ * legend's names once each and no more than twelve. */
+static void test_svg_timeline(void **state)
+{
+    (void)state;
+    struct svg_band b[16] = {
+        {.label = "a & <b>", .title = "tip \"a\"", .id = 1, .x0 = 100, .x1 = 150},
+        {.label = "left", .id = 2, .x0 = 150, .x1 = 200, .flagged = true, .color = 1},
+        {.label = "a-very-long-name-that-cannot-fit", .id = 3, .x0 = 110, .x1 = 113},
+    };
+    for (size_t i = 3; i < 16; i++) {
+        static char names[16][8];
+        snprintf(names[i], sizeof names[i], "n%zu", i);
+        b[i] = (struct svg_band){
+            .label = names[i], .id = (long long)i + 1, .x0 = 120, .x1 = 121, .color = (int)i};
+    }
+    size_t lanes;
+    assert_int_equal(svg_lanes(b, 16, &lanes), 0);
+    struct svg_tick t[3] = {{.title = "loss = 1", .x = 130},
+                            {.title = "loss = 2", .x = 130.01},
+                            {.title = "x", .x = 190}};
+    struct svg_chart c = {.id = "marks-timeline",
+                          .title = "M",
+                          .x_label = "time",
+                          .x0 = 100,
+                          .width = 1000,
+                          .x_fixed = true,
+                          .x_min = 100,
+                          .x_max = 200,
+                          .flag_note = "hatched: unended"};
+    int r;
+    char *out = capture_timeline(&c, b, 16, t, 3, &r);
+    assert_int_equal(r, 0);
+    assert_int_equal(count(out, "<g class=\"mark\""), 16);
+    /* 100..150 of 100..200 over 64..984 */
+    assert_non_null(strstr(out, "data-id=\"1\" data-start=\"100.000000\" data-end=\"150.000000\" "
+                                "data-lane=\"0\"><title>tip &quot;a&quot;</title><rect "
+                                "x=\"64.00\""));
+    assert_non_null(strstr(out, "width=\"460.00\""));
+    assert_non_null(strstr(out, ">a &amp; &lt;b&gt;</text>"));
+    assert_int_equal(count(out, "data-flagged=\"true\""), 1);
+    assert_int_equal(count(out, "class=\"hatch\""), 1);
+    assert_non_null(strstr(out, ">left (unended)</text>"));
+    /* 3 s of 100 s: 27.6 px, room for two characters and the ellipsis */
+    assert_non_null(strstr(out, ">a-…</text>"));
+    assert_int_equal(count(out, "<g class=\"tick\""), 2);
+    assert_non_null(strstr(out, "data-count=\"2\"><title>2 events: loss = 1; loss = 2</title>"));
+    assert_non_null(strstr(out, "<li>and more</li>"));
+    assert_non_null(strstr(out, "hatched: unended"));
+    assert_null(strstr(out, "nan"));
+    assert_null(strstr(out, "inf"));
+    assert_null(strstr(out, "url("));
+    free(out);
+    assert_int_equal(svg_timeline(stdout, &c, b, 0, t, 0), -EINVAL);
+    /* a band behind a chart's lines: the same pixels as the bar */
+    double x[2] = {100, 200}, y[2] = {1, 2};
+    struct svg_series s = {.label = "w", .x = x, .y = y, .n = 2};
+    c.bands = b;
+    c.nbands = 1;
+    c.id = "lines";
+    out = capture_lines(&c, &s, 1, &r);
+    assert_int_equal(r, 0);
+    assert_non_null(strstr(out, "<rect class=\"band\" data-id=\"1\" x=\"64.00\" y=\"30.0\" "
+                                "width=\"460.00\""));
+    free(out);
+}
+
 /* ---- the run's timeline ---- */
 
 static double jget(const json_t *o, const char *k)
@@ -433,6 +557,66 @@ static void test_html_type(void **state)
     free(p);
 }
 
+/* marks.csv of rundir/run-cpu's workloads: nested, touching, another workload's window ended
+ * by full, an unended one, a short one, events, names to escape. */
+static const char run_cpu_marks[] =
+    "schema_version,event,id,name,timestamp_unix,pid,workload,tokens,requests,value\n"
+    "1,begin,1,epoch,1796046807.300000,15289,full,100,,\n"
+    "1,begin,2,step,1796046807.350000,15289,full,,,\n"
+    "1,end,2,step,1796046807.750000,15289,full,,,\n"
+    "1,begin,3,step,1796046807.750000,15289,full,,,\n"
+    "1,begin,4,\"load, cold\",1796046807.800000,15290,sleeper,,,\n"
+    "1,event,,loss,1796046808.000000,15289,full,,,0.5\n"
+    "1,end,3,step,1796046808.200000,15289,full,,,\n"
+    "1,end,1,epoch,1796046808.500000,15289,full,1000,,\n"
+    "1,begin,5,eval <all>,1796046808.550000,15289,full,,,\n"
+    "1,end,4,\"load, cold\",1796046808.600000,15289,full,,2,\n"
+    "1,begin,6,short,1796046808.700000,15290,sleeper,,,\n"
+    "1,event,,ckpt,1796046808.720000,15290,sleeper,,,3\n"
+    "1,end,6,short,1796046808.750000,15290,sleeper,,,\n"
+    "1,unended,5,eval <all>,1796046809.289353,,,,,\n";
+
+/* The marks over the power charts: a bar per window in its workload's lanes, the first lanes'
+ * windows as bands behind each power chart, the events, the table, each window's summary;
+ * none of it without marks. */
+static void test_html_marks(void **state)
+{
+    (void)state;
+    char *p = page_of(fx("run-cpu"));
+    assert_null(strstr(p, "marks-timeline"));
+    assert_null(strstr(p, "class=\"band\""));
+    assert_null(strstr(p, "marks-table"));
+    free(p);
+    tu_copy_fixture("rundir/run-cpu");
+    tu_put("marks.csv", run_cpu_marks);
+    p = page_of(tu_dir);
+    assert_non_null(strstr(p, "<figure class=\"chart\" id=\"marks-timeline\">"));
+    assert_non_null(strstr(p, ">Marked windows (6) and events (2)</text>"));
+    assert_int_equal(count(p, "<g class=\"mark\""), 6);
+    /* full's lanes (epoch and eval; the steps), then sleeper's */
+    assert_non_null(strstr(p, "data-id=\"1\" data-start=\"1796046807.300000\" "
+                              "data-end=\"1796046808.500000\" data-lane=\"0\""));
+    assert_non_null(strstr(p, "data-id=\"3\" data-start=\"1796046807.750000\" "
+                              "data-end=\"1796046808.200000\" data-lane=\"1\""));
+    assert_non_null(strstr(p, "data-id=\"4\" data-start=\"1796046807.800000\" "
+                              "data-end=\"1796046808.600000\" data-lane=\"2\""));
+    assert_non_null(strstr(p, "data-lane=\"0\" data-flagged=\"true\"><title>eval &lt;all&gt; "
+                              "(mark 5)\nworkload full\n"));
+    assert_non_null(strstr(p, "<title>load, cold (mark 4)\nworkload sleeper, ended by full\n"));
+    assert_non_null(strstr(p, ">sleeper</text>"));
+    assert_int_equal(count(p, "<g class=\"tick\""), 2);
+    /* epoch, eval, load, short behind the CPU and the DRAM chart */
+    assert_int_equal(count(p, "<rect class=\"band\""), 8);
+    assert_non_null(strstr(p, "<table id=\"marks-table\">"));
+    assert_int_equal(count(p, "<tr data-id=\""), 6);
+    assert_non_null(strstr(p, "<td class=\"l\">sleeper, ended by full</td>"));
+    assert_non_null(strstr(p, ">eval &lt;all&gt; <span class=\"tag estimated\">unended</span>"));
+    assert_non_null(strstr(p, "<summary>mark load, cold (id 4, workload sleeper): "));
+    assert_null(strstr(p, "nan"));
+    assert_null(strstr(p, "url("));
+    free(p);
+}
+
 static void test_html_errors(void **state)
 {
     (void)state;
@@ -455,9 +639,12 @@ int main(void)
         cmocka_unit_test(test_svg_stacked),
         cmocka_unit_test(test_svg_flat),
         cmocka_unit_test(test_svg_extreme),
+        cmocka_unit_test(test_svg_lanes),
+        cmocka_unit_test(test_svg_timeline),
         cmocka_unit_test_setup_teardown(test_timeline_sums, tu_setup, tu_teardown),
         cmocka_unit_test(test_html_run_gpu),
         cmocka_unit_test_setup_teardown(test_html_type, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_html_marks, tu_setup, tu_teardown),
         cmocka_unit_test(test_html_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
  * Unit tests for serve/metrics: the exporter's text in the Prometheus format, byte for byte
  * (label escaping, number formats, the histogram's cumulative buckets, missing readings left
- * out), srt-slurm's cpu_power_acpi_watts lines against its format document, energy that stays
+ * out), srt-slurm's cpu_power_acpi_watts and cpu_power_dcgm_watts lines against its format
+ * document and the choice between them (--srt-source), energy that stays
  * monotonic across a counter wrap and a reset (a fixture tree rewritten between ticks), GPU
  * utilization from the fake NVML, buffers reused from render to render, and the snapshot store
  * (which snapshot the publisher may reuse, and many readers against one publisher).
@@ -15,6 +16,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +27,7 @@
 
 #include "sampler/sampler.h"
 #include "serve/metrics.h"
+#include "sources/dcgm.h"
 #include "testutil.h"
 
 /* ---- helpers ---- */
@@ -464,6 +467,193 @@ static void test_compat_grace_fixture(void **state)
     sampler_free(s);
 }
 
+/* shared/formats/srt-slurm.md §5.2, the DCGM example, byte for byte. */
+static const char srt_dcgm_doc_example[] =
+    "# HELP cpu_power_dcgm_watts Grace CPU instantaneous power via DCGM field 1130 (W).\n"
+    "# TYPE cpu_power_dcgm_watts gauge\n"
+    "cpu_power_dcgm_watts{socket=\"0\",source=\"dcgm\"} 43.878000\n";
+
+static struct metrics_renderer *dcgm_renderer(const struct sampler *s)
+{
+    struct metrics_opts o = {.node = "node-1",
+                             .version = "9.9.9",
+                             .compat_srtctl = true,
+                             .srt_family = METRICS_SRT_DCGM};
+    struct carma_err e = {0};
+    struct metrics_renderer *r = metrics_renderer_new(s, &o, &e);
+    if (!r)
+        fail_msg("metrics_renderer_new: %s", e.msg);
+    return r;
+}
+
+static int dcgm_channel(struct sampler *s, const char *name, enum channel_kind kind, int socket,
+                        double watts)
+{
+    int i = hand_channel(s, name, "dcgm", kind, DOMAIN_TOTAL, socket);
+    set_reading(s, i, watts, 0, 0);
+    return i;
+}
+
+static void test_compat_dcgm_doc_example(void **state)
+{
+    (void)state;
+    struct sampler *s = hand_sampler();
+    dcgm_channel(s, "dcgm/cpu0", KIND_CPU, 0, 43.878);
+    struct metrics_renderer *r = dcgm_renderer(s);
+    assert_int_equal(metrics_renderer_compat_count(r), 1);
+    char *text = render(r, s, NULL);
+    const char *fam = strstr(text, "# HELP cpu_power_dcgm_watts");
+    assert_non_null(fam);
+    assert_text(fam, srt_dcgm_doc_example);
+    assert_null(strstr(text, "cpu_power_acpi_watts"));
+    free(text);
+    metrics_renderer_free(r);
+    free(s);
+}
+
+/* The CPU rails only (not SysIO, module, GPU or ACPI channels), in socket order; invalid,
+ * non-finite, zero and negative readings left out of that refresh only. */
+static void test_compat_dcgm_lines(void **state)
+{
+    (void)state;
+    struct sampler *s = hand_sampler();
+    int c3 = dcgm_channel(s, "dcgm/cpu3", KIND_CPU, 3, 0.0);
+    int c1 = dcgm_channel(s, "dcgm/cpu1", KIND_CPU, 1, 98.5);
+    dcgm_channel(s, "dcgm/cpu0/sysio", KIND_SOC, 0, 22.5);
+    dcgm_channel(s, "dcgm/cpu0/module", KIND_SOC, 0, 310.75);
+    dcgm_channel(s, "dcgm/gpu0", KIND_GPU, 0, 350.5);
+    int c2 = dcgm_channel(s, "dcgm/cpu2", KIND_CPU, 2, NAN);
+    int c10 = dcgm_channel(s, "dcgm/cpu10", KIND_CPU, 10, 0.0000004);
+    int c0 = dcgm_channel(s, "dcgm/cpu0", KIND_CPU, 0, 151.25);
+    acpi_channel(s, "hwmon/power_meter/socket0/total", "total", 0, "Grace Power Socket 0",
+                 "sys/class/hwmon/hwmon1/power1_average", 150.0);
+    struct metrics_renderer *r = dcgm_renderer(s);
+    assert_int_equal(metrics_renderer_compat_count(r), 5);
+    char *text = render(r, s, NULL);
+    assert_null(strstr(text, "cpu_power_acpi_watts"));
+    const char *fam = strstr(text, "# HELP cpu_power_dcgm_watts");
+    assert_non_null(fam);
+    assert_text(fam, "# HELP cpu_power_dcgm_watts Grace CPU instantaneous power via DCGM field "
+                     "1130 (W).\n"
+                     "# TYPE cpu_power_dcgm_watts gauge\n"
+                     "cpu_power_dcgm_watts{socket=\"0\",source=\"dcgm\"} 151.250000\n"
+                     "cpu_power_dcgm_watts{socket=\"1\",source=\"dcgm\"} 98.500000\n"
+                     "cpu_power_dcgm_watts{socket=\"10\",source=\"dcgm\"} 0.000000\n");
+    free(text);
+    /* the next refresh: socket 0 invalid, 1 infinite, 2 and 3 back, 10 negative */
+    set_reading(s, c0, NAN, 0, 1);
+    s->st[c1].watts = INFINITY;
+    set_reading(s, c2, 7.0000006, 0, 0);
+    set_reading(s, c3, 1e-9, 0, 0);
+    set_reading(s, c10, -2.0, 0, 0);
+    text = render(r, s, NULL);
+    fam = strstr(text, "# HELP cpu_power_dcgm_watts");
+    assert_non_null(fam);
+    assert_text(fam, "# HELP cpu_power_dcgm_watts Grace CPU instantaneous power via DCGM field "
+                     "1130 (W).\n"
+                     "# TYPE cpu_power_dcgm_watts gauge\n"
+                     "cpu_power_dcgm_watts{socket=\"2\",source=\"dcgm\"} 7.000001\n"
+                     "cpu_power_dcgm_watts{socket=\"3\",source=\"dcgm\"} 0.000000\n");
+    free(text);
+    metrics_renderer_free(r);
+    free(s);
+}
+
+/* --srt-source: the family chosen on the readings at start, and the messages. */
+static const struct source_ops fake_hwmon_ops = {.name = "hwmon"};
+static const struct source_ops fake_dcgm_ops = {.name = "dcgm"};
+
+static struct source *hand_source(struct sampler *s, const struct source_ops *ops, int status,
+                                  const char *reason)
+{
+    struct source *src = &s->src[s->nsrc++];
+    src->ops = ops;
+    src->status = status;
+    snprintf(src->reason, sizeof src->reason, "%s", reason);
+    return src;
+}
+
+static int choose(const struct sampler *s, enum metrics_srt_source want,
+                  struct metrics_srt_choice *c, struct carma_err *e)
+{
+    carma_err_clear(e);
+    return metrics_srt_choose(s, want, c, e);
+}
+
+static void test_srt_choose(void **state)
+{
+    (void)state;
+    struct metrics_srt_choice c;
+    struct carma_err e = {0};
+    struct sampler *s = hand_sampler();
+    snprintf(s->root.path, sizeof s->root.path, "fx");
+    hand_source(s, &fake_hwmon_ops, 0, "");
+    struct source *dsrc = hand_source(s, &fake_dcgm_ops, 0, "");
+    int tot = acpi_channel(s, "hwmon/power_meter/socket0/total", "total", 0, "Grace Power Socket 0",
+                           "sys/class/hwmon/hwmon1/power1_average", 150.0);
+    acpi_channel(s, "hwmon/power_meter/socket0/cpu_rail", "cpu_rail", 0, "CPU Power Socket 0",
+                 "sys/class/hwmon/hwmon2/power1_average", 120.0);
+    int d0 = dcgm_channel(s, "dcgm/cpu0", KIND_CPU, 0, 43.878);
+    int d1 = dcgm_channel(s, "dcgm/cpu1", KIND_CPU, 1, 0.0);
+    dcgm_channel(s, "dcgm/cpu0/module", KIND_SOC, 0, 300.0);
+
+    /* auto: a socket total reads > 0: ACPI */
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_AUTO, &c, &e), 0);
+    assert_int_equal(c.family, METRICS_SRT_ACPI);
+    assert_string_equal(
+        c.why, "--srt-source auto: 1 of 1 ACPI socket-total sensors read a positive value");
+    /* acpi and dcgm as asked */
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_ACPI, &c, &e), 0);
+    assert_int_equal(c.family, METRICS_SRT_ACPI);
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_DCGM, &c, &e), 0);
+    assert_int_equal(c.family, METRICS_SRT_DCGM);
+    assert_string_equal(c.why, "--srt-source dcgm: DCGM reads a positive value on 1 of 2 CPU "
+                               "sockets");
+    /* the total reads 0 (a CPU rail's 120 W does not count): DCGM */
+    set_reading(s, tot, 0.0, 0, 0);
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_AUTO, &c, &e), 0);
+    assert_int_equal(c.family, METRICS_SRT_DCGM);
+    assert_string_equal(c.why, "--srt-source auto: no ACPI socket-total sensor reads a positive "
+                               "value (1 read 0 or nothing); DCGM reads a positive value on 1 "
+                               "of 2 CPU sockets");
+    /* DCGM reads nothing positive either */
+    set_reading(s, d0, NAN, 0, 1);
+    s->st[d0].last_err = -EOPNOTSUPP;
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_DCGM, &c, &e), -ENODATA);
+    assert_string_equal(e.msg, "--srt-source dcgm: DCGM yielded no live data: dcgm/cpu0 no "
+                               "reading (Operation not supported), dcgm/cpu1 0.000000 W");
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_AUTO, &c, &e), -ENODATA);
+    assert_string_equal(e.msg, "--srt-source auto: neither ACPI nor DCGM reads: no ACPI "
+                               "socket-total sensor reads a positive value (1 read 0 or "
+                               "nothing); DCGM yielded no live data: dcgm/cpu0 no reading "
+                               "(Operation not supported), dcgm/cpu1 0.000000 W");
+    /* acpi does not look */
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_ACPI, &c, &e), 0);
+    assert_int_equal(c.family, METRICS_SRT_ACPI);
+    set_reading(s, d1, 12.5, 0, 0);
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_DCGM, &c, &e), 0);
+
+    /* the dcgm source unusable: its reason; no reading at probe: no live data */
+    dsrc->status = -ENOENT;
+    snprintf(dsrc->reason, sizeof dsrc->reason, "libdcgm.so.4 not found");
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_DCGM, &c, &e), -ENODEV);
+    assert_string_equal(e.msg, "--srt-source dcgm: DCGM unavailable: libdcgm.so.4 not found");
+    snprintf(dsrc->reason, sizeof dsrc->reason, "%s: CPU 0 has no CPU power reading",
+             DCGM_SRC_NO_READING);
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_DCGM, &c, &e), -ENODATA);
+    assert_string_equal(e.msg, "--srt-source dcgm: DCGM yielded no live data: CPU 0 has no CPU "
+                               "power reading");
+    /* --sources without dcgm */
+    s->nsrc = 1;
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_DCGM, &c, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "--sources leaves out"));
+    assert_int_equal(choose(s, METRICS_SRT_SOURCE_AUTO, &c, &e), -ENODATA);
+    assert_string_equal(e.msg, "--srt-source auto: neither ACPI nor DCGM reads: no ACPI "
+                               "socket-total sensor reads a positive value (1 read 0 or "
+                               "nothing); no DCGM: the dcgm source is not in --sources");
+    free(s);
+}
+
 /* ---- energy across a wrap and a reset ---- */
 
 #define PKG0      "sys/class/powercap/intel-rapl:0/energy_uj"
@@ -691,6 +881,9 @@ int main(void)
         cmocka_unit_test(test_compat_doc_example),
         cmocka_unit_test(test_compat_lines),
         T(test_compat_grace_fixture),
+        cmocka_unit_test(test_compat_dcgm_doc_example),
+        cmocka_unit_test(test_compat_dcgm_lines),
+        cmocka_unit_test(test_srt_choose),
         T(test_energy_monotonic_wrap),
         T(test_gpu_utilization),
         cmocka_unit_test(test_store_reuse),

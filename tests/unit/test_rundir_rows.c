@@ -1,6 +1,6 @@
 /*
  * Tests for rundir/rows: every row formatter of the run-directory files carma run writes
- * (features.csv, node_util.csv, utilization.csv, event_summaries.jsonl, pstree.log,
+ * (features.csv, node_util.csv, cpu_util.csv, utilization.csv, event_summaries.jsonl, pstree.log,
  * workloads.json, workload_pids.json) against hand-written bytes: columns, number formats,
  * blank cells, quoting, line ends; and the CSV rows read back by rundir.h's validators.
  */
@@ -123,6 +123,32 @@ static void node_util_read_back(void **state)
     assert_int_equal(rundir_lines_next(&l, &e), 0);
     assert_int_equal(l.torn, 0);
     rundir_lines_close(&l);
+}
+
+static void cpu_util(void **state)
+{
+    (void)state;
+    assert_string_equal(RUNDIR_CPU_UTIL_HEADER, "timestamp_unix,socket,source,util_total,"
+                                                "util_user,util_nice,util_sys,util_irq\r\n");
+    char row[160];
+    const double full[RUNDIR_CPU_UTIL_FIGURES] = {0.5, 0.375, 0, 0.125, 1.0 / 3.0};
+    size_t n = rundir_rows_cpu_util(row, sizeof row, "1796032424.837549", 0, "dcgm", full);
+    assert_bytes(row, n, "1796032424.837549,0,dcgm,0.5,0.375,0,0.125,0.333333\r\n");
+    assert_int_equal(row[n], '\0');
+    /* a missing value is a blank cell, never 0; every value missing: five blank cells */
+    const double some[RUNDIR_CPU_UTIL_FIGURES] = {0.25, NAN, 0, NAN, 1};
+    n = rundir_rows_cpu_util(row, sizeof row, "1796032425.837549", 17, "dcgm", some);
+    assert_bytes(row, n, "1796032425.837549,17,dcgm,0.25,,0,,1\r\n");
+    const double none[RUNDIR_CPU_UTIL_FIGURES] = {NAN, NAN, NAN, NAN, NAN};
+    n = rundir_rows_cpu_util(row, sizeof row, "1796032426.837549", 1, "dcgm", none);
+    assert_bytes(row, n, "1796032426.837549,1,dcgm,,,,,\r\n");
+    /* 31 bytes with its CRLF: 31 bytes leave no room to spare, 32 do */
+    char small[32];
+    assert_int_equal(rundir_rows_cpu_util(small, 31, "1796032426.837549", 1, "dcgm", none), 0);
+    n = rundir_rows_cpu_util(small, sizeof small, "1796032426.837549", 1, "dcgm", none);
+    assert_bytes(small, n, "1796032426.837549,1,dcgm,,,,,\r\n");
+    assert_int_equal(rundir_rows_cpu_util(small, 20, "1796032424.837549", 0, "dcgm", full), 0);
+    assert_int_equal(rundir_rows_cpu_util(small, 0, "1796032424.837549", 0, "dcgm", full), 0);
 }
 
 static void utilization(void **state)
@@ -298,6 +324,7 @@ int main(void)
         cmocka_unit_test(features),
         cmocka_unit_test(node_util),
         cmocka_unit_test_setup_teardown(node_util_read_back, tu_setup, tu_teardown),
+        cmocka_unit_test(cpu_util),
         cmocka_unit_test_setup_teardown(utilization, tu_setup, tu_teardown),
         cmocka_unit_test(event),
         cmocka_unit_test(pstree),

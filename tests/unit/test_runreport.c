@@ -196,6 +196,7 @@ static void cpu_windows_and_keys(void **state)
                                         "idle_joules",
                                         "other_joules",
                                         "unattributed_joules",
+                                        "events",
                                         "carbon",
                                         "gpu_utilization",
                                         "warnings"};
@@ -221,7 +222,7 @@ static void cpu_windows_and_keys(void **state)
     const json_t *run = json_array_get(rep, 0);
     for (size_t k = 0; k < 3; k++) {
         const json_t *w = json_array_get(rep, k);
-        assert_keys(w, wkeys, 16);
+        assert_keys(w, wkeys, 17);
         assert_keys(json_array_get(json_object_get(w, "per_channel"), 0), bkeys, 16);
         assert_keys(json_array_get(json_object_get(w, "per_node"), 0), bkeys, 16);
         assert_keys(json_object_get(w, "carbon"), ckeys, 5);

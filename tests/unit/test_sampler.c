@@ -35,10 +35,15 @@
 #define PKG0_START 81234567890ULL
 #define PKG_RANGE  262143328850ULL
 
+/* The time the source was read on the tick before the last tick(): a channel's steps are
+ * timed by its source's reads (sampler.h read_t), not by the tick's own time. */
+static int64_t read_prev;
+
 /* A tick a few ms after the previous one, so that every dt is well above zero. */
 static void tick(struct sampler *s)
 {
     tu_pause_ms(3);
+    read_prev = s->read_t[0];
     sampler_tick(s);
 }
 
@@ -71,7 +76,8 @@ static void test_new_errors(void **state)
     struct sampler_opts o = {.root = tu_dir, .sources = "rapl,foo"};
     assert_null(sampler_new(&o, &e));
     assert_int_equal(e.code, -EINVAL);
-    assert_string_equal(e.msg, "--sources: unknown source 'foo' (known: rapl, hwmon, nvml, model)");
+    assert_string_equal(e.msg,
+                        "--sources: unknown source 'foo' (known: rapl, hwmon, nvml, dcgm, model)");
 
     memset(&e, 0, sizeof e);
     o.sources = "";
@@ -116,7 +122,7 @@ static void test_probe_all_sources(void **state)
     (void)state;
     tu_copy_fixture("intel-2s");
     struct sampler *s = new_on(NULL);
-    assert_int_equal(s->nsrc, 4);
+    assert_int_equal(s->nsrc, 5);
     assert_string_equal(s->src[0].ops->name, "rapl");
     assert_int_equal(s->src[0].status, 0);
     assert_int_equal(s->src[0].first, 0);
@@ -129,9 +135,12 @@ static void test_probe_all_sources(void **state)
     assert_int_equal(s->src[2].status, -ENOENT);
     assert_int_equal(s->src[2].count, 0);
     assert_true(s->src[2].reason[0] != '\0');
-    assert_string_equal(s->src[3].ops->name, "model");
+    assert_string_equal(s->src[3].ops->name, "dcgm");
     assert_int_equal(s->src[3].status, -ENOENT);
-    assert_non_null(strstr(s->src[3].reason, "not needed"));
+    assert_non_null(strstr(s->src[3].reason, "DCGM is not read below --root"));
+    assert_string_equal(s->src[4].ops->name, "model");
+    assert_int_equal(s->src[4].status, -ENOENT);
+    assert_non_null(strstr(s->src[4].reason, "not needed"));
     assert_int_equal(s->set.n, 6);
     assert_true(s->have_util);
     for (size_t i = 0; i < s->set.n; i++) {
@@ -166,7 +175,7 @@ static void test_counter_delta(void **state)
     tu_put_u64(PC "intel-rapl:1:1/energy_uj", 8234567890ULL + 250000);
     tick(s);
     double j = 1234567 * 1e-6;
-    double dt = dt_s(s->t_prev, s->t_now);
+    double dt = dt_s(read_prev, s->read_t[0]);
     assert_true(dt > 0);
     assert_true(s->st[i].tick_energy_j == j);
     assert_true(s->st[i].energy_j == j);
@@ -178,10 +187,10 @@ static void test_counter_delta(void **state)
     assert_true(s->st[core].watts == 0.0);
     assert_true(s->st[core].energy_j == 0.0);
 
-    int64_t t2 = s->t_now;
+    int64_t t2 = s->read_t[0];
     tu_put_u64(PKG0, PKG0_START + 1234567 + 3000000);
     tick(s);
-    double dt3 = dt_s(t2, s->t_now);
+    double dt3 = dt_s(t2, s->read_t[0]);
     assert_rel(s->st[i].tick_energy_j, 3.0);
     assert_rel(s->st[i].energy_j, j + 3.0);
     assert_rel(s->st[i].watts, 3.0 / dt3);
@@ -207,7 +216,7 @@ static void test_counter_wrap(void **state)
     sampler_tick(s);
     tu_put_u64(PKG0, 700000);
     tick(s);
-    double dt = dt_s(s->t_prev, s->t_now);
+    double dt = dt_s(read_prev, s->read_t[0]);
     /* 0.5 J up to the range, 0.7 J after it */
     assert_rel(s->st[0].tick_energy_j, 1.2);
     assert_rel(s->st[0].energy_j, 1.2);
@@ -236,12 +245,12 @@ static void test_counter_reset(void **state)
     assert_true(s->st[0].energy_j == 0.0);
     assert_true(s->st[0].tick_energy_j == 0.0);
     assert_true(isnan(s->st[0].watts));
-    int64_t t2 = s->t_now;
+    int64_t t2 = s->read_t[0];
     /* integration goes on from the new value */
     tu_put_u64(PKG0, 2000000);
     tick(s);
     assert_rel(s->st[0].energy_j, 2.0);
-    assert_rel(s->st[0].watts, 2.0 / dt_s(t2, s->t_now));
+    assert_rel(s->st[0].watts, 2.0 / dt_s(t2, s->read_t[0]));
     assert_int_equal(s->st[0].resets, 1);
     assert_int_equal(s->st[0].samples, 3);
     sampler_free(s);
@@ -255,7 +264,7 @@ static void test_counter_invalid(void **state)
     tu_copy_fixture("intel-2s");
     struct sampler *s = new_on("rapl");
     sampler_tick(s);
-    int64_t t1 = s->t_now;
+    int64_t t1 = s->read_t[0];
     static const char *const bad[] = {
         "abc\n",
         "",
@@ -279,7 +288,7 @@ static void test_counter_invalid(void **state)
     tick(s);
     assert_true(s->st[0].tick_valid);
     assert_rel(s->st[0].energy_j, 3.0);
-    assert_rel(s->st[0].watts, 3.0 / dt_s(t1, s->t_now));
+    assert_rel(s->st[0].watts, 3.0 / dt_s(t1, s->read_t[0]));
     assert_int_equal(s->st[0].samples, 2);
     assert_int_equal(s->st[0].invalid, 4);
     assert_int_equal(s->st[0].resets, 0);
@@ -439,12 +448,12 @@ static void test_counter_implausible(void **state)
     assert_int_equal(s->st[0].resets, 0);
     assert_true(s->st[0].energy_j == 0.0);
     assert_true(isnan(s->st[0].watts));
-    int64_t t2 = s->t_now;
+    int64_t t2 = s->read_t[0];
     tu_put_u64(PKG0, PKG0_START + 100000000000ULL + 2000000);
     tick(s);
     assert_true(s->st[0].tick_valid);
     assert_rel(s->st[0].energy_j, 2.0);
-    assert_rel(s->st[0].watts, 2.0 / dt_s(t2, s->t_now));
+    assert_rel(s->st[0].watts, 2.0 / dt_s(t2, s->read_t[0]));
     assert_int_equal(s->st[0].samples, 2);
     assert_int_equal(s->st[0].invalid, 1);
     sampler_free(s);

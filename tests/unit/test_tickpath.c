@@ -18,9 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "sampler/sampler.h"
+#include "collect/collector.h"
 #include "sampler/samples_csv.h"
+#include "srt/host.h"
 #include "testutil.h"
 
 static int counting;
@@ -139,6 +142,62 @@ static void test_model(void **state)
     ticks_on("vm-empty", "model", 1);
 }
 
+/* carma record's cycle: the sampler's tick, srt-slurm's host collector rows and carma's own
+ * collect rows (collect_out_sampler) allocate and open nothing after the first cycle. */
+static void test_record(void **state)
+{
+    (void)state;
+    tu_copy_fixture("grace");
+    struct sampler_opts o = {
+        .root = tu_dir, .interval_ns = SAMPLER_INTERVAL_MIN_NS, .sources = "hwmon"};
+    struct sampler *s = tu_sampler_new(&o);
+    static struct srt_host_sensor sensors[SRT_HOST_SENSORS_MAX];
+    static struct srt_host_value v[SRT_HOST_SENSORS_MAX];
+    size_t n = srt_host_sensors(&s->set, SRT_HOST_ACPI, sensors, SRT_HOST_SENSORS_MAX);
+    assert_int_equal(n, 8);
+    char nodes[4200];
+    snprintf(nodes, sizeof nodes, "%s/out/nodes", tu_dir);
+    struct srt_host_opts ho = {.nodes_dir = nodes,
+                               .host = "gh-01",
+                               .schema = 3,
+                               .source = SRT_HOST_ACPI,
+                               .requested_source = "auto",
+                               .interval_ns = SAMPLER_INTERVAL_MIN_NS,
+                               .set = &s->set,
+                               .sensors = sensors,
+                               .n = n};
+    struct carma_err e = {0};
+    struct srt_host *w = srt_host_open(&ho, &e);
+    assert_non_null(w);
+    struct collect_out *co = collect_out_open(tu_dir, COLLECT_HOST_SAMPLES, &e);
+    assert_non_null(co);
+    tzset();
+    for (int i = 0; i < 201; i++) {
+        if (i == 1) {
+            allocs = opens = 0;
+            counting = 1;
+        }
+        sampler_tick(s);
+        for (size_t k = 0; k < n; k++) {
+            const struct reading *r = &s->readings[sensors[k].channel];
+            v[k].valid = (r->valid & READING_POWER) != 0;
+            v[k].power_w = r->power_w;
+        }
+        assert_int_equal(srt_host_cycle(w, s->real_now, v, &e), 8);
+        collect_out_cycle_begin(co, (uint64_t)i);
+        collect_out_sampler(co, "gh-01", "local", s);
+        assert_int_equal(collect_out_cycle_end(co, &e), 0);
+    }
+    counting = 0;
+    assert_int_equal(allocs, 0);
+    assert_int_equal(opens, 0);
+    assert_int_equal(srt_host_row_count(w), 201 * 8);
+    assert_int_equal(collect_out_rows(co), 201 * 28);
+    assert_int_equal(srt_host_finish(w, &e), 0);
+    assert_int_equal(collect_out_close(co, &e), 0);
+    sampler_free(s);
+}
+
 /* The counters do count: a probe allocates and opens. */
 static void test_counters_work(void **state)
 {
@@ -161,6 +220,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rapl, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_hwmon, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_model, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_record, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
