@@ -17,15 +17,18 @@
  * Each figure is the median (and minimum) over the rounds; the ratios are medians of the
  * per-round ratios, so that a noisy neighbour slows both sides of a ratio alike.
  *
- * Two helper modes serve bench/run.sh's CPU-time measurement:
+ * Three helper modes serve bench/run.sh's CPU-time measurement:
  *   --naive-loop INTERVAL SECONDS  the naive peer as a sampler: every INTERVAL for SECONDS,
  *                                  read the same channel files with open/read/close;
+ *   --wake-loop INTERVAL SECONDS   the floor of any sampler that sleeps between ticks: carma's
+ *                                  wake-up (timerfd, poll, read) alone, no file read;
  *   --rusage -- CMD [ARGS...]      run CMD, wait for it and print its CPU time (user and
  *                                  system, its waited-for descendants included) and wall time.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +36,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +75,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_read --root DIR [--rounds N] [--ticks N] [--json | --json-out FILE]\n"
                "       bench_read --root DIR --naive-loop INTERVAL SECONDS\n"
+               "       bench_read --wake-loop INTERVAL SECONDS\n"
                "       bench_read --rusage -- CMD [ARGS...]\n");
 }
 
@@ -401,6 +406,40 @@ static int naive_loop(const char *root, const char *interval, const char *second
     return 0;
 }
 
+/* The floor of a sampler that sleeps between its ticks: carma's wake-up (a periodic timerfd,
+ * poll, the timerfd's read) every interval for the given time, and nothing else. */
+static int wake_loop(const char *interval, const char *seconds)
+{
+    int64_t every_ns;
+    unsigned long secs;
+    if (parse_duration_ns(interval, &every_ns) < 0 || parse_count(seconds, 0, 86400, &secs) < 0) {
+        fprintf(stderr, "bench_read: --wake-loop wants INTERVAL (e.g. 1ms) and SECONDS\n");
+        return 2;
+    }
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    struct itimerspec its = {
+        .it_interval = {.tv_sec = every_ns / NS_PER_S, .tv_nsec = every_ns % NS_PER_S},
+        .it_value = {.tv_sec = every_ns / NS_PER_S, .tv_nsec = every_ns % NS_PER_S},
+    };
+    if (fd < 0 || timerfd_settime(fd, 0, &its, NULL) < 0) {
+        perror("bench_read: timerfd");
+        return 1;
+    }
+    int64_t end = time_mono_ns() + (int64_t)secs * NS_PER_S;
+    uint64_t ticks = 0;
+    while (time_mono_ns() + every_ns <= end) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0 && errno != EINTR)
+            break;
+        uint64_t n;
+        if (read(fd, &n, sizeof n) == (ssize_t)sizeof n)
+            ticks += n;
+    }
+    close(fd);
+    fprintf(stderr, "wake-loop: %llu ticks\n", (unsigned long long)ticks);
+    return 0;
+}
+
 /* Runs argv, waits for it and prints its CPU and wall time. Returns its exit status. */
 static int rusage_run(char **argv)
 {
@@ -469,6 +508,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             return naive_loop(root, argv[i + 1], argv[i + 2]);
+        } else if (strcmp(a, "--wake-loop") == 0 && i + 2 < argc) {
+            return wake_loop(argv[i + 1], argv[i + 2]);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;

@@ -24,6 +24,7 @@ test_packages=(
     chromium                                         # headless: opens the HTML report (test_html)
     tmux                                             # a terminal for the live view (test_live)
     iproute2                                         # ip netns: several hosts (test_multihost, test_slurm_2node)
+    liburing-dev                                     # io_uring batch reads beside pread (bench/uring)
 )
 if [ "${1:-}" = "--test" ]; then
     packages+=("${test_packages[@]}")

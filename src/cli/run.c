@@ -625,18 +625,24 @@ static void pstree_snapshot(struct run *r)
     free(text);
 }
 
-/* samples.csv: this tick's rows (a failure said once per condition, counted at the end). */
-static void run_samples(struct run *r)
+/* samples.csv: this tick's rows (a failure said once per condition, counted at the end);
+ * final: the batch held goes out now, before the files are read. */
+static void run_samples(struct run *r, bool final)
 {
     struct carma_err warn = {0};
-    if (r->csv && samples_csv_write_tick(r->csv, r->s, &warn) < 0 && warn.code)
+    if (!r->csv)
+        return;
+    int w = samples_csv_write_tick(r->csv, r->s, &warn);
+    if (final && w == 0)
+        w = samples_csv_flush(r->csv, &warn);
+    if (w < 0 && warn.code)
         cli_error("%s", warn.msg);
 }
 
 static void tick(struct run *r)
 {
     sampler_tick(r->s);
-    run_samples(r);
+    run_samples(r, false);
     markd_publish_sampler(r->marks, r->s);
     node_util_row(r);
     split_tick(r, false);
@@ -835,7 +841,7 @@ static int wait_event(struct run *r, int64_t until)
 static void baseline_rows(void *ctx)
 {
     struct run *r = ctx;
-    run_samples(r);
+    run_samples(r, false);
     node_util_row(r);
 }
 
@@ -1085,7 +1091,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     sampler_tick(r->s);
-    run_samples(r);
+    run_samples(r, false);
     markd_publish_sampler(r->marks, r->s);
     node_util_row(r);
     if (baseline_ns && baseline(r, baseline_ns) == -EINTR) {
@@ -1121,7 +1127,7 @@ int cmd_run(int argc, char **argv)
             tick(r);
     }
     sampler_tick(r->s);
-    run_samples(r);
+    run_samples(r, true);
     markd_publish_sampler(r->marks, r->s);
     sampler_refresh_util(r->s);
     node_util_row(r);

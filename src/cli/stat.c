@@ -288,13 +288,17 @@ static double attrib_share(const struct stat_run *r)
     return s > 1.0 ? 1.0 : s;
 }
 
-static void write_samples(struct stat_run *r)
+/* This tick's rows; final: the batch held goes out now (sampler/samples_csv). */
+static void write_samples(struct stat_run *r, bool final)
 {
     if (!r->csv)
         return;
     struct carma_err e = {0};
     /* e is set at the first failure of each condition only (core/journal) */
-    if (samples_csv_write_tick(r->csv, r->s, &e) < 0 && e.code) {
+    int w = samples_csv_write_tick(r->csv, r->s, &e);
+    if (final && w == 0)
+        w = samples_csv_flush(r->csv, &e);
+    if (w < 0 && e.code) {
         r->csv_failed = true;
         cli_error("%s; measuring goes on, the summary will still be printed", e.msg);
     }
@@ -321,7 +325,7 @@ static void dcgm_util_tick(struct stat_run *r)
 static void run_tick(struct stat_run *r, bool final)
 {
     sampler_tick(r->s);
-    write_samples(r);
+    write_samples(r, final);
     markd_publish_sampler(r->marks, r->s);
     dcgm_util_tick(r);
     /* CPU times advance in 10 ms clock ticks: the tree is re-read with proc/stat, so that the
@@ -393,7 +397,7 @@ struct baseline_sum {
 static void baseline_tick(void *ctx)
 {
     struct baseline_sum *b = ctx;
-    write_samples(b->r);
+    write_samples(b->r, false);
     b->cpu_j += cpu_tick_j(b->r);
 }
 
@@ -917,7 +921,7 @@ int cmd_stat(int argc, char **argv)
         goto out;
     }
     sampler_tick(r.s);
-    write_samples(&r);
+    write_samples(&r, false);
     markd_publish_sampler(r.marks, r.s);
     if (o.baseline_ns) {
         int b = measure_baseline(&r);

@@ -54,6 +54,50 @@ int time_format_local_iso(int64_t real_ns, char *buf, size_t cap)
     return n;
 }
 
+int time_format_local_iso_cached(struct time_local_cache *c, int64_t real_ns, char *buf, size_t cap)
+{
+    int64_t sec = real_ns / NS_PER_S;
+    long usec = (long)((real_ns % NS_PER_S) / NS_PER_US);
+    if (usec < 0) {
+        usec += 1000000;
+        sec -= 1;
+    }
+    if (c->len <= 0 || c->sec != sec) {
+        char whole[96];
+        int n = time_format_local_iso(sec * NS_PER_S, whole, sizeof whole);
+        /* the whole second's text: the date and time (19 characters), then the offset */
+        if (n < 19 || n - 19 >= (int)sizeof c->offset) {
+            c->len = 0;
+            return time_format_local_iso(real_ns, buf, cap);
+        }
+        memcpy(c->date, whole, 19);
+        c->date[19] = '\0';
+        c->len = 19;
+        c->off_len = n - 19;
+        memcpy(c->offset, whole + 19, (size_t)c->off_len + 1);
+        c->sec = sec;
+    }
+    size_t need = (size_t)c->len + (usec ? 7 : 0) + (size_t)c->off_len;
+    if (need >= cap) {
+        if (cap > 0)
+            buf[0] = '\0';
+        return -EINVAL;
+    }
+    char *p = buf;
+    memcpy(p, c->date, (size_t)c->len);
+    p += c->len;
+    if (usec) {
+        *p++ = '.';
+        for (int i = 5; i >= 0; i--) {
+            p[i] = (char)('0' + usec % 10);
+            usec /= 10;
+        }
+        p += 6;
+    }
+    memcpy(p, c->offset, (size_t)c->off_len + 1);
+    return (int)need;
+}
+
 void time_format_duration(int64_t ns, char *buf, size_t cap)
 {
     static const struct {

@@ -18,10 +18,19 @@
 struct samples_csv {
     struct journal *j;
     char *buf;
-    size_t cap;
+    size_t cap;      /* bytes: ticks_max ticks of tick_cap */
+    size_t tick_cap; /* the most bytes one tick's rows take */
+    size_t len;      /* bytes of the ticks held, not yet written */
+    uint64_t held;   /* ticks held */
+    uint64_t ticks_max;
+    int64_t interval_ns;
+    int64_t first_t; /* monotonic time of the first tick held */
+    int64_t first_real;
+    struct time_local_cache local;
     char **mid; /* per channel: ",channel,source,kind,domain,method," */
     size_t *mid_len;
     size_t n;
+    size_t rows_per_tick;
     uint64_t lost; /* ticks that could not be written */
 };
 
@@ -56,7 +65,16 @@ struct samples_csv *samples_csv_open(const char *path, const struct sampler *s, 
             longest = b.len;
     }
     /* timestamps (~60) + middle + two numbers (~2 × 24) + CRLF per row */
-    w->cap = w->n * (longest + 128) + 256;
+    w->tick_cap = w->n * (longest + 128) + 256;
+    /* the ticks of SAMPLES_CSV_BATCH_NS go in one write: at 1 ms, 100 ticks; at 100 ms or
+     * slower, each tick as it comes */
+    w->interval_ns = s->interval_ns > 0 ? s->interval_ns : SAMPLES_CSV_BATCH_NS;
+    w->ticks_max = (uint64_t)(SAMPLES_CSV_BATCH_NS / w->interval_ns);
+    if (w->ticks_max < 1)
+        w->ticks_max = 1;
+    if (w->ticks_max > SAMPLES_CSV_BATCH_TICKS_MAX)
+        w->ticks_max = SAMPLES_CSV_BATCH_TICKS_MAX;
+    w->cap = w->tick_cap * w->ticks_max;
     w->buf = malloc(w->cap);
     if (!w->buf)
         goto oom;
@@ -72,17 +90,37 @@ oom:
     return NULL;
 }
 
+/* Writes the ticks held in one write(2) (core/journal: whole rows or none). */
+static int flush_held(struct samples_csv *w, struct carma_err *e)
+{
+    if (!w->held)
+        return 0;
+    uint64_t rows = w->held * (uint64_t)w->rows_per_tick;
+    int r = journal_append(w->j, w->buf, w->len, rows, w->first_real, e);
+    if (r < 0)
+        w->lost += w->held;
+    w->len = 0;
+    w->held = 0;
+    return r;
+}
+
 int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struct carma_err *e)
 {
     char ts[48], local[64];
     int64_t real = s->real_now;
     size_t tl = fmt_unix_us(ts, real);
     ts[tl++] = ',';
-    int ll = time_format_local_iso(real, local, sizeof local);
+    int ll = time_format_local_iso_cached(&w->local, real, local, sizeof local);
     if (ll < 0)
         ll = 0;
-    size_t len = 0;
-    for (size_t i = 0; i < w->n && i < s->set.n; i++) {
+    size_t n = w->n < s->set.n ? w->n : s->set.n;
+    w->rows_per_tick = n;
+    if (!w->held) {
+        w->first_t = s->t_now;
+        w->first_real = real;
+    }
+    size_t len = w->len;
+    for (size_t i = 0; i < n; i++) {
         const struct chan_state *st = &s->st[i];
         char *p = w->buf + len;
         memcpy(p, ts, tl);
@@ -100,11 +138,19 @@ int samples_csv_write_tick(struct samples_csv *w, const struct sampler *s, struc
         *p++ = '\n';
         len = (size_t)(p - w->buf);
     }
-    /* never half a tick: the journal cuts a torn one off again */
-    int r = journal_append(w->j, w->buf, len, w->n < s->set.n ? w->n : s->set.n, real, e);
-    if (r < 0)
-        w->lost++;
-    return r;
+    w->len = len;
+    w->held++;
+    /* never half a tick: the journal cuts a torn batch off again. The batch goes out once
+     * the next tick would make it span more than SAMPLES_CSV_BATCH_NS, or not fit. */
+    if (w->held < w->ticks_max && s->t_now + w->interval_ns - w->first_t < SAMPLES_CSV_BATCH_NS &&
+        w->cap - w->len >= w->tick_cap)
+        return 0;
+    return flush_held(w, e);
+}
+
+int samples_csv_flush(struct samples_csv *w, struct carma_err *e)
+{
+    return w ? flush_held(w, e) : 0;
 }
 
 uint64_t samples_csv_rows(const struct samples_csv *w)
@@ -127,6 +173,7 @@ int samples_csv_close(struct samples_csv *w)
 {
     if (!w)
         return 0;
+    flush_held(w, NULL);
     int r = journal_close(w->j);
     for (size_t i = 0; w->mid && i < w->n; i++)
         free(w->mid[i]);

@@ -762,6 +762,100 @@ static void test_samples_csv_open_errors(void **state)
 
 /* Past the file size limit (ulimit -f, SIGXFSZ ignored as carma does) a tick written in part
  * is cut off again: the file keeps whole ticks only, and the writer counts what it lost */
+/* At a 1 ms interval the ticks of 100 ms go in one write: nothing on disk until the next tick
+ * would make the batch span 100 ms, then every tick held at once; samples_csv_flush writes
+ * what is held; a batch that cannot be written counts all its ticks lost; close writes the
+ * rest. At 100 ms every tick is written as it comes. */
+static void test_samples_csv_batches(void **state)
+{
+    (void)state;
+    tu_copy_fixture("intel-2s");
+    struct sampler *s = new_on("rapl");
+    char path[400];
+    snprintf(path, sizeof path, "%s/samples.csv", tu_dir);
+    struct carma_err e = {0};
+    s->interval_ns = NS_PER_MS;
+    struct samples_csv *w = samples_csv_open(path, s, &e);
+    assert_non_null(w);
+    sampler_tick(s);
+    int64_t t0 = s->t_now;
+    /* ticks at 0, 1, ..., 98 ms: held */
+    for (int k = 0; k < 99; k++) {
+        s->t_now = t0 + k * NS_PER_MS;
+        assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+        assert_int_equal(samples_csv_rows(w), 0);
+    }
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    off_t header = st.st_size;
+    /* the tick at 99 ms: the next would make 100 ms, so the 100 ticks go out */
+    s->t_now = t0 + 99 * NS_PER_MS;
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 600);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > header);
+    /* two more held, then flushed */
+    s->t_now = t0 + 100 * NS_PER_MS;
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    s->t_now = t0 + 101 * NS_PER_MS;
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 600);
+    assert_int_equal(samples_csv_flush(w, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 612);
+    assert_int_equal(samples_csv_flush(w, &e), 0); /* nothing held: nothing written */
+    assert_int_equal(samples_csv_rows(w), 612);
+    /* a stall: a tick 150 ms after the first held one goes out with it at once */
+    s->t_now = t0 + 200 * NS_PER_MS;
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    s->t_now = t0 + 350 * NS_PER_MS;
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 624);
+    /* a batch the file size limit refuses: its three ticks lost, whole rows left */
+    assert_int_equal(stat(path, &st), 0);
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)st.st_size + 100;
+    void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    for (int k = 0; k < 3; k++) {
+        s->t_now = t0 + (400 + k) * NS_PER_MS;
+        assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    }
+    int r = samples_csv_flush(w, &e);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, old_xfsz);
+    assert_int_equal(r, -EFBIG);
+    int err = 0;
+    assert_int_equal(samples_csv_lost_ticks(w, &err), 3);
+    assert_int_equal(err, -EFBIG);
+    assert_int_equal(samples_csv_rows(w), 624);
+    /* close writes the ticks held */
+    s->t_now = t0 + 500 * NS_PER_MS;
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_close(w), 0);
+    size_t len;
+    char *text = slurp(path, &len);
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    assert_int_equal(lines, 1 + 630);
+    assert_true(len >= 2 && text[len - 2] == '\r' && text[len - 1] == '\n');
+    free(text);
+
+    /* at 100 ms: every tick written as it comes */
+    s->interval_ns = 100 * NS_PER_MS;
+    w = samples_csv_open(path, s, &e);
+    assert_non_null(w);
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 6);
+    s->t_now += NS_PER_MS;
+    assert_int_equal(samples_csv_write_tick(w, s, &e), 0);
+    assert_int_equal(samples_csv_rows(w), 12);
+    assert_int_equal(samples_csv_close(w), 0);
+    sampler_free(s);
+}
+
 static void test_samples_csv_file_size_limit(void **state)
 {
     (void)state;
@@ -851,6 +945,7 @@ int main(void)
         T(test_samples_csv_fixed_point),
         T(test_samples_csv_open_errors),
         T(test_samples_csv_file_size_limit),
+        T(test_samples_csv_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,6 +43,40 @@ static void check_iso(int64_t ns, const char *want)
         fail_msg("time_format_local_iso(%lld) = %d \"%s\", want \"%s\"", (long long)ns, n, buf,
                  want);
     assert_int_equal(n, (int)strlen(want));
+    /* the cached form gives the same text, from a fresh cache and from one kept */
+    static struct time_local_cache kept;
+    struct time_local_cache fresh = {0};
+    char c1[64], c2[64];
+    assert_int_equal(time_format_local_iso_cached(&fresh, ns, c1, sizeof c1), n);
+    assert_string_equal(c1, want);
+    assert_int_equal(time_format_local_iso_cached(&kept, ns, c2, sizeof c2), n);
+    assert_string_equal(c2, want);
+}
+
+/* Across a change of offset (Los Angeles, 2026-03-08 02:00 PST becomes 03:00 PDT at
+ * 10:00 UTC) and a day, in steps of 0.25 s with one cache: the text of the uncached form
+ * every time; a buffer too small refused. */
+static void test_iso_cached(void **state)
+{
+    (void)state;
+    set_tz(los_angeles());
+    struct time_local_cache c = {0};
+    int64_t change = 1772964000LL * NS_PER_S;
+    for (int64_t t = change - 3 * NS_PER_S; t < change + 3 * NS_PER_S; t += NS_PER_S / 4) {
+        char want[64], got[64];
+        int n = time_format_local_iso(t, want, sizeof want);
+        assert_int_equal(time_format_local_iso_cached(&c, t, got, sizeof got), n);
+        assert_string_equal(got, want);
+    }
+    char small[20];
+    assert_int_equal(time_format_local_iso_cached(&c, change, small, sizeof small), -EINVAL);
+    assert_string_equal(small, "");
+    char buf[64];
+    time_format_local_iso_cached(&c, change - NS_PER_S / 2, buf, sizeof buf);
+    assert_string_equal(buf, "2026-03-08T01:59:59.500000-08:00");
+    time_format_local_iso_cached(&c, change + NS_PER_S / 2, buf, sizeof buf);
+    assert_string_equal(buf, "2026-03-08T03:00:00.500000-07:00");
+    set_tz("UTC");
 }
 
 static void test_iso_utc(void **state)
@@ -199,13 +233,10 @@ static void test_duration_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_iso_utc),
-        cmocka_unit_test(test_iso_los_angeles),
-        cmocka_unit_test(test_iso_odd_offsets),
-        cmocka_unit_test(test_iso_buffer),
-        cmocka_unit_test(test_clocks),
-        cmocka_unit_test(test_duration),
-        cmocka_unit_test(test_duration_round_trip),
+        cmocka_unit_test(test_iso_utc),         cmocka_unit_test(test_iso_los_angeles),
+        cmocka_unit_test(test_iso_odd_offsets), cmocka_unit_test(test_iso_cached),
+        cmocka_unit_test(test_iso_buffer),      cmocka_unit_test(test_clocks),
+        cmocka_unit_test(test_duration),        cmocka_unit_test(test_duration_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
