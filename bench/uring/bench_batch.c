@@ -171,8 +171,9 @@ int main(int argc, char **argv)
     }
     unsigned long chunk = gap_ns ? CHUNK_GAP : CHUNK;
     if (rounds < 1 || rounds > ROUNDS_MAX || ticks < chunk || i >= argc || gap_ns < 0) {
-        fprintf(stderr, "usage: bench_batch [--rounds 1..%d] [--ticks >=%d] [--gap-ms MS] "
-                        "[--label TEXT] FILE...\n",
+        fprintf(stderr,
+                "usage: bench_batch [--rounds 1..%d] [--ticks >=%d] [--gap-ms MS] "
+                "[--label TEXT] FILE...\n",
                 ROUNDS_MAX, CHUNK);
         return 2;
     }
@@ -223,8 +224,8 @@ int main(int argc, char **argv)
             cpu[w][k] = (double)c_ns[w] / (double)done / 1e3;
         }
     }
-    printf("%s: %zu files, %u rounds x %lu ticks%s, µs per tick (median of rounds)\n", label,
-           b.n, rounds, ticks, gap_ns ? ", a sleep before each" : "");
+    printf("%s: %zu files, %u rounds x %lu ticks%s, µs per tick (median of rounds)\n", label, b.n,
+           rounds, ticks, gap_ns ? ", a sleep before each" : "");
     double pw = 0, pc = 0, sleep_c = 0;
     if (gap_ns)
         sleep_c = median(cpu[W_SLEEP], rounds);
