@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Fails when a tracked C file differs from what clang-format (.clang-format) makes of it.
+# Fails when a C file of the tree (tracked, or new and not ignored) differs from what
+# clang-format (.clang-format) makes of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=$(git ls-files '*.c' '*.h' 2>/dev/null || find src tests bench -name '*.[ch]')
+files=$(git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null ||
+    find src tests bench -name '*.[ch]')
 [ -n "$files" ] || exit 0
 bad=0
 for f in $files; do

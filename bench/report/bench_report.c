@@ -19,6 +19,10 @@
  *       and prints the time of each phase, the samples held (device, node, role and
  *       utilization series) and the peak memory per sample held as one JSON object.
  *
+ *   bench_report parse FILE
+ *       the bare parse: reads FILE in 1 MiB blocks and only finds its line ends and field
+ *       separators; prints the time, rows and fields as JSON (the floor of any reader).
+ *
  * run.sh times it beside `carma report DIR --edges snap --json-out OUT` (the same loading and
  * windows, plus the JSON and text): its phases show where the time goes.
  */
@@ -26,6 +30,7 @@
 #include "srt/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +38,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NWINDOWS 10
 
@@ -249,6 +255,54 @@ static int run(const char *dir, const char *outp)
     return 0;
 }
 
+/* ---- parse: the bare parse, what reading the file can cost at least ---- */
+
+/* Reads FILE in 1 MiB blocks and only tokenises it: finds every line end and every field
+ * separator (no number parsed, nothing kept). Prints the time, the rows and fields as JSON. */
+static int bare_parse(const char *path)
+{
+    enum { BLOCK = 1 << 20 };
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "bench_report: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    char *buf = malloc(BLOCK);
+    if (!buf) {
+        close(fd);
+        return 1;
+    }
+    double t0 = now_s();
+    uint64_t rows = 0, fields = 0, bytes = 0;
+    ssize_t n;
+    while ((n = read(fd, buf, BLOCK)) > 0) {
+        bytes += (uint64_t)n;
+        for (const char *p = buf, *end = buf + n; p < end;) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *stop = nl ? nl : end;
+            for (const char *q = p; q < stop; q++)
+                fields += *q == ',';
+            if (!nl)
+                break;
+            rows++;
+            fields++;
+            p = nl + 1;
+        }
+    }
+    double t1 = now_s();
+    int err = n < 0 ? errno : 0;
+    free(buf);
+    close(fd);
+    if (err) {
+        fprintf(stderr, "bench_report: %s: %s\n", path, strerror(err));
+        return 1;
+    }
+    printf("{\"parse_s\": %.6f, \"rows\": %" PRIu64 ", \"fields\": %" PRIu64 ", \"bytes\": %" PRIu64
+           "}\n",
+           t1 - t0, rows, fields, bytes);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "gen"))
@@ -256,7 +310,10 @@ int main(int argc, char **argv)
                    argc > 5 ? atoi(argv[5]) : 8);
     if (argc == 4 && !strcmp(argv[1], "run"))
         return run(argv[2], argv[3]);
+    if (argc == 3 && !strcmp(argv[1], "parse"))
+        return bare_parse(argv[2]);
     fprintf(stderr, "usage: bench_report gen DIR ROWS [HOSTS] [GPUS]\n"
-                    "       bench_report run DIR OUT\n");
+                    "       bench_report run DIR OUT\n"
+                    "       bench_report parse FILE\n");
     return 2;
 }

@@ -12,8 +12,12 @@
 #      of every device, node and role series for every window; best of BENCH_REPS (3) runs;
 #   2. when BUILD_DIR/carma has a working `report` command: `carma report DIR --edges snap
 #      --json-out OUT`, timed the same way (wall clock, peak RSS);
-#   3. numpy_srtlog.py DIR: the same in numpy; one run;
-#   4. compares the snap figures of bench_report and numpy, number for number.
+#   3. numpy_srtlog.py DIR: the same in numpy; one run; and pandas_srtlog.py DIR (read_csv with
+#      usecols, groupby, numpy's trapezoid: the script a pandas user would write) where pandas
+#      is installed;
+#   4. bench_report parse: the bare parse of samples.csv (line ends and commas found, nothing
+#      else), the floor of any reader; best of BENCH_REPS;
+#   5. compares the snap figures of bench_report with numpy's and pandas', number for number.
 # Prints each phase, the ratio, peak memory per sample held, and the agreement; writes
 # BUILD_DIR/bench/report_results.json. Environment: BENCH_REPS, TMPDIR.
 set -euo pipefail
@@ -61,10 +65,22 @@ if [[ -x $build/carma ]] &&
 fi
 /usr/bin/time -f '%e %M' -o "$work/py.time" \
     $py "$here/numpy_srtlog.py" "$work/log" "$work/py.out" >"$work/py.json"
+# the pandas peer, where pandas is installed (python3-pandas)
+pandas_ok=0
+if $py -c 'import pandas' 2>/dev/null; then
+    pandas_ok=1
+    /usr/bin/time -f '%e %M' -o "$work/pd.time" \
+        $py "$here/pandas_srtlog.py" "$work/log" "$work/pd.out" >"$work/pd.json"
+fi
+# the bare parse of the same samples.csv: best of the reps
+for ((i = 0; i < reps; i++)); do
+    "$bench" parse "$work/log/power/samples.csv" >"$work/bare.$i.json"
+done
 
-$py - "$work" "$reps" "$carma_ok" "$build/bench/report_results.json" <<'EOF2'
+$py - "$work" "$reps" "$carma_ok" "$build/bench/report_results.json" "$pandas_ok" <<'EOF2'
 import json, sys
 work, reps, carma_ok, out = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+pandas_ok = sys.argv[5] == "1"
 def tm(path):
     wall, rss = open(path).read().split()[-2:]
     return float(wall), int(rss) * 1024
@@ -131,7 +147,39 @@ if k:
     k["ratio_wall"] = kr
     print(f"target >= 20x, carma report itself (wall clock): {'met' if kr >= 20 else 'NOT met'} "
           f"({kr:.1f}x)")
-json.dump({"carma": c, "carma_report": k, "numpy": p, "ratio_wall": ratio,
+bare = min((json.load(open(f"{work}/bare.{i}.json")) for i in range(reps)),
+           key=lambda b: b["parse_s"])
+print(f"bare parse of samples.csv (line ends and commas only, best of {reps}): "
+      f"{bare['parse_s']:.3f}s, {bare['bytes'] / bare['parse_s'] / 1e9:.2f} GB/s")
+best_carma = k["wall_s"] if k else c["wall_s"]
+print(f"carma / bare parse: {best_carma / bare['parse_s']:.2f}x (target <= 2x)")
+pd_res = None
+if pandas_ok:
+    pd_res = json.load(open(f"{work}/pd.json"))
+    pd_res["wall_s"], pd_res["peak_rss_bytes"] = tm(f"{work}/pd.time")
+    qr = rows(f"{work}/pd.out")
+    agree, pworst = len(qr) == len(cr), 0.0
+    for a, b in zip(cr, qr):
+        agree = agree and a[:4] == b[:4] and a[-1] == b[-1]
+        for x, y in zip(a[4:-1], b[4:-1]):
+            x, y = float(x), float(y)
+            if x != y:
+                pworst = max(pworst, abs(x - y) / max(abs(x), abs(y)))
+    pd_res["agree_labels"] = agree
+    pd_res["max_rel_diff"] = pworst
+    pr_ratio = pd_res["wall_s"] / best_carma
+    pd_res["ratio_wall"] = pr_ratio
+    print(f"pandas {pd_res['pandas']}: {pd_res['wall_s']:.3f}s wall (read_csv "
+          f"{pd_res['load_s']:.3f}s, series {pd_res['series_s']:.3f}s, snap "
+          f"{pd_res['snap_s']:.3f}s), peak RSS {pd_res['peak_rss_bytes'] / 2**20:.0f} MiB; "
+          f"max relative difference to carma {pworst:.3g}, labels "
+          f"{'the same' if agree else 'DIFFER'}")
+    print(f"target >= 10x pandas (wall clock): {'met' if pr_ratio >= 10 else 'NOT met'} "
+          f"({pr_ratio:.1f}x)")
+else:
+    print("pandas: not installed (apt-get install python3-pandas): its peer not run")
+json.dump({"carma": c, "carma_report": k, "numpy": p, "pandas": pd_res, "bare_parse": bare,
+           "ratio_wall": ratio,
            "ratio_total": p["total_s"] / c["total_s"], "snap_windows": len(cr),
            "bit_identical": same, "numbers": total, "max_rel_diff": worst},
           open(out, "w"), indent=2)
