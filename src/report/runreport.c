@@ -71,6 +71,10 @@ struct rr_gpu {
     struct series col[2]; /* gpu_util_pct, mem_util_pct */
 };
 
+/* How far a workload's or a mark's edge may lie outside the run's ticks and still be one of
+ * them: a clock read to the µs beside a tick's (build_window). */
+#define RR_EDGE_SLACK_S 1e-3
+
 struct rr {
     const char *dir;
     enum series_edges edges;
@@ -1057,6 +1061,16 @@ static int build_window(struct rr *rr, const struct rr_job *job, const struct ru
              "workloads.json has no end_unix for %s (a killed run?): its window ends at the run's "
              "last tick",
              job->name);
+    }
+    /* a workload's or a mark's time (its own clock reading, to the µs) may fall a µs after the
+     * run's last tick that followed it, or before the first: the window is cut to the tick
+     * (the rest of the report treats a window beyond the ticks as uncovered, and a µs of it
+     * would be the last power carried past the end, which no account holds) */
+    if ((job || mark) && isfinite(a) && isfinite(b) && b > a) {
+        if (b > rr->run_end && b - rr->run_end <= RR_EDGE_SLACK_S && a < rr->run_end)
+            b = rr->run_end;
+        if (a < rr->run_start && rr->run_start - a <= RR_EDGE_SLACK_S && b > rr->run_start)
+            a = rr->run_start;
     }
     bool have = isfinite(a) && isfinite(b) && b > a;
     if (job && !isfinite(a))

@@ -71,6 +71,14 @@ check_grep() {
     fi
 }
 
+# check_re FILE ERE MSG: a line of FILE matches the extended regular expression ERE.
+check_re() {
+    if ! grep -qE -- "$2" "$1" 2>/dev/null; then
+        check_fail "$3: /$2/ not found in $1"
+        show "$1" >&2
+    fi
+}
+
 # check_no_grep FILE TEXT MSG: FILE does not contain TEXT (a fixed string).
 check_no_grep() {
     if grep -qF -- "$2" "$1" 2>/dev/null; then

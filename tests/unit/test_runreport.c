@@ -511,6 +511,31 @@ static void killed_run(void **state)
     json_decref(rep);
 }
 
+/* A workload whose end (its own clock reading, to the µs) falls a µs after the run's last tick:
+ * its window ends at the tick, and the jobs and the rests add up to the node as in every window.
+ * Half a second after it is no rounding: the window is left as it is (uncovered beyond). */
+static void edge_past_last_tick(void **state)
+{
+    (void)state;
+    tu_copy_fixture("rundir/run-cpu");
+    edit("workloads.json", "\"end_unix\": 1796046809.289353", "\"end_unix\": 1796046809.289354");
+    json_t *rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
+    const json_t *w = json_array_get(rep, 1);
+    assert_string_equal(json_string_value(json_object_get(w, "window")), "workload");
+    assert_true(num(w, "end_unix") == CPU_RUN_END);
+    double parts = num(w, "idle_joules") + num(w, "other_joules") + num(w, "unattributed_joules");
+    size_t k;
+    json_t *j;
+    json_array_foreach(json_object_get(w, "jobs"), k, j) parts += num(j, "joules");
+    tu_assert_near(parts, num(w, "node_total_joules"), 1e-9 * num(w, "node_total_joules") + 1e-9);
+    assert_int_equal(json_array_size(json_object_get(w, "warnings")), 0);
+    json_decref(rep);
+    edit("workloads.json", "\"end_unix\": 1796046809.289354", "\"end_unix\": 1796046809.789353");
+    rep = build_ok(tu_dir, SERIES_EDGES_INTERPOLATE);
+    assert_true(num(json_array_get(rep, 1), "end_unix") == 1796046809.789353);
+    json_decref(rep);
+}
+
 static void uncovered_window(void **state)
 {
     (void)state;
@@ -649,6 +674,7 @@ int main(void)
         cmocka_unit_test(text_form),
         cmocka_unit_test_setup_teardown(workload_type, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(killed_run, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(edge_past_last_tick, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(uncovered_window, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(malformed_attribution, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(malformed_samples, tu_setup, tu_teardown),
