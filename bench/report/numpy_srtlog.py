@@ -64,10 +64,8 @@ def summed(t, w):
     return keys, np.bincount(inv, weights=w, minlength=len(keys))
 
 
-def main():
-    log_dir, out_path = sys.argv[1:3]
-    t0 = time.perf_counter()
-    # discovery and windows (§6.2, §6.3, sa-bench)
+def sa_bench_windows(log_dir):
+    """The sa-bench windows (start, end) in concurrency order (§6.2, §6.3)."""
     sources = []
     for p in glob.glob(os.path.join(log_dir, "**/sa-bench_*/results_concurrency_*.json"),
                        recursive=True):
@@ -79,6 +77,29 @@ def main():
     for _, p in sources:
         d = json.load(open(p))
         windows.append((float(d["benchmark_start_time_unix"]), float(d["benchmark_end_time_unix"])))
+    return windows
+
+
+def snap_lines(windows, series):
+    """windowed_energy of every (window, series): the output lines and the count that failed."""
+    lines, failed = [], 0
+    for start, end in windows:
+        for label, t, w in series:
+            try:
+                r = windowed_energy(label, t, w, start, end)
+            except ValueError as e:
+                lines.append(f"snap error {e}")
+                failed += 1
+                continue
+            lines.append(" ".join(["snap", label, repr(start), repr(end)]
+                                  + [repr(x) for x in r[:9]] + [str(r[9])]))
+    return lines, failed
+
+
+def main():
+    log_dir, out_path = sys.argv[1:3]
+    t0 = time.perf_counter()
+    windows = sa_bench_windows(log_dir)
     csv_path = os.path.join(log_dir, "power", "samples.csv")
     manifest = json.load(open(os.path.join(log_dir, "power", "manifest.json")))
     roles = {}
@@ -128,17 +149,7 @@ def main():
     series = devices + nodes + role_series
     t3 = time.perf_counter()
     # windows x series (§6.5)
-    lines, failed = [], 0
-    for start, end in windows:
-        for label, t, w in series:
-            try:
-                r = windowed_energy(label, t, w, start, end)
-            except ValueError as e:
-                lines.append(f"snap error {e}")
-                failed += 1
-                continue
-            lines.append(" ".join(["snap", label, repr(start), repr(end)]
-                                  + [repr(x) for x in r[:9]] + [str(r[9])]))
+    lines, failed = snap_lines(windows, series)
     t4 = time.perf_counter()
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")

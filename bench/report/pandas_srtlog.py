@@ -12,34 +12,22 @@ trapezoid, mean/min/max and np.percentile. Writes the lines numpy_srtlog.py writ
 <label> <start> <end> <joules> <avg> <mean> <min> <p5> <p50> <p95> <p99> <max> <n>") and prints
 the phase times as JSON on stdout.
 """
-import glob
 import json
 import os
-import re
 import sys
 import time
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_srtlog import windowed_energy  # noqa: E402  (the same arithmetic, srt-slurm's)
+# the same discovery and arithmetic (srt-slurm's) as the numpy peer
+from numpy_srtlog import sa_bench_windows, snap_lines  # noqa: E402
 
 
 def main():
     log_dir, out_path = sys.argv[1:3]
     t0 = time.perf_counter()
-    sources = []
-    for p in glob.glob(os.path.join(log_dir, "**/sa-bench_*/results_concurrency_*.json"),
-                       recursive=True):
-        m = re.match(r"^results_concurrency_(\d+)_", os.path.basename(p))
-        if m:
-            sources.append((int(m.group(1)), p))
-    sources.sort()
-    windows = []
-    for _, p in sources:
-        d = json.load(open(p))
-        windows.append((float(d["benchmark_start_time_unix"]), float(d["benchmark_end_time_unix"])))
+    windows = sa_bench_windows(log_dir)
     manifest = json.load(open(os.path.join(log_dir, "power", "manifest.json")))
     roles = {}
     for dev in manifest.get("expected_devices", []):
@@ -65,17 +53,7 @@ def main():
             s = g.groupby("timestamp_unix", sort=True)["power_w"].sum()
             series.append((f"gpu/{host}/{role}", s.index.to_numpy(), s.to_numpy()))
     t3 = time.perf_counter()
-    lines, failed = [], 0
-    for start, end in windows:
-        for label, t, w in series:
-            try:
-                r = windowed_energy(label, t, w, start, end)
-            except ValueError as e:
-                lines.append(f"snap error {e}")
-                failed += 1
-                continue
-            lines.append(" ".join(["snap", label, repr(start), repr(end)]
-                                  + [repr(x) for x in r[:9]] + [str(r[9])]))
+    lines, failed = snap_lines(windows, series)
     t4 = time.perf_counter()
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")
