@@ -22,6 +22,10 @@
  *                                  read the same channel files with open/read/close;
  *   --wake-loop INTERVAL SECONDS   the floor of any sampler that sleeps between ticks: carma's
  *                                  wake-up (timerfd, poll, read) alone, no file read;
+ *   --read-loop INTERVAL SECONDS   the floor of carma's tick: the same wake-up, then the
+ *                                  sampler's sources read every channel (their read(): pread
+ *                                  and parse on the files opened at probe), nothing else: no
+ *                                  integration, no proc/stat, no process tree, no output;
  *   --rusage -- CMD [ARGS...]      run CMD, wait for it and print its CPU time (user and
  *                                  system, its waited-for descendants included) and wall time.
  */
@@ -76,6 +80,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: bench_read --root DIR [--rounds N] [--ticks N] [--json | --json-out FILE]\n"
                "       bench_read --root DIR --naive-loop INTERVAL SECONDS\n"
                "       bench_read --wake-loop INTERVAL SECONDS\n"
+               "       bench_read --root DIR --read-loop INTERVAL SECONDS\n"
                "       bench_read --rusage -- CMD [ARGS...]\n");
 }
 
@@ -407,13 +412,15 @@ static int naive_loop(const char *root, const char *interval, const char *second
 }
 
 /* The floor of a sampler that sleeps between its ticks: carma's wake-up (a periodic timerfd,
- * poll, the timerfd's read) every interval for the given time, and nothing else. */
-static int wake_loop(const char *interval, const char *seconds)
+ * poll, the timerfd's read) every interval for the given time, and nothing else; with s, each
+ * wake-up is followed by the reads of s's sources (their read(), into s's readings) alone. */
+static int wake_loop(struct sampler *s, const char *interval, const char *seconds)
 {
     int64_t every_ns;
     unsigned long secs;
+    const char *mode = s ? "read-loop" : "wake-loop";
     if (parse_duration_ns(interval, &every_ns) < 0 || parse_count(seconds, 0, 86400, &secs) < 0) {
-        fprintf(stderr, "bench_read: --wake-loop wants INTERVAL (e.g. 1ms) and SECONDS\n");
+        fprintf(stderr, "bench_read: --%s wants INTERVAL (e.g. 1ms) and SECONDS\n", mode);
         return 2;
     }
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -434,10 +441,30 @@ static int wake_loop(const char *interval, const char *seconds)
         uint64_t n;
         if (read(fd, &n, sizeof n) == (ssize_t)sizeof n)
             ticks += n;
+        for (size_t k = 0; s && k < s->nsrc; k++)
+            if (s->src[k].status == 0 && s->src[k].count)
+                s->src[k].ops->read(&s->src[k], &s->readings[s->src[k].first]);
     }
     close(fd);
-    fprintf(stderr, "wake-loop: %llu ticks\n", (unsigned long long)ticks);
+    fprintf(stderr, "%s: %llu ticks\n", mode, (unsigned long long)ticks);
     return 0;
+}
+
+/* --read-loop: carma's wake-up and its sources' reads of the channels below root. */
+static int read_loop(const char *root, const char *interval, const char *seconds)
+{
+    struct sampler_opts so = {.root = root, .sources = "rapl"};
+    struct carma_err e = {0};
+    struct sampler *s = sampler_new(&so, &e);
+    if (!s) {
+        fprintf(stderr, "bench_read: %s\n", e.msg);
+        return 1;
+    }
+    int r = s->set.n ? wake_loop(s, interval, seconds) : 1;
+    if (!s->set.n)
+        fprintf(stderr, "bench_read: no RAPL channel below %s\n", root);
+    sampler_free(s);
+    return r;
 }
 
 /* Runs argv, waits for it and prints its CPU and wall time. Returns its exit status. */
@@ -509,7 +536,13 @@ int main(int argc, char **argv)
             }
             return naive_loop(root, argv[i + 1], argv[i + 2]);
         } else if (strcmp(a, "--wake-loop") == 0 && i + 2 < argc) {
-            return wake_loop(argv[i + 1], argv[i + 2]);
+            return wake_loop(NULL, argv[i + 1], argv[i + 2]);
+        } else if (strcmp(a, "--read-loop") == 0 && i + 2 < argc) {
+            if (!root) {
+                fprintf(stderr, "bench_read: --root comes before --read-loop\n");
+                return 2;
+            }
+            return read_loop(root, argv[i + 1], argv[i + 2]);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;

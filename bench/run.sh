@@ -14,8 +14,9 @@
 #      time, as a percentage of one core. Runs are interleaved; medians of BENCH_REPS.
 # The fixed cost of a carma run (start, probe, summary, run directory) is measured apart
 # with `-- true`, so that the steady per-second cost can be told from it. The floor beside
-# them: `bench_read --wake-loop` (carma's wake-up, timerfd + poll + read, without any read
-# of a file) plus the sampler's own tick of reads from step 1.
+# them: `bench_read --read-loop` (carma's wake-up, timerfd + poll + read, then its sources'
+# reads of the same channels, nothing else), with `bench_read --wake-loop` (the wake-up
+# alone) to tell the wake-up from the reads.
 # Environment: BENCH_DURATION (seconds, default 10), BENCH_REPS (3), BENCH_ROUNDS (7),
 # BENCH_TICKS (20000). Results go to stdout and to BUILD_DIR/bench/results.{txt,json}.
 set -euo pipefail
@@ -99,12 +100,13 @@ pct() {
 rates=("1ms" "100ms")
 hz=("1kHz" "10Hz")
 targets=("$target_1khz_pct" "$target_10hz_pct")
-whos=(carma_o carma naive wake)
+whos=(carma_o carma naive wake reads)
 declare -A desc=(
     [carma_o]="carma stat -o DIR (writes samples.csv)"
     [carma]="carma stat, no run directory"
     [naive]="naive open/read/close loop"
-    [wake]="floor: the wake-up alone (no read)"
+    [wake]="the wake-up alone (no read)"
+    [reads]="floor: the wake-up and the reads alone"
 )
 # run WHO RATE SECONDS: one measured run; SECONDS 0 measures the fixed cost of a run
 run() {
@@ -118,6 +120,7 @@ run() {
     carma) measure "$key" "$carma" stat --root "$fixture" --interval "$rate" -- "${cmd[@]}" ;;
     naive) measure "$key" "$bench" --root "$fixture" --naive-loop "$rate" "$secs" ;;
     wake) measure "$key" "$bench" --wake-loop "$rate" "$secs" ;;
+    reads) measure "$key" "$bench" --root "$fixture" --read-loop "$rate" "$secs" ;;
     esac
 }
 
@@ -160,7 +163,7 @@ for k in 0 1; do
         res[steady_$key]=$(awk -v a="$cpu" -v f="$fixed" -v d="$duration" \
             'BEGIN { s = 100 * (a - f) / d; printf "%.4f", (s < 0) ? 0 : s }')
         v=""
-        if [[ $who != naive && $who != wake ]]; then
+        if [[ $who == carma || $who == carma_o ]]; then
             v="<= ${targets[$k]}%: $(verdict "${res[pct_$key]}" "${targets[$k]}") / $(verdict \
                 "${res[steady_$key]}" "${targets[$k]}")"
         fi
@@ -174,16 +177,24 @@ for k in 0 1; do
     done
     printf '  %-5s naive / carma -o: %sx over the run, %sx steady\n' "${hz[$k]}" \
         "${res[ratio_pct_$k]}" "${res[ratio_steady_$k]}"
-    # the floor of a sampler of these channels: its wake-up (measured) plus the sampler's own
-    # tick of reads (bench_read, back to back: hot caches; at 10 Hz the reads are colder)
-    res[floor_$k]=$(awk -v w="${res[steady_wake_$k]}" -v t="$tick_us" -v r="${rates[$k]}" \
+    # the floor of carma's tick: its wake-up and its sources' reads of these channels in a loop
+    # (bench_read --read-loop, measured like carma); beside it, the wake-up plus the sampler's
+    # tick from step 1 (back to back there: hot caches, so below what a tick after a sleep
+    # costs)
+    res[floor_$k]=${res[steady_reads_$k]}
+    res[hot_floor_$k]=$(awk -v w="${res[steady_wake_$k]}" -v t="$tick_us" -v r="${rates[$k]}" \
         'BEGIN { hz = (r == "1ms") ? 1000 : 10; printf "%.4f", w + 100 * t * hz / 1e6 }')
-    res[over_floor_$k]=$(awk -v c="${res[steady_carma_o_$k]}" -v f="${res[floor_$k]}" \
-        'BEGIN { printf "%.2f", (f > 0) ? c / f : 0 }')
-    printf '  %-5s floor: wake-up %s%% + the sampler tick (%s us, hot) = %s%%; carma -o steady is' \
-        "${hz[$k]}" "${res[steady_wake_$k]}" "$tick_us" "${res[floor_$k]}"
-    printf ' %sx the floor (target <= 1.5x where the floor exceeds %s%%)\n' \
-        "${res[over_floor_$k]}" "${targets[$k]}"
+    for who in carma_o carma; do
+        res[over_floor_${who}_$k]=$(awk -v c="${res[steady_${who}_$k]}" -v f="${res[floor_$k]}" \
+            'BEGIN { printf "%.2f", (f > 0) ? c / f : 0 }')
+    done
+    res[over_floor_$k]=${res[over_floor_carma_o_$k]}
+    printf '  %-5s floor: the wake-up and the reads in a loop %s%% (the wake-up alone %s%%; plus' \
+        "${hz[$k]}" "${res[floor_$k]}" "${res[steady_wake_$k]}"
+    printf ' the hot tick of step 1, %s us: %s%%)\n' "$tick_us" "${res[hot_floor_$k]}"
+    printf '  %-5s steady, over the floor: carma -o %sx, carma %sx (target <= 1.5x where the floor' \
+        "${hz[$k]}" "${res[over_floor_carma_o_$k]}" "${res[over_floor_carma_$k]}"
+    printf ' exceeds %s%%)\n' "${targets[$k]}"
 done
 sleep_cpu_ms=$(awk -v m="$(median 1 "$work/sleep")" 'BEGIN { printf "%.2f", 1e3 * m }')
 echo "  samples.csv at 1 kHz: $csv_rows rows, $csv_bytes bytes in ${duration} s" \
@@ -203,7 +214,8 @@ cpu_json() {
     done
     printf ',"ratio_naive_over_carma_o":{"pct":%s,"steady":%s}' "${res[ratio_pct_$k]}" \
         "${res[ratio_steady_$k]}"
-    printf ',"floor_pct":%s,"carma_o_over_floor":%s}' "${res[floor_$k]}" "${res[over_floor_$k]}"
+    printf ',"floor_pct":%s,"hot_floor_pct":%s,"carma_o_over_floor":%s,"carma_over_floor":%s}' \
+        "${res[floor_$k]}" "${res[hot_floor_$k]}" "${res[over_floor_$k]}" "${res[over_floor_carma_$k]}"
 }
 
 read_json=$(tr -d '\n' <"$work/read.json")
