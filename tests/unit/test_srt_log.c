@@ -2267,8 +2267,8 @@ static void test_gpu_parallel(void **state)
     }
     /* fewer lines than threads, a file of one chunk, strict */
     gpu_same_threads(GPU_HDR_V2 "2,10.0,0,a,0,u,1.0,2.0,\n2,10.0,0,a,1,u,1.0,2.0,\n", NULL, 8, 1);
-    gpu_same_threads_n(GPU_HDR_V2 "2,10.0,0,a,0,u,1.0,2.0,\n2,11.0,1,a,0,u,1.0,2.0,\n",
-                       strlen(GPU_HDR_V2) + 50, NULL, SRT_LOG_STRICT, 3, 4);
+    static const char two[] = GPU_HDR_V2 "2,10.0,0,a,0,u,1.0,2.0,\n2,11.0,1,a,0,u,1.0,2.0,\n";
+    gpu_same_threads_n(two, sizeof two - 1, NULL, SRT_LOG_STRICT, 3, 4);
     /* the random files of the fast path's differential test: quotes with line ends, odd line
      * ends, bad cells, duplicates, scrape_seq going back, times out of order */
     rng_state = 0x2545f4914f6cdd1du;
