@@ -2849,7 +2849,9 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
  * lines one by one, so every sum, every check and every message is the sequential reader's.
  * What it takes is checked to be contiguous lines from the start; at the first line not taken
  * (left, a read error, a host that is not UTF-8, the end of the file) the stream moves there and
- * the sequential reader goes on from that line.
+ * the sequential reader goes on from that line (and the parallel one again at the next plain line
+ * when it had taken four chunks or more: one odd row does not end it). The records held are
+ * those of 2 × workers + 2 chunks (64 bytes a line), not the file's.
  */
 #define BULK_CHUNK   (1u << 20)
 #define BULK_TAIL    (64u << 10)
