@@ -11,7 +11,8 @@
 #   1. bench_report run DIR: srt_log_discover + windows + srt_log_load_gpu, then series_window_snap
 #      of every device, node and role series for every window; best of BENCH_REPS (3) runs;
 #   2. when BUILD_DIR/carma has a working `report` command: `carma report DIR --edges snap
-#      --json-out OUT`, timed the same way (wall clock, peak RSS);
+#      --json-out OUT`, timed the same way (wall clock, peak RSS), with the CPUs online and
+#      with one thread (CARMA_REPORT_THREADS=1), the two JSON outputs compared byte for byte;
 #   3. numpy_srtlog.py DIR: the same in numpy; one run; and pandas_srtlog.py DIR (read_csv with
 #      usecols, groupby, numpy's trapezoid: the script a pandas user would write) where pandas
 #      is installed;
@@ -62,6 +63,14 @@ if [[ -x $build/carma ]] &&
             "$build/carma" report "$work/log" --edges snap --json-out "$work/carma.json" \
             >/dev/null
     done
+    # the same with one thread (CARMA_REPORT_THREADS=1: the sequential reader); its JSON must
+    # be the parallel one's, byte for byte
+    for ((i = 0; i < reps; i++)); do
+        CARMA_REPORT_THREADS=1 /usr/bin/time -f '%e %M' -o "$work/k1.$i.time" \
+            "$build/carma" report "$work/log" --edges snap --json-out "$work/carma1.json" \
+            >/dev/null
+    done
+    cmp -s "$work/carma.json" "$work/carma1.json" && echo same >"$work/k1.same"
 fi
 /usr/bin/time -f '%e %M' -o "$work/py.time" \
     $py "$here/numpy_srtlog.py" "$work/log" "$work/py.out" >"$work/py.json"
@@ -78,7 +87,7 @@ for ((i = 0; i < reps; i++)); do
 done
 
 $py - "$work" "$reps" "$carma_ok" "$build/bench/report_results.json" "$pandas_ok" <<'EOF2'
-import json, sys
+import json, os, sys
 work, reps, carma_ok, out = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
 pandas_ok = sys.argv[5] == "1"
 def tm(path):
@@ -98,6 +107,10 @@ k = None
 if carma_ok:
     ks = [tm(f"{work}/k.{i}.time") for i in range(reps)]
     k = {"wall_s": min(x[0] for x in ks), "peak_rss_bytes": max(x[1] for x in ks)}
+    k1 = [tm(f"{work}/k1.{i}.time") for i in range(reps)]
+    k["wall_1thread_s"] = min(x[0] for x in k1)
+    k["peak_rss_1thread_bytes"] = max(x[1] for x in k1)
+    k["json_same_1thread"] = os.path.exists(f"{work}/k1.same")
 
 def rows(path):
     return [l.split() for l in open(path) if l.startswith("snap ")]
@@ -153,6 +166,12 @@ print(f"bare parse of samples.csv (line ends and commas only, best of {reps}): "
       f"{bare['parse_s']:.3f}s, {bare['bytes'] / bare['parse_s'] / 1e9:.2f} GB/s")
 best_carma = k["wall_s"] if k else c["wall_s"]
 print(f"carma / bare parse: {best_carma / bare['parse_s']:.2f}x (target <= 2x)")
+if k:
+    print(f"carma report with 1 thread (CARMA_REPORT_THREADS=1): {k['wall_1thread_s']:.3f}s, "
+          f"{k['wall_1thread_s'] / bare['parse_s']:.2f}x the bare parse, peak RSS "
+          f"{k['peak_rss_1thread_bytes'] / 2**20:.0f} MiB; its JSON "
+          f"{'byte for byte the one of' if k['json_same_1thread'] else 'DIFFERS from'} "
+          f"{os.cpu_count()} CPUs'")
 pd_res = None
 if pandas_ok:
     pd_res = json.load(open(f"{work}/pd.json"))

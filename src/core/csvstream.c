@@ -147,3 +147,18 @@ void csvstream_lines_look(struct csvstream *r)
     r->lines = nl ? CSVSTREAM_LINES : CSVSTREAM_LINES_NONE;
     r->lines_end = nl ? (size_t)(nl - r->buf) + 1 : 0;
 }
+
+int csvstream_seek(struct csvstream *r, uint64_t off, size_t line, struct carma_err *e)
+{
+    if (lseek(r->fd, (off_t)off, SEEK_SET) < 0) {
+        int err = -errno;
+        return carma_err_set(e, err, "%s: %s", r->path, strerror(-err));
+    }
+    r->len = r->pos = r->scan = r->cut = 0;
+    r->inq = r->eof = r->final = r->one_line = false;
+    r->off = off;
+    r->line = line;
+    r->lines = CSVSTREAM_LINES_UNKNOWN;
+    r->lines_end = 0;
+    return 0;
+}

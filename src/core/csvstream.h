@@ -98,6 +98,14 @@ static inline bool csvstream_lines(struct csvstream *r, const char **ret, size_t
     return true;
 }
 
+/*
+ * Moves the stream to the record that starts at file offset off (line number line), as if the
+ * records before it had been read: what the buffer held is dropped and the next read is at off.
+ * For a reader that took the records in [its position, off) some other way (srt/log's parallel
+ * GPU reader). Returns 0, or a negative errno with e set ("path: <strerror>").
+ */
+int csvstream_seek(struct csvstream *r, uint64_t off, size_t line, struct carma_err *e);
+
 /* One record of n bytes (its line end included) taken from csvstream_lines: the stream moves
  * past it, one line on. */
 static inline void csvstream_took(struct csvstream *r, size_t n)

@@ -22,7 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <pthread.h>
 
 #include "core/csv.h"
 #include "core/csvstream.h"
@@ -964,6 +968,13 @@ struct csvctx {
      */
     long (*line_fn)(void *ud, const char *s, size_t avail, size_t line, struct carma_err *e);
     void *line_ud;
+    /*
+     * Optional, asked before line_fn while it is set: may take the records from the stream's
+     * position on some other way (and csvstream_seek past them). 1 when it moved the stream, 0
+     * when it did not, or a negative errno with e set. It clears bulk_fn when it is not to be
+     * asked again.
+     */
+    int (*bulk_fn)(void *ud, struct csvstream *r, struct carma_err *e);
 };
 
 static int need_col(const struct csvctx *c, int col, const char *name, size_t line,
@@ -1027,6 +1038,15 @@ static int csv_each(struct csvctx *c, int (*fn)(void *, const struct csv_row *, 
         const char *ls;
         size_t avail;
         if (c->line_fn && c->have_header && csvstream_lines(&r, &ls, &avail)) {
+            if (c->bulk_fn) {
+                int b = c->bulk_fn(c->line_ud, &r, e);
+                if (b < 0) {
+                    ret = b;
+                    break;
+                }
+                if (b > 0)
+                    continue;
+            }
             long k = c->line_fn(c->line_ud, ls, avail, r.line, e);
             if (k < 0) {
                 ret = (int)k;
@@ -2082,6 +2102,26 @@ struct rser {
 /* What gpu_line does with a column (gload.colop). */
 enum { GC_SKIP, GC_TS, GC_HOST, GC_INDEX, GC_POWER, GC_SEQ, GC_SCHEMA, GC_UTIL };
 
+/* What gpu_parse reads a plain line with: the header's columns, and the last timestamp_unix
+ * cell it parsed (rows of one scrape share it) with its value. One per reading thread. */
+struct gparse {
+    const unsigned char *colop;
+    size_t ncol;
+    int gen;
+    char last_ts[32];
+    size_t last_ts_len;
+    double last_ts_v;
+};
+
+/* One plain line as gpu_parse read it. */
+struct grec {
+    double ts, w, util[N_GPU_UTIL];
+    uint64_t index, seq;
+    uint32_t off;        /* the line's first byte, from its chunk's (the parallel reader) */
+    uint32_t hoff, hlen; /* the hostname cell, from the line's first byte */
+    unsigned has;        /* bit i: util[i] had a value */
+};
+
 struct gload {
     struct csvctx c;
     bool strict, checks;
@@ -2098,10 +2138,10 @@ struct gload {
      * what to do with each column of the header */
     bool lines, no_lines; /* no_lines: CARMA_SRTLOG_NO_FAST is set (tests: every row split) */
     unsigned char *colop;
-    /* the last timestamp_unix cell gpu_line parsed (rows of one scrape share it) and its value */
-    char last_ts[32];
-    size_t last_ts_len;
-    double last_ts_v;
+    struct gparse P;   /* gpu_line's */
+    bool headed;       /* gpu_header has run */
+    size_t threads;    /* CARMA_REPORT_THREADS, else the CPUs online (at most BULK_THREADS) */
+    size_t bulk_chunk; /* CARMA_REPORT_CHUNK (tests), else BULK_CHUNK */
     struct gdev *devs;
     size_t ndevs, cap;
     struct idmap devmap;
@@ -2242,6 +2282,7 @@ static int gpu_header(void *ud, struct carma_err *e)
                              "header",
                              G->c.path);
     G->checks = G->col_seq >= 0;
+    G->headed = true;
     G->lines = !G->strict && !G->no_lines && G->col_ts >= 0 && G->col_host >= 0 &&
                G->col_index >= 0 && G->col_power >= 0;
     if (G->lines) {
@@ -2258,6 +2299,9 @@ static int gpu_header(void *ud, struct carma_err *e)
         for (size_t i = 0; i < N_GPU_UTIL; i++)
             if (G->col_util[i] >= 0)
                 G->colop[G->col_util[i]] = (unsigned char)(GC_UTIL + i);
+        G->P.colop = G->colop;
+        G->P.ncol = h->n;
+        G->P.gen = G->gen;
     }
     return 0;
 }
@@ -2514,9 +2558,8 @@ static void gpu_prefault(struct gload *G)
  * Sizes every series for the whole file from the share of it read so far, so that they are
  * not moved while they grow (a realloc that moves copies and, in a VM, refaults every page).
  */
-static int gpu_reserve(struct gload *G, size_t ahead)
+static int gpu_reserve(struct gload *G, double done)
 {
-    double done = csvstream_progress(G->c.r, ahead);
     if (!(done > 0.0) || done >= 0.9)
         return 0;
     double scale = 1.05 / done;
@@ -2587,7 +2630,7 @@ static int gpu_row(void *ud, const struct csv_row *row, struct carma_err *e)
 {
     struct gload *G = ud;
     int r;
-    if (++G->rows == RESERVE_AFTER && gpu_reserve(G, 0) < 0)
+    if (++G->rows == RESERVE_AFTER && gpu_reserve(G, csvstream_progress(G->c.r, 0)) < 0)
         return oom(e);
     if (G->strict && (r = gpu_strict_row(G, row, e)) < 0)
         return r;
@@ -2662,70 +2705,65 @@ static inline bool cell_end(char c)
 }
 
 /*
- * csv_each's line_fn for the GPU CSV: the row at s (see csvstream_lines) read in one pass, with the
- * same numbers and effects as gpu_row gives its split row, when every cell is one that gpu_row
- * reads without a message and by the fast routes (fastnum_double's exact fast path,
- * fastnum_i64's and fastnum_u64's plain digits, schema_version the header's generation as one
- * digit) and the line ends in \n or \r\n after the header's number of fields. Anything else
- * (another field count, a lone CR, a blank or unusual number, a new schema_version, ...) is left to
- * gpu_row: 0, nothing done. A NUL byte in any cell ends the cell there, and the line is left
- * to csv_split, which refuses it with its line. Returns the bytes taken (line end included), or
- * -ENOMEM. Not used when strict (G->lines false): gpu_row then reads every row.
+ * The plain line at s read in one pass (see csvstream_lines: it ends in a \n that every scan
+ * below stops at) into *o, with the same numbers gpu_row gives its split row, when every cell
+ * is one that gpu_row reads without a message and by the fast routes (fastnum_double's exact
+ * fast path, fastnum_i64's and fastnum_u64's plain digits, schema_version the header's
+ * generation as one digit) and the line ends in \n or \r\n after the header's number of fields.
+ * Anything else (another field count, a lone CR, a blank or unusual number, a new
+ * schema_version, a NUL byte, which ends a cell, ...) is left to gpu_row: 0. Returns the bytes of
+ * the line (line end included). Touches nothing but P's timestamp cache and *o.
  */
-static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct carma_err *e)
+static inline size_t gpu_parse(struct gparse *P, const char *s, struct grec *o)
 {
-    struct gload *G = ud;
-    if (!G->lines)
-        return 0;
-    (void)avail; /* every scan below stops at the \n that ends s[0, avail) at the latest */
-    const char *p = s, *hs = NULL, *q = s;
-    const unsigned char *op = G->colop;
-    size_t ncol = G->c.header.n, hlen = 0;
-    double ts = 0, w = 0, util[N_GPU_UTIL] = {0};
-    bool has[N_GPU_UTIL] = {false};
-    uint64_t index = 0, seq = 0;
+    const char *p = s, *q = s;
+    const unsigned char *op = P->colop;
+    size_t ncol = P->ncol;
+    o->has = 0;
+    o->index = o->seq = 0;
+    o->hoff = o->hlen = 0;
     size_t i = 0;
     for (;; p = q + 1) {
         switch (op[i]) {
         case GC_TS: {
-            size_t k = G->last_ts_len;
+            size_t k = P->last_ts_len;
             /* the cached text holds no line end: the comparison stops at s's \n at the latest */
-            if (k > 0 && same_bytes(p, G->last_ts, k) && cell_end(p[k])) {
-                ts = G->last_ts_v;
+            if (k > 0 && same_bytes(p, P->last_ts, k) && cell_end(p[k])) {
+                o->ts = P->last_ts_v;
                 q = p + k;
                 break;
             }
-            if (!fastnum_prefix(p, &q, &ts))
+            if (!fastnum_prefix(p, &q, &o->ts))
                 return 0;
-            if ((size_t)(q - p) < sizeof G->last_ts) {
-                memcpy(G->last_ts, p, (size_t)(q - p));
-                G->last_ts_len = (size_t)(q - p);
-                G->last_ts_v = ts;
+            if ((size_t)(q - p) < sizeof P->last_ts) {
+                memcpy(P->last_ts, p, (size_t)(q - p));
+                P->last_ts_len = (size_t)(q - p);
+                P->last_ts_v = o->ts;
             }
             break;
         }
         case GC_POWER:
-            if (!fastnum_prefix(p, &q, &w) || !(fabs(w) <= SRT_POWER_MAX_W))
+            if (!fastnum_prefix(p, &q, &o->w) || !(fabs(o->w) <= SRT_POWER_MAX_W))
                 return 0; /* an implausible power: gpu_row says so */
             break;
         case GC_INDEX:
-            if (!(q = line_digits(p, 18, &index)))
+            if (!(q = line_digits(p, 18, &o->index)))
                 return 0;
             break;
         case GC_SEQ:
-            if (!(q = line_digits(p, 19, &seq)))
+            if (!(q = line_digits(p, 19, &o->seq)))
                 return 0;
             break;
         case GC_SCHEMA:
-            if (*p != '0' + G->gen)
+            if (*p != '0' + P->gen)
                 return 0;
             q = p + 1;
             break;
         case GC_HOST:
             for (q = p; !cell_end(*q); q++)
                 ;
-            hs = p;
-            hlen = (size_t)(q - p);
+            o->hoff = (uint32_t)(p - s);
+            o->hlen = (uint32_t)(q - p);
             break;
         case GC_SKIP:
             for (q = p; !cell_end(*q); q++)
@@ -2736,9 +2774,9 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
                 q = p;
                 break;
             }
-            if (!fastnum_prefix(p, &q, &util[op[i] - GC_UTIL]))
+            if (!fastnum_prefix(p, &q, &o->util[op[i] - GC_UTIL]))
                 return 0;
-            has[op[i] - GC_UTIL] = true;
+            o->has |= 1u << (op[i] - GC_UTIL);
             break;
         }
         if (++i == ncol || *q != ',')
@@ -2747,24 +2785,313 @@ static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct 
     if (i != ncol)
         return 0; /* fewer fields, or more in a cell than its number */
     /* q: just after the last cell, which must be the line end */
-    const char *next;
     if (*q == '\n')
-        next = q + 1;
-    else if (*q == '\r' && q[1] == '\n')
-        next = q + 2;
-    else
-        return 0; /* more in the cell, more fields, a lone CR, a NUL */
-    if (++G->rows == RESERVE_AFTER && gpu_reserve(G, (size_t)(next - s)) < 0)
-        return oom(e);
+        return (size_t)(q + 1 - s);
+    if (*q == '\r' && q[1] == '\n')
+        return (size_t)(q + 2 - s);
+    return 0; /* more in the cell, more fields, a lone CR, a NUL */
+}
+
+/*
+ * A line gpu_parse read (its first byte at s) into the series and the checks, as gpu_row reads
+ * the same row. 0, -EILSEQ (a host name that is not UTF-8: nothing done, gpu_row says so with
+ * the line) or -ENOMEM.
+ */
+static inline int gpu_take(struct gload *G, const char *s, const struct grec *o, size_t line)
+{
+    bool has[N_GPU_UTIL];
+    for (size_t i = 0; i < N_GPU_UTIL; i++)
+        has[i] = (o->has >> i) & 1u;
     struct gdev *d;
-    int r = gpu_add(G, hs, hlen, (long long)index, ts, w, util, has, &d);
+    int r = gpu_add(G, s + o->hoff, o->hlen, (long long)o->index, o->ts, o->w, o->util, has, &d);
+    if (r < 0)
+        return r;
+    if (G->checks)
+        gchk_row(G, d, o->seq, o->ts, line > UINT32_MAX ? UINT32_MAX : (uint32_t)line);
+    return 0;
+}
+
+/*
+ * csv_each's line_fn for the GPU CSV: the row at s (see csvstream_lines) read by gpu_parse and
+ * gpu_take, with the same numbers and effects as gpu_row gives its split row; a line gpu_parse
+ * leaves, or a host name that is not UTF-8, is left to gpu_row: 0, nothing done. Returns the
+ * bytes taken (line end included), or -ENOMEM. Not used when strict (G->lines false): gpu_row
+ * then reads every row.
+ */
+static long gpu_line(void *ud, const char *s, size_t avail, size_t line, struct carma_err *e)
+{
+    struct gload *G = ud;
+    if (!G->lines)
+        return 0;
+    (void)avail; /* gpu_parse stops at the \n that ends s[0, avail) at the latest */
+    struct grec o;
+    size_t n = gpu_parse(&G->P, s, &o);
+    if (n == 0)
+        return 0;
+    if (++G->rows == RESERVE_AFTER && gpu_reserve(G, csvstream_progress(G->c.r, n)) < 0)
+        return oom(e);
+    int r = gpu_take(G, s, &o, line);
     if (r == -EILSEQ)
-        return 0; /* a host name that is not UTF-8: gpu_row says so with the line */
+        return 0;
     if (r < 0)
         return oom(e);
-    if (G->checks)
-        gchk_row(G, d, seq, ts, line > UINT32_MAX ? UINT32_MAX : (uint32_t)line);
-    return (long)(next - s);
+    return (long)n;
+}
+
+/*
+ * The parallel reader (gpu_bulk): the data rows from the first plain line on are cut into chunks
+ * of bulk_chunk bytes; a line belongs to the chunk it starts in. Worker threads each pread a
+ * chunk (and up to BULK_TAIL bytes after it, for its last line) and gpu_parse its lines into
+ * records, stopping at the first line gpu_parse leaves (or that holds a quote: a quoted field may
+ * hold a line end, so nothing after it is known to start a line). The calling thread takes the
+ * chunks' records in file order through gpu_take, exactly as gpu_line would have taken the same
+ * lines one by one, so every sum, every check and every message is the sequential reader's.
+ * What it takes is checked to be contiguous lines from the start; at the first line not taken
+ * (left, a read error, a host that is not UTF-8, the end of the file) the stream moves there and
+ * the sequential reader goes on from that line (and the parallel one again at the next plain line
+ * when it had taken four chunks or more: one odd row does not end it). The records held are
+ * those of 2 × workers + 2 chunks (64 bytes a line), not the file's.
+ */
+#define BULK_CHUNK   (1u << 20)
+#define BULK_TAIL    (64u << 10)
+#define BULK_THREADS 8
+
+enum { BS_FREE, BS_BUSY, BS_DONE };
+
+struct bslot {
+    int state;
+    size_t k;          /* the chunk */
+    char *buf;         /* from the chunk's first byte (chunk 0) or the byte before it */
+    size_t cap;        /* of buf */
+    uint64_t base;     /* the file offset of buf[0] */
+    struct grec *rec;  /* the records gpu_parse read, in file order */
+    size_t nrec, rcap; /* rcap: records rec has room for */
+    uint64_t first;    /* the file offset of the first record, when nrec > 0 */
+    uint64_t end;      /* just after the last record */
+    bool stopped;      /* a line of the chunk was not read (left, or a read error) */
+};
+
+struct bulk {
+    const struct gparse *P0; /* the header's columns */
+    int fd;
+    uint64_t start, size, chunk;
+    size_t nchunks;
+    struct bslot *slots;
+    size_t nslots;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t next; /* the next chunk to read */
+    bool stop;
+};
+
+/* Reads chunk k into slot b (records, first, end, stopped). */
+static void bulk_chunk(struct bulk *B, struct gparse *P, struct bslot *b, size_t k)
+{
+    uint64_t s0 = B->start + (uint64_t)k * B->chunk;
+    uint64_t s1 = s0 + B->chunk < B->size ? s0 + B->chunk : B->size;
+    uint64_t r0 = k == 0 ? s0 : s0 - 1;
+    uint64_t r1 = s1 + BULK_TAIL < B->size ? s1 + BULK_TAIL : B->size;
+    size_t want = (size_t)(r1 - r0), len = 0;
+    b->nrec = 0;
+    b->stopped = false;
+    b->base = r0;
+    b->first = b->end = s0;
+    if (array_grow(&b->buf, &b->cap, want + 1, 1) < 0) {
+        b->stopped = true;
+        return;
+    }
+    while (len < want) {
+        ssize_t n = pread(B->fd, b->buf + len, want - len, (off_t)(r0 + len));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            b->stopped = true; /* the sequential reader says what went wrong */
+            return;
+        }
+        len += (size_t)n;
+    }
+    b->buf[len] = '\0';
+    /* lim: just after the last \n, the end of what gpu_parse may read */
+    const char *nl = memrchr(b->buf, '\n', len);
+    size_t lim = nl ? (size_t)(nl - b->buf) + 1 : 0, p = 0;
+    if (k > 0) {
+        const char *f = memchr(b->buf, '\n', lim);
+        if (!f) {
+            /* no line starts in the chunk (a line longer than it), or its lines are cut */
+            b->first = b->end = s1;
+            return;
+        }
+        p = (size_t)(f - b->buf) + 1;
+    }
+    const char *qp = memchr(b->buf + p, '"', lim - p);
+    size_t qlim = qp ? (size_t)(qp - b->buf) : lim;
+    b->first = b->end = r0 + p;
+    while (r0 + p < s1) {
+        if (b->nrec == b->rcap && array_grow(&b->rec, &b->rcap, b->nrec + 1, sizeof *b->rec) < 0) {
+            b->stopped = true;
+            break;
+        }
+        struct grec *o = &b->rec[b->nrec];
+        size_t n = p < lim ? gpu_parse(P, b->buf + p, o) : 0;
+        if (n == 0 || p + n > qlim) {
+            b->stopped = true;
+            break;
+        }
+        o->off = (uint32_t)p;
+        b->nrec++;
+        p += n;
+        b->end = r0 + p;
+    }
+}
+
+static void *bulk_main(void *arg)
+{
+    struct bulk *B = arg;
+    struct gparse P = *B->P0;
+    pthread_mutex_lock(&B->mu);
+    for (;;) {
+        size_t k = B->next;
+        if (B->stop || k >= B->nchunks)
+            break;
+        struct bslot *b = &B->slots[k % B->nslots];
+        if (b->state != BS_FREE) {
+            pthread_cond_wait(&B->cv, &B->mu);
+            continue;
+        }
+        B->next++;
+        b->state = BS_BUSY;
+        b->k = k;
+        pthread_mutex_unlock(&B->mu);
+        bulk_chunk(B, &P, b, k);
+        pthread_mutex_lock(&B->mu);
+        b->state = BS_DONE;
+        pthread_cond_broadcast(&B->cv);
+    }
+    pthread_mutex_unlock(&B->mu);
+    return NULL;
+}
+
+/* The threads gpu_bulk reads with: CARMA_REPORT_THREADS when set (1: the sequential reader),
+ * else the CPUs online, at most BULK_THREADS. */
+static size_t bulk_threads(void)
+{
+    const char *env = getenv("CARMA_REPORT_THREADS");
+    uint64_t v;
+    if (env && *env && parse_u64(env, &v) == 0 && v > 0)
+        return v > 256 ? 256 : (size_t)v;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > BULK_THREADS ? BULK_THREADS : (size_t)n;
+}
+
+/*
+ * csv_each's bulk_fn for the GPU CSV: once the header is read, at the first plain line, the rows
+ * of a regular file of at least two chunks read by the parallel reader (see above), then the
+ * stream moved to the first line it did not take. 1 when it moved the stream, 0 when it left the
+ * rows to gpu_line and gpu_row, or a negative errno with e set.
+ */
+static int gpu_bulk(void *ud, struct csvstream *r, struct carma_err *e)
+{
+    struct gload *G = ud;
+    if (!G->headed)
+        return 0; /* the first data row reads the header's columns (gpu_row) */
+    G->c.bulk_fn = NULL;
+    struct stat st;
+    uint64_t start = r->off + r->pos, chunk = G->bulk_chunk;
+    if (!G->lines || G->threads < 2 || fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size < start || (uint64_t)st.st_size - start < 2 * chunk)
+        return 0;
+    struct bulk B;
+    memset(&B, 0, sizeof B);
+    B.P0 = &G->P;
+    B.fd = r->fd;
+    B.start = start;
+    B.size = (uint64_t)st.st_size;
+    B.chunk = chunk;
+    B.nchunks = (size_t)((B.size - start + chunk - 1) / chunk);
+    size_t workers = G->threads - 1;
+    if (workers > B.nchunks)
+        workers = B.nchunks;
+    B.nslots = 2 * workers + 2;
+    pthread_t *th = calloc(workers, sizeof *th);
+    if (!th || !(B.slots = calloc(B.nslots, sizeof *B.slots))) {
+        free(th);
+        return oom(e);
+    }
+    pthread_mutex_init(&B.mu, NULL);
+    pthread_cond_init(&B.cv, NULL);
+    size_t nth = 0;
+    for (; nth < workers; nth++)
+        if (pthread_create(&th[nth], NULL, bulk_main, &B) != 0)
+            break;
+    uint64_t covered = start; /* the lines in [start, covered) are taken */
+    size_t line = r->line;
+    int ret = 0;
+    bool go = nth > 0;
+    for (size_t k = 0; go && k < B.nchunks; k++) {
+        struct bslot *b = &B.slots[k % B.nslots];
+        pthread_mutex_lock(&B.mu);
+        while (b->state != BS_DONE || b->k != k)
+            pthread_cond_wait(&B.cv, &B.mu);
+        pthread_mutex_unlock(&B.mu);
+        if (b->nrec > 0 && b->first != covered)
+            go = false; /* not the line after the last one taken: the sequential reader's turn */
+        for (size_t i = 0; go && i < b->nrec; i++) {
+            const struct grec *o = &b->rec[i];
+            const char *s = b->buf + o->off;
+            if (++G->rows == RESERVE_AFTER &&
+                gpu_reserve(G, (double)(b->base + o->off) / (double)B.size) < 0) {
+                ret = oom(e);
+                go = false;
+                break;
+            }
+            int t = gpu_take(G, s, o, line);
+            if (t == -EILSEQ) {
+                go = false; /* gpu_row says so, with the line */
+                break;
+            }
+            if (t < 0) {
+                ret = oom(e);
+                go = false;
+                break;
+            }
+            line++;
+            covered = b->base + o->off +
+                      (i + 1 < b->nrec ? b->rec[i + 1].off - o->off : b->end - b->base - o->off);
+        }
+        if (b->stopped)
+            go = false;
+        pthread_mutex_lock(&B.mu);
+        b->state = BS_FREE;
+        if (!go)
+            B.stop = true;
+        pthread_cond_broadcast(&B.cv);
+        pthread_mutex_unlock(&B.mu);
+    }
+    pthread_mutex_lock(&B.mu);
+    B.stop = true;
+    pthread_cond_broadcast(&B.cv);
+    pthread_mutex_unlock(&B.mu);
+    for (size_t i = 0; i < nth; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&B.mu);
+    pthread_cond_destroy(&B.cv);
+    for (size_t i = 0; i < B.nslots; i++) {
+        free(B.slots[i].buf);
+        free(B.slots[i].rec);
+    }
+    free(B.slots);
+    free(th);
+    if (ret < 0)
+        return ret;
+    if (covered == start)
+        return 0; /* nothing taken: the stream is where it was */
+    /* a line left after a long run of taken ones (a rare odd row): once the sequential reader
+     * has read it, the next plain line starts the parallel reader again */
+    if (covered < B.size && covered - start >= 4 * chunk)
+        G->c.bulk_fn = gpu_bulk;
+    if ((ret = csvstream_seek(r, covered, line, e)) < 0)
+        return ret;
+    return 1;
 }
 
 static char *dup_msg(const struct gload *G, const struct gdev *d, const struct gfirst *f)
@@ -3116,6 +3443,13 @@ int srt_log_load_gpu(struct srt_log *log, const char *path, const char *manifest
     G.no_lines = no_fast && *no_fast;
     G.c.line_fn = gpu_line;
     G.c.line_ud = &G;
+    G.c.bulk_fn = gpu_bulk;
+    G.threads = bulk_threads();
+    const char *chunk = getenv("CARMA_REPORT_CHUNK");
+    uint64_t cb;
+    G.bulk_chunk = chunk && *chunk && parse_u64(chunk, &cb) == 0 && cb > 0 && cb <= (1u << 30)
+                       ? (size_t)cb
+                       : BULK_CHUNK;
     struct rowfn f = {.header = gpu_header, .row = gpu_row, .ud = &G};
     r = csv_each(&G.c, rowfn_call, &f, e);
     series_prefault_stop(G.pf);

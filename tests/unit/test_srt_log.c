@@ -2134,6 +2134,152 @@ static void test_gpu_lines_differential(void **state)
     free(t.s);
 }
 
+/*
+ * Loads csv (len bytes) with one thread (the sequential reader), then with threads threads
+ * reading chunks of chunk bytes (CARMA_REPORT_THREADS, CARMA_REPORT_CHUNK): both must give the
+ * same, bit for bit, messages included.
+ */
+static void gpu_same_threads_n(const char *csv, size_t len, const char *m, unsigned flags,
+                               unsigned threads, unsigned chunk)
+{
+    char buf[32];
+    setenv("CARMA_REPORT_THREADS", "1", 1);
+    char *seq = gpu_snapshot(load_gpu_n(csv, len, m, flags));
+    snprintf(buf, sizeof buf, "%u", threads);
+    setenv("CARMA_REPORT_THREADS", buf, 1);
+    snprintf(buf, sizeof buf, "%u", chunk);
+    setenv("CARMA_REPORT_CHUNK", buf, 1);
+    char *par = gpu_snapshot(load_gpu_n(csv, len, m, flags));
+    unsetenv("CARMA_REPORT_THREADS");
+    unsetenv("CARMA_REPORT_CHUNK");
+    if (strcmp(seq, par) != 0) {
+        FILE *f = fopen(tp("diff.csv"), "wb");
+        if (f) {
+            fwrite(csv, 1, len, f);
+            fclose(f);
+        }
+        print_message("sequential:\n%.4000s\n%u threads, chunks of %u:\n%.4000s\n", seq, threads,
+                      chunk, par);
+        fail_msg("the parallel reader differs (input kept in %s)", tp("diff.csv"));
+    }
+    free(seq);
+    free(par);
+}
+
+static void gpu_same_threads(const char *csv, const char *m, unsigned threads, unsigned chunk)
+{
+    gpu_same_threads_n(csv, strlen(csv), m, 0, threads, chunk);
+}
+
+/* One scrape (seq) of ngpu GPUs on host at ts into t, power w + gpu, line end eol. */
+static void scrape_rows(struct text *t, unsigned seq, const char *host, const char *ts,
+                        unsigned ngpu, unsigned w, const char *eol)
+{
+    for (unsigned g = 0; g < ngpu; g++)
+        text_add(t, "2,%s,%u,%s,%u,GPU-%u,%u.%03u,%u.0,%s", ts, seq, host, g, g, w + g,
+                 (seq * 37 + g * 101) % 1000, (seq + g) % 100, eol);
+}
+
+static void test_gpu_parallel(void **state)
+{
+    (void)state;
+    tu_put("m.json", "{\"expected_devices\": ["
+                     "{\"hostname\": \"node-a\", \"gpu_index\": 0, \"assignments\": "
+                     "[{\"worker_role\": \"prefill\"}]},"
+                     "{\"hostname\": \"node-a\", \"gpu_index\": 1, \"assignments\": "
+                     "[{\"worker_role\": \"prefill\"}]},"
+                     "{\"hostname\": \"node-b\", \"gpu_index\": 1, \"assignments\": "
+                     "[{\"worker_role\": \"decode\"}, {\"worker_role\": \"agg\"}]}]}\n");
+    /* the usual file (LF, then CRLF): every chunk size puts some scrape's rows (summed into the
+     * node and role series) on both sides of a chunk boundary */
+    for (int crlf = 0; crlf < 2; crlf++) {
+        struct text t = {0};
+        text_add(&t, GPU_HDR_V2);
+        char ts[32];
+        for (unsigned i = 0; i < 300; i++) {
+            snprintf(ts, sizeof ts, "%u.%03u", 1785168098 + i, (i * 7) % 1000);
+            scrape_rows(&t, i, i % 2 ? "node-b" : "node-a", ts, 1 + i % 5, 100 + i % 50,
+                        crlf ? "\r\n" : "\n");
+        }
+        static const unsigned chunks[] = {1, 37, 50, 64, 101, 256, 1000, 4096};
+        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
+            for (unsigned th = 2; th <= 5; th += 3)
+                gpu_same_threads(t.s, "m.json", th, chunks[c]);
+        free(t.s);
+    }
+    /* hard cases among plain rows, at many places relative to the boundaries; after 1.1 MB of
+     * plain rows, as the parallel reader starts only at a read buffer (1 MiB) without quotes */
+    static const char *const odd[] = {
+        "2,10.0,1,a,0,\"u,\nv\",100.0,50.0,\n",          /* a quoted line end */
+        "2,10.0,1,\"node-a\",0,u,100.0,50.0,\n",         /* a quoted host (csv_split unquotes it) */
+        "2,10.0,1,a,0,\"u\n2,10.0,1,a,0,u\",1.0,2.0,\n", /* the rest of it looks like a row */
+        "2,10.0,1,a,0,u,1e400,50.0,\n",                  /* an error: not a finite number */
+        "2,10.0,1,a,0,u,100.0,50.0\n",                   /* an error: a field short */
+        "3,10.0,1,a,0,u,100.0,50.0,\n",                  /* a warning (schema_version) */
+        "2,10.0,x,a,0,u,100.0,50.0,\n",                  /* scrape_seq not a number: checks off */
+        "2,10.0,1,a,0,u,100.0,50.0,\r",                  /* a lone CR */
+        "\n\r\n",                                        /* blank lines */
+        "2,10.0,1,a\xff,0,u,100.0,50.0,\n",              /* a host that is not UTF-8 */
+        "2,9.5,2,node-a,0,u,100.0,50.0,\n",              /* a time out of order (unsorted) */
+        "2,10.0,2,node-a,0,u,100.0,50.0,\n",             /* a duplicate (seq 2 again) */
+        "2,1e1,1,a,0,u,100.0,50.0,\n",                   /* a number off the fast path */
+        "2,10.0,0,node-a,0,u,100.0,50.0,",               /* the last line without a line end */
+    };
+    for (size_t k = 0; k < sizeof odd / sizeof *odd; k++) {
+        for (unsigned at = 24005 + (unsigned)k % 7; at < 24006 + (unsigned)k % 7; at++) {
+            struct text t = {0};
+            text_add(&t, GPU_HDR_V2);
+            char ts[32];
+            for (unsigned i = 0; i < 24070; i++) {
+                if (i == at || (i == at + 40 && k != sizeof odd / sizeof *odd - 1))
+                    text_add(&t, "%s", odd[k]); /* twice: a second one in a later chunk */
+                if (k == sizeof odd / sizeof *odd - 1 && i == at)
+                    break;
+                snprintf(ts, sizeof ts, "%u.5", 1785168098 + i / 3);
+                scrape_rows(&t, i / 3, i % 2 ? "node-b" : "node-a", ts, 1 + i % 3, 100,
+                            i % 4 == 0 ? "\r\n" : "\n");
+            }
+            static const unsigned chunks[] = {61, 397, 4099};
+            gpu_same_threads(t.s, k % 2 ? "m.json" : NULL, 2 + at % 3, chunks[k % 3]);
+            free(t.s);
+        }
+    }
+    /* an error in a later chunk and another in an earlier one: the earlier, in file order */
+    {
+        struct text t = {0};
+        text_add(&t, GPU_HDR_V2);
+        for (unsigned i = 0; i < 40; i++)
+            text_add(&t, "2,%u.0,%u,node-a,0,u,%s,50.0,\n", 100 + i, i,
+                     i == 30   ? "inf"
+                     : i == 12 ? "nan"
+                               : "100.0");
+        gpu_same_threads(t.s, NULL, 4, 64);
+        setenv("CARMA_REPORT_THREADS", "4", 1);
+        setenv("CARMA_REPORT_CHUNK", "64", 1);
+        char want[TU_DIR_MAX + 64];
+        snprintf(want, sizeof want, "%s:14: power_w 'nan' is not a finite number",
+                 tp("g/samples.csv"));
+        assert_err(load_gpu_n(t.s, strlen(t.s), NULL, 0), -EINVAL, want);
+        unsetenv("CARMA_REPORT_THREADS");
+        unsetenv("CARMA_REPORT_CHUNK");
+        srt_log_done(&L);
+        free(t.s);
+    }
+    /* fewer lines than threads, a file of one chunk, strict */
+    gpu_same_threads(GPU_HDR_V2 "2,10.0,0,a,0,u,1.0,2.0,\n2,10.0,0,a,1,u,1.0,2.0,\n", NULL, 8, 1);
+    static const char two[] = GPU_HDR_V2 "2,10.0,0,a,0,u,1.0,2.0,\n2,11.0,1,a,0,u,1.0,2.0,\n";
+    gpu_same_threads_n(two, sizeof two - 1, NULL, SRT_LOG_STRICT, 3, 4);
+    /* the random files of the fast path's differential test: quotes with line ends, odd line
+     * ends, bad cells, duplicates, scrape_seq going back, times out of order */
+    rng_state = 0x2545f4914f6cdd1du;
+    for (int k = 0; k < 300; k++) {
+        struct text t = {0};
+        rnd_gpu_csv(&t, 1 + rnd(120));
+        gpu_same_threads(t.s, k % 3 == 0 ? "m.json" : NULL, 2 + rnd(4), 16 + rnd(300));
+        free(t.s);
+    }
+}
+
 static int group_teardown(void **state)
 {
     (void)state;
@@ -2153,6 +2299,7 @@ int main(void)
     tzset();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_detect_markers, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_parallel, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_discover_errors, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_discover_fixture_errors, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_discover_sources, tu_setup, teardown),
