@@ -885,6 +885,12 @@ static int probe_paths(struct source *s, struct probe_ctx *ctx)
         snprintf(pc > 0 ? s->note : s->reason, sizeof s->note, "%s", pc_text);
         return pc;
     }
+    /* the powercap reason, when another follows it, ends as a sentence */
+    size_t pl = strlen(pc_text);
+    if (pl && pl + 1 < sizeof pc_text && pc_text[pl - 1] != '.') {
+        pc_text[pl] = '.';
+        pc_text[pl + 1] = '\0';
+    }
     char why[sizeof s->reason] = "";
     struct pmu_desc d;
     int64_t opened_ns = 0;
