@@ -28,6 +28,15 @@
  *                                  integration, no proc/stat, no process tree, no output;
  *   --rusage -- CMD [ARGS...]      run CMD, wait for it and print its CPU time (user and
  *                                  system, its waited-for descendants included) and wall time.
+ * and one comparison of the rapl source's two read paths:
+ *   --perf-group CPU EVENTS        (after --root) one read() of a perf event group on CPU
+ *                                  (pid -1, PERF_FORMAT_GROUP: the read the rapl perf path
+ *                                  makes per package each tick) against as many preads + parses
+ *                                  of the tree's energy_uj files (the powercap path) and as many
+ *                                  null system calls; EVENTS is sw:N (N cpu-clock software
+ *                                  events, where the machine has no RAPL PMU) or
+ *                                  TYPE:CONFIG,CONFIG,... (e.g. the RAPL PMU's type from
+ *                                  /sys/bus/event_source/devices/power/type and 0x2,0x1,0x3).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,6 +50,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <linux/perf_event.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,6 +91,7 @@ static void usage(FILE *f)
                "       bench_read --root DIR --naive-loop INTERVAL SECONDS\n"
                "       bench_read --wake-loop INTERVAL SECONDS\n"
                "       bench_read --root DIR --read-loop INTERVAL SECONDS\n"
+               "       bench_read --root DIR [--rounds N] [--ticks N] --perf-group CPU EVENTS\n"
                "       bench_read --rusage -- CMD [ARGS...]\n");
 }
 
@@ -467,6 +478,126 @@ static int read_loop(const char *root, const char *interval, const char *seconds
     return r;
 }
 
+#define PG_MAX 16
+
+static double ns_per_tick(int64_t t0, int64_t t1, unsigned long ticks)
+{
+    return (double)(t1 - t0) / (double)ticks;
+}
+
+/* --perf-group: a perf group read against the same number of powercap preads (see the top). */
+static int perf_group(const char *root, const char *cpu_s, const char *events, unsigned long rounds,
+                      unsigned long ticks)
+{
+    uint32_t type = PERF_TYPE_SOFTWARE;
+    uint64_t cfg[PG_MAX];
+    size_t n = 0;
+    unsigned long cpu;
+    if (parse_count(cpu_s, 0, 65535, &cpu) < 0)
+        return fprintf(stderr, "bench_read: --perf-group: '%s' is not a CPU\n", cpu_s), 2;
+    if (strncmp(events, "sw:", 3) == 0) {
+        unsigned long k;
+        if (parse_count(events + 3, 1, PG_MAX, &k) < 0)
+            return fprintf(stderr, "bench_read: --perf-group: sw:1..%d\n", PG_MAX), 2;
+        for (n = 0; n < k; n++)
+            cfg[n] = PERF_COUNT_SW_CPU_CLOCK;
+    } else {
+        char *end;
+        type = (uint32_t)strtoul(events, &end, 0);
+        if (*end != ':')
+            return fprintf(stderr,
+                           "bench_read: --perf-group: '%s' is not sw:N or "
+                           "TYPE:CONFIG,...\n",
+                           events),
+                   2;
+        while (*end == ':' || *end == ',') {
+            if (n == PG_MAX)
+                return fprintf(stderr, "bench_read: --perf-group: at most %d events\n", PG_MAX), 2;
+            cfg[n++] = strtoull(end + 1, &end, 0);
+        }
+        if (*end)
+            return fprintf(stderr,
+                           "bench_read: --perf-group: '%s' is not sw:N or "
+                           "TYPE:CONFIG,...\n",
+                           events),
+                   2;
+    }
+    int fds[PG_MAX], pfds[PG_MAX];
+    for (size_t i = 0; i < n; i++) {
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.type = type;
+        a.config = cfg[i];
+        a.read_format = PERF_FORMAT_GROUP;
+        long fd =
+            syscall(SYS_perf_event_open, &a, -1, (int)cpu, i ? fds[0] : -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+            return fprintf(stderr, "bench_read: perf_event_open of %u:0x%llx on CPU %lu: %s\n",
+                           type, (unsigned long long)cfg[i], cpu, strerror(errno)),
+                   1;
+        fds[i] = (int)fd;
+    }
+    struct fsroot r;
+    struct carma_err e = {0};
+    if (fsroot_open(&r, root, &e) < 0)
+        return fprintf(stderr, "bench_read: %s\n", e.msg), 1;
+    char *files[NAIVE_FILES_MAX];
+    int nf = naive_list(root, files, NAIVE_FILES_MAX);
+    if (nf <= 0)
+        return fprintf(stderr, "bench_read: no energy_uj file below %s\n", root), 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *rel = files[i % (size_t)nf] + strlen(root);
+        while (*rel == '/')
+            rel++;
+        pfds[i] = fsroot_open_file(&r, rel);
+        if (pfds[i] < 0)
+            return fprintf(stderr, "bench_read: cannot open %s\n", rel), 1;
+    }
+    double g[ROUNDS_MAX], p[ROUNDS_MAX], sc[ROUNDS_MAX];
+    uint64_t buf[1 + PG_MAX];
+    char text[32];
+    for (unsigned long k = 0; k < rounds; k++) {
+        int64_t t0 = time_mono_ns();
+        for (unsigned long t = 0; t < ticks; t++) {
+            if (read(fds[0], buf, (1 + n) * sizeof buf[0]) != (ssize_t)((1 + n) * sizeof buf[0]))
+                return fprintf(stderr, "bench_read: group read: %s\n", strerror(errno)), 1;
+            sink += buf[1];
+        }
+        int64_t t1 = time_mono_ns();
+        for (unsigned long t = 0; t < ticks; t++)
+            for (size_t i = 0; i < n; i++) {
+                uint64_t v = 0;
+                if (fsroot_pread_text(pfds[i], text, sizeof text) > 0 && parse_u64(text, &v) == 0)
+                    sink += v;
+            }
+        int64_t t2 = time_mono_ns();
+        for (unsigned long t = 0; t < ticks; t++)
+            for (size_t i = 0; i < n; i++)
+                sink += (uint64_t)syscall(SYS_getppid);
+        int64_t t3 = time_mono_ns();
+        g[k] = ns_per_tick(t0, t1, ticks);
+        p[k] = ns_per_tick(t1, t2, ticks);
+        sc[k] = ns_per_tick(t2, t3, ticks);
+    }
+    printf("perf group of %zu events (type %u) on CPU %lu, %lu rounds of %lu ticks; per tick, "
+           "median (min) ns:\n",
+           n, type, cpu, rounds, ticks);
+    printf("  one group read()          %10.0f (%.0f)\n", median(g, rounds), minimum(g, rounds));
+    printf("  %2zu powercap preads+parse  %10.0f (%.0f)\n", n, median(p, rounds),
+           minimum(p, rounds));
+    printf("  %2zu null system calls      %10.0f (%.0f)\n", n, median(sc, rounds),
+           minimum(sc, rounds));
+    for (size_t i = 0; i < n; i++) {
+        close(fds[i]);
+        close(pfds[i]);
+    }
+    for (int i = 0; i < nf; i++)
+        free(files[i]);
+    fsroot_close(&r);
+    return 0;
+}
+
 /* Runs argv, waits for it and prints its CPU and wall time. Returns its exit status. */
 static int rusage_run(char **argv)
 {
@@ -535,6 +666,12 @@ int main(int argc, char **argv)
                 return 2;
             }
             return naive_loop(root, argv[i + 1], argv[i + 2]);
+        } else if (strcmp(a, "--perf-group") == 0 && i + 2 < argc) {
+            if (!root) {
+                fprintf(stderr, "bench_read: --root comes before --perf-group\n");
+                return 2;
+            }
+            return perf_group(root, argv[i + 1], argv[i + 2], rounds, ticks);
         } else if (strcmp(a, "--wake-loop") == 0 && i + 2 < argc) {
             return wake_loop(NULL, argv[i + 1], argv[i + 2]);
         } else if (strcmp(a, "--read-loop") == 0 && i + 2 < argc) {

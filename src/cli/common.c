@@ -12,6 +12,7 @@
 #include "core/parse.h"
 #include "sources/estimate.h"
 #include "sources/meter.h"
+#include "sources/rapl.h"
 
 void common_opts_init(struct common_opts *o)
 {
@@ -82,6 +83,15 @@ int common_opts_handle(struct common_opts *o, int c, const char *arg)
             return -1;
         }
         o->sampler.dcgm_host = arg;
+        return 1;
+    }
+    case OPT_RAPL_PATH: {
+        enum rapl_path rp;
+        if (rapl_path_parse(arg, &rp) < 0) {
+            cli_error("--rapl-path: '%s' is not auto, powercap or perf", arg);
+            return -1;
+        }
+        o->sampler.rapl_path = (int)rp;
         return 1;
     }
     case OPT_CPU_TDP:

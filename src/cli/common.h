@@ -36,6 +36,7 @@ enum {
     OPT_JSON,
     OPT_METER,
     OPT_DCGM_HOST,
+    OPT_RAPL_PATH,
     OPT_COMMON_LAST,
 };
 
@@ -49,7 +50,8 @@ enum {
         {"cpu-table", required_argument, NULL, OPT_CPU_TABLE},                                     \
         {"model-file", required_argument, NULL, OPT_MODEL_FILE},                                   \
         {"json", no_argument, NULL, OPT_JSON}, {"meter", required_argument, NULL, OPT_METER},      \
-        {"dcgm-host", required_argument, NULL, OPT_DCGM_HOST}, {"quiet", no_argument, NULL, 'q'},  \
+        {"dcgm-host", required_argument, NULL, OPT_DCGM_HOST},                                     \
+        {"rapl-path", required_argument, NULL, OPT_RAPL_PATH}, {"quiet", no_argument, NULL, 'q'},  \
     {                                                                                              \
         "verbose", no_argument, NULL, 'v'                                                          \
     }
@@ -61,6 +63,8 @@ enum {
     "                      all)\n"                                                                 \
     "  --dcgm-host H[:P]   dcgm: read through the nv-hostengine at H (port P, default 5555)\n"     \
     "                      instead of DCGM's embedded engine\n"                                    \
+    "  --rapl-path P       rapl: read through powercap, perf (the RAPL perf PMU) or auto (the\n"   \
+    "                      faster here, timed at start; default auto)\n"                           \
     "  --cpu-tdp W         model: CPU power at full load per socket (default: data table)\n"       \
     "  --cpu-idle W        model: CPU power at idle per socket (default: 0.12 x TDP)\n"            \
     "  --model-curve C     model: fan (2u - u^1.4, default) or linear (u)\n"                       \

@@ -16,6 +16,7 @@
 #include "core/parse.h"
 #include "core/timeutil.h"
 #include "rundir/manifest.h"
+#include "sources/rapl.h"
 
 static void help(void)
 {
@@ -56,6 +57,12 @@ static void print_table(const struct sampler *s)
             printf("  (%s)", reading_error_text(st->last_err));
         if (c->parent >= 0)
             printf("  [part of %s]", s->set.ch[c->parent].name);
+        for (size_t k = 0; k < s->nsrc; k++) {
+            char path[96];
+            if (rapl_channel_read_path(&s->src[k], i, path, sizeof path) &&
+                strncmp(path, "perf", 4) == 0)
+                printf("  [%s]", path);
+        }
         printf("\n");
     }
     if (s->set.n == 0)
@@ -110,6 +117,11 @@ static json_t *sensors_json(const struct sampler *s)
         jsonutil_set_num(o, "watts", st->watts);
         if (!st->tick_valid)
             json_object_set_new(o, "error", json_string(reading_error_text(st->last_err)));
+        for (size_t k = 0; k < s->nsrc; k++) {
+            char path[96];
+            if (rapl_channel_read_path(&s->src[k], i, path, sizeof path))
+                json_object_set_new(o, "read_path", json_string(path));
+        }
     }
     json_object_set_new(root, "channels", chans);
     json_object_set_new(root, "unavailable", rundir_manifest_unavailable(s));

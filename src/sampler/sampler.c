@@ -94,6 +94,7 @@ struct sampler *sampler_new(const struct sampler_opts *o, struct carma_err *e)
         .model = &o->model,
         .dcgm_host = o->dcgm_host,
         .interval_ns = interval,
+        .rapl_path = o->rapl_path,
     };
     for (size_t i = 0; i < source_table_len && s->nsrc < SAMPLER_SOURCES_MAX; i++) {
         const struct source_ops *ops = source_table[i];

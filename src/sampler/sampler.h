@@ -32,6 +32,7 @@ struct sampler_opts {
     int64_t interval_ns;   /* 0: default */
     const char *sources;   /* comma-separated names, NULL: all in priority order */
     const char *dcgm_host; /* the dcgm source's nv-hostengine, "HOST[:PORT]"; NULL: embedded */
+    int rapl_path;         /* the rapl source's read path: RAPL_PATH_* (sources/rapl.h), 0 auto */
     struct estimate_opts model;
     /* wall meters (src/sources/meter.h): "wattsup:DEVICE", "cmd:COMMAND"; probed after the
      * sources above, whatever --sources says, one meter source each */

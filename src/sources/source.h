@@ -102,6 +102,7 @@ struct probe_ctx {
                               own (DCGM's watches) refresh at it */
     const char *dcgm_host; /* the dcgm source: a running nv-hostengine, "HOST[:PORT]"; NULL:
                               DCGM's embedded engine */
+    int rapl_path;         /* the rapl source's read path: RAPL_PATH_* (sources/rapl.h), 0 auto */
 };
 
 struct source;

@@ -288,6 +288,76 @@ rc=$(run_logged table_none "$CARMA" sensors --root "$CARMA_FIXTURES/vm-empty" --
 check_rc table_none 0 "$rc"
 check_grep table_none.out "(no power channel found)" "vm-empty --sources rapl table"
 
+# --- the RAPL read path (docs/sources.md): powercap where the tree has no perf PMU; the perf
+# PMU through the real kernel on a tree that describes software events as one (cpu-clock counts,
+# dummy reads 0 J: refused as a stub); --rapl-path forces a path
+check_py "intel-2s: every rapl channel read by powercap pread, no note" '
+j = load(sys.argv[1])
+for c in j["channels"]:
+    if c["source"] == "rapl":
+        assert c.get("read_path") == "powercap pread", c
+    else:
+        assert "read_path" not in c, c
+assert not [n for n in j["notes"] if n["source"] == "rapl"], j["notes"]
+' intel.out
+pmu=sys/bus/event_source/devices/power
+mkdir -p swpmu/$pmu/events
+echo 1 >swpmu/$pmu/type
+echo 0 >swpmu/$pmu/cpumask
+for ev in pkg:0x00 cores:0x00 psys:0x09; do
+    echo "event=${ev#*:}" >"swpmu/$pmu/events/energy-${ev%%:*}"
+    echo 2.3283064365386962890625e-10 >"swpmu/$pmu/events/energy-${ev%%:*}.scale"
+    echo Joules >"swpmu/$pmu/events/energy-${ev%%:*}.unit"
+done
+rc=$(run_logged swpmu "$CARMA" sensors --root "$PWD/swpmu" --sources rapl --sample 20ms --json)
+check_rc swpmu 0 "$rc"
+if grep -q perf_event_paranoid swpmu.out; then
+    note "CPU-wide perf events not allowed here: the software-PMU check is skipped"
+else
+    check_py "software events as a PMU: the perf group path, the stub refused" '
+j = load(sys.argv[1])
+ch = {c["name"]: c for c in j["channels"]}
+assert sorted(ch) == ["rapl/package-0", "rapl/package-0/core"], sorted(ch)
+for c in ch.values():
+    assert c["read_path"] == "perf group (2 domains, 1 read)", c
+    assert c["watts"] is not None and c["watts"] > 0, c
+    assert abs(c["counter_unit_j"] - 2.0 ** -32) < 1e-24, c
+assert ch["rapl/package-0"]["path"] == "perf power/energy-pkg on CPU 0", ch
+note = [n["note"] for n in j["notes"] if n["source"] == "rapl"][0]
+assert note.startswith("read path: perf group (2 domains in 1 read a tick)"), note
+assert "power/energy-psys on CPU 0 read 0 J over " in note, note
+assert "a virtual machine" in note and "stub PMU, left out." in note, note
+' swpmu.out
+    rc=$(run_logged swpmu_table "$CARMA" sensors --root "$PWD/swpmu" --sources rapl --sample 20ms)
+    check_rc swpmu_table 0 "$rc"
+    check_grep swpmu_table.out "[perf group (2 domains, 1 read)]" "software PMU table: the path"
+    check_grep swpmu_table.out "rapl   read path: perf group" "software PMU table: the note"
+fi
+sensors_json pmu_powercap intel-2s-pmu --sources rapl --rapl-path powercap
+check_py "intel-2s-pmu --rapl-path powercap: the same channels, powercap, no note" '
+j = load(sys.argv[1]); k = load(sys.argv[2])
+assert [c["name"] for c in j["channels"]] == [c["name"] for c in k["channels"] if c["source"] == "rapl"]
+assert all(c["read_path"] == "powercap pread" for c in j["channels"]), j["channels"]
+assert not j["notes"], j["notes"]
+' pmu_powercap.out intel.out
+sensors_json pmu_auto intel-2s-pmu --sources rapl
+check_py "intel-2s-pmu auto: the same channel names whichever path reads" '
+j = load(sys.argv[1]); k = load(sys.argv[2])
+assert [c["name"] for c in j["channels"]] == [c["name"] for c in k["channels"] if c["source"] == "rapl"]
+note = [n["note"] for n in j["notes"] if n["source"] == "rapl"][0]
+assert note.startswith("read path: "), note
+' pmu_auto.out intel.out
+sensors_json noperf intel-2s --sources rapl --rapl-path perf
+check_py "intel-2s --rapl-path perf: rapl unavailable, why" '
+j = load(sys.argv[1])
+assert not j["channels"], j["channels"]
+u = j["unavailable"][0]
+assert u["source"] == "rapl" and u["reason"].startswith("--rapl-path perf: no RAPL perf PMU at sys/bus/event_source/devices/power"), u
+' noperf.out
+rc=$(run_logged badpath "$CARMA" sensors --root "$CARMA_FIXTURES/intel-2s" --rapl-path msr)
+check_rc badpath 2 "$rc"
+check_grep badpath.err "carma: --rapl-path: 'msr' is not auto, powercap or perf" "--rapl-path msr"
+
 # --- usage errors of sensors itself
 rc=$(run_logged extra "$CARMA" sensors --root "$CARMA_FIXTURES/vm-empty" extra)
 check_rc extra 2 "$rc"

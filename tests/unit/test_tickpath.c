@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sampler/sampler.h"
 #include "collect/collector.h"
@@ -130,6 +131,34 @@ static void test_rapl(void **state)
     ticks_on("intel-2s", "rapl", 6);
 }
 
+/* The rapl perf path (one group read() a package): software events described as the RAPL PMU,
+ * read through the real kernel, where CPU-wide events are allowed. */
+static void test_rapl_perf(void **state)
+{
+    (void)state;
+    char para[16] = "";
+    if (geteuid() != 0 &&
+        (tu_slurp("/proc/sys/kernel/perf_event_paranoid", para, sizeof para) == 0 ||
+         atoi(para) > 0)) {
+        print_message("[  SKIP    ] CPU-wide perf events need root or perf_event_paranoid <= 0\n");
+        skip();
+    }
+    static const char *const ev[][2] = {{"energy-pkg", "event=0x00\n"},
+                                        {"energy-cores", "event=0x00\n"}};
+    tu_put("sys/bus/event_source/devices/power/type", "1\n");
+    tu_put("sys/bus/event_source/devices/power/cpumask", "0\n");
+    for (size_t i = 0; i < 2; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "sys/bus/event_source/devices/power/events/%s", ev[i][0]);
+        tu_put(rel, ev[i][1]);
+        snprintf(rel, sizeof rel, "sys/bus/event_source/devices/power/events/%s.scale", ev[i][0]);
+        tu_put(rel, "2.3283064365386962890625e-10\n");
+        snprintf(rel, sizeof rel, "sys/bus/event_source/devices/power/events/%s.unit", ev[i][0]);
+        tu_put(rel, "Joules\n");
+    }
+    ticks_on("vm-empty", "rapl", 2);
+}
+
 static void test_hwmon(void **state)
 {
     (void)state;
@@ -218,6 +247,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_counters_work, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_rapl, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_rapl_perf, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_hwmon, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_model, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_record, tu_setup, tu_teardown),
