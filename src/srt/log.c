@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2138,9 +2139,9 @@ struct gload {
      * what to do with each column of the header */
     bool lines, no_lines; /* no_lines: CARMA_SRTLOG_NO_FAST is set (tests: every row split) */
     unsigned char *colop;
-    struct gparse P;   /* gpu_line's */
-    bool headed;       /* gpu_header has run */
-    size_t threads;    /* CARMA_REPORT_THREADS, else the CPUs online (at most BULK_THREADS) */
+    struct gparse P; /* gpu_line's */
+    bool headed;     /* gpu_header has run */
+    size_t threads;  /* CARMA_REPORT_THREADS, else the CPUs it may run on (at most BULK_THREADS) */
     size_t bulk_chunk; /* CARMA_REPORT_CHUNK (tests), else BULK_CHUNK */
     struct gdev *devs;
     size_t ndevs, cap;
@@ -2972,14 +2973,17 @@ static void *bulk_main(void *arg)
 }
 
 /* The threads gpu_bulk reads with: CARMA_REPORT_THREADS when set (1: the sequential reader),
- * else the CPUs online, at most BULK_THREADS. */
+ * else the CPUs this process may run on, at most BULK_THREADS. */
 static size_t bulk_threads(void)
 {
     const char *env = getenv("CARMA_REPORT_THREADS");
     uint64_t v;
     if (env && *env && parse_u64(env, &v) == 0 && v > 0)
         return v > 256 ? 256 : (size_t)v;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the CPUs this process may run on (a Slurm step's or taskset's share), not the machine's */
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                         : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > BULK_THREADS ? BULK_THREADS : (size_t)n;
 }
 
