@@ -124,9 +124,10 @@ flood_done one "$f1" 2000
 flood_done deadline "$f2" 40 9.5
 judge one
 # a scrape from the flood's own address can lose its place to 48 newer flood connections
-# before its request is read (docs/usage.md): most, not all, must pass (1 of 8 lost once under
-# the sanitizers); scrapes from another address all must
-judge one-same 2
+# before its request is read (docs/usage.md): most, not all, must pass (0-1 of 8 lost as a rule,
+# 1 once under the sanitizers, 3 once in a plain build under CI's load); scrapes from another
+# address all must
+judge one-same 3
 
 # ---------------------------------------------------------------- 2. many addresses
 flood many --sources 127.0.0.2-127.0.0.101 --body-every 10
