@@ -22,7 +22,7 @@
  * fuzz-sources: src/core/err.c src/core/file.c src/core/fmt.c src/core/fsroot.c
  * fuzz-sources: src/core/parse.c src/core/table.c build-fuzz/embedded_data.c
  * fuzz-sources: src/sources/channel.c src/core/channel_kind.c
- * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c
+ * fuzz-sources: src/core/iso8601.c src/core/jsonutil.c src/core/timeutil.c
  * fuzz-libs: -ljansson -lpthread -ldl
  */
 #include "fuzz_file.h"
