@@ -36,14 +36,13 @@ static int digits_u64(const char *b, const char *e, uint64_t *ret)
     if (b == e)
         return -EINVAL;
     uint64_t v = 0;
-    for (const char *p = b; p < e; p++) {
-        if (*p < '0' || *p > '9')
-            return -EINVAL;
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -ERANGE;
-        v = v * 10 + d;
-    }
+    /* [b, e) is trim's: *e is a space or the NUL, so the digits stop there at the latest; an
+     * overflow comes before any byte that is not a digit */
+    const char *q = parse_digits_u64(b, &v);
+    if (!q)
+        return -ERANGE;
+    if (q != e)
+        return -EINVAL;
     *ret = v;
     return 0;
 }

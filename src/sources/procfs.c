@@ -36,13 +36,9 @@ static const char *parse_times(const char *p, struct cpu_times *t)
             p++;
         if (*p < '0' || *p > '9')
             break;
-        uint64_t x = 0;
-        while (*p >= '0' && *p <= '9') {
-            unsigned d = (unsigned)(*p++ - '0');
-            if (x > (UINT64_MAX - d) / 10)
-                return NULL; /* no tick count is that large: the line is not proc/stat's */
-            x = x * 10 + d;
-        }
+        uint64_t x;
+        if (!(p = parse_digits_u64(p, &x)))
+            return NULL; /* past 64 bits: no tick count is that large, not proc/stat's line */
         v[n++] = x;
     }
     if (n < 4)

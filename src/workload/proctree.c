@@ -34,13 +34,9 @@ int proctree_parse_stat(const char *text, pid_t *ppid, uint64_t *ticks, uint64_t
                 p++;
             if (*p < '0' || *p > '9')
                 return -EINVAL;
-            uint64_t v = 0;
-            while (*p >= '0' && *p <= '9') {
-                unsigned d = (unsigned)(*p++ - '0');
-                if (v > (UINT64_MAX - d) / 10)
-                    return -EINVAL; /* past 64 bits: not the kernel's */
-                v = v * 10 + d;
-            }
+            uint64_t v;
+            if (!(p = parse_digits_u64(p, &v)))
+                return -EINVAL; /* past 64 bits: not the kernel's */
             f[field] = neg ? 0 : v;
         }
         while (*p && *p != ' ')

@@ -39,6 +39,81 @@ static void test_u64_valid(void **state)
     assert_true(v == UINT64_MAX);
 }
 
+/* The reference: every digit checked, as the loops parse_digits_u64 replaced. */
+static const char *digits_ref(const char *p, uint64_t *ret)
+{
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return NULL;
+        v = v * 10 + d;
+    }
+    *ret = v;
+    return p;
+}
+
+/* parse_digits_u64: the reference's end and value for every length from 0 to 40 digits, runs
+ * of leading zeros, the values next to 2^64, and whatever byte ends the run. */
+static void test_digits_u64(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "",
+        "x",
+        "0",
+        "7 ",
+        "1234567890123456789",   /* 19 digits: taken unchecked */
+        "9999999999999999999",   /* the largest 19 */
+        "10000000000000000000",  /* 20: checked */
+        "18446744073709551615",  /* 2^64 - 1 */
+        "18446744073709551616",  /* 2^64 */
+        "18446744073709551619",
+        "18446744073709551620",
+        "18446744073709551700",
+        "19999999999999999999",
+        "99999999999999999999",
+        "184467440737095516150", /* 2^64 - 1, then a digit */
+        "00000000000000000000000000000018446744073709551615",
+        "00000000000000000000000000000018446744073709551616",
+        "0000000000000000000000000000000000000000",
+        "12345678901234567890123456789012345678901234567890",
+        "42\n",
+        "42/",
+        "42:",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t a = 77, b = 77;
+        const char *x = parse_digits_u64(cases[i], &a), *y = digits_ref(cases[i], &b);
+        if (x != y || (x && a != b))
+            fail_msg("parse_digits_u64(\"%s\"): end %td value %llu; want end %td value %llu",
+                     cases[i], x ? x - cases[i] : -1, (unsigned long long)a,
+                     y ? y - cases[i] : -1, (unsigned long long)b);
+    }
+    /* every prefix of a long run of each digit, and 2^64 - 1 with each digit raised */
+    char buf[64];
+    for (int d = 0; d <= 9; d++)
+        for (int n = 0; n < 40; n++) {
+            memset(buf, '0' + d, (size_t)n);
+            buf[n] = ',';
+            buf[n + 1] = '\0';
+            uint64_t a = 0, b = 0;
+            const char *x = parse_digits_u64(buf, &a), *y = digits_ref(buf, &b);
+            if (x != y || (x && a != b))
+                fail_msg("%d x '%d': end %td, want %td", n, d, x ? x - buf : -1,
+                         y ? y - buf : -1);
+        }
+    for (int i = 0; i < 20; i++)
+        for (char c = '0'; c <= '9'; c++) {
+            strcpy(buf, "18446744073709551615");
+            buf[i] = c;
+            uint64_t a = 0, b = 0;
+            const char *x = parse_digits_u64(buf, &a), *y = digits_ref(buf, &b);
+            if (x != y || (x && a != b))
+                fail_msg("'%s': end %td, want %td", buf, x ? x - buf : -1, y ? y - buf : -1);
+        }
+}
+
 static void test_u64_reject(void **state)
 {
     (void)state;
@@ -280,6 +355,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_u64_valid),      cmocka_unit_test(test_u64_reject),
+        cmocka_unit_test(test_digits_u64),
         cmocka_unit_test(test_uint),           cmocka_unit_test(test_i64),
         cmocka_unit_test(test_double_valid),   cmocka_unit_test(test_double_reject),
         cmocka_unit_test(test_duration_valid), cmocka_unit_test(test_duration_reject),
