@@ -18,7 +18,7 @@
  *
  * fuzz-sources: src/srt/log.c src/analysis/series.c src/core/array.c src/core/csv.c
  * fuzz-sources: src/core/err.c src/core/file.c src/core/parse.c src/core/csvstream.c
- * fuzz-sources: src/core/pathwalk.c
+ * fuzz-sources: src/core/pathwalk.c src/core/threads.c
  * fuzz-sources: src/core/iso8601.c src/core/idmap.c src/core/strtab.c src/core/linereader.c
  * fuzz-libs: -ljansson -lpthread
  */

@@ -26,6 +26,7 @@
 #include "srt/follow.h"
 #include "report/html.h"
 #include "core/pyjson.h"
+#include "core/threads.h"
 #include "report/collectreport.h"
 #include "report/reportdir.h"
 #include "report/runreport.h"
@@ -505,6 +506,13 @@ int cmd_report(int argc, char **argv)
         return 2;
     }
     const char *dir = argv[optind];
+    size_t nthreads;
+    if (threads_env("CARMA_REPORT_THREADS", &nthreads) < 0) {
+        cli_error("CARMA_REPORT_THREADS='%s': a thread count from 1 to %d is needed (1: one "
+                  "thread; unset: the CPUs this process may run on)",
+                  getenv("CARMA_REPORT_THREADS"), THREADS_MAX);
+        return 2;
+    }
     if (once && !follow) {
         cli_error("--once goes with --follow");
         return 2;

@@ -17,7 +17,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +38,7 @@
 #include "core/parse.h"
 #include "core/pathwalk.h"
 #include "core/strtab.h"
+#include "core/threads.h"
 #include "core/array.h"
 #include "analysis/series.h"
 
@@ -2972,19 +2972,16 @@ static void *bulk_main(void *arg)
     return NULL;
 }
 
-/* The threads gpu_bulk reads with: CARMA_REPORT_THREADS when set (1: the sequential reader),
- * else the CPUs this process may run on, at most BULK_THREADS. */
+/* The threads gpu_bulk reads with: CARMA_REPORT_THREADS when set (1: the sequential reader;
+ * carma report refuses a value that is not a count), else the CPUs this process may run on, at
+ * most BULK_THREADS. */
 static size_t bulk_threads(void)
 {
-    const char *env = getenv("CARMA_REPORT_THREADS");
-    uint64_t v;
-    if (env && *env && parse_u64(env, &v) == 0 && v > 0)
-        return v > 256 ? 256 : (size_t)v;
-    /* the CPUs this process may run on (a Slurm step's or taskset's share), not the machine's */
-    cpu_set_t set;
-    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
-                                                         : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > BULK_THREADS ? BULK_THREADS : (size_t)n;
+    size_t n = 0;
+    if (threads_env("CARMA_REPORT_THREADS", &n) == 0 && n > 0)
+        return n;
+    n = threads_usable();
+    return n > BULK_THREADS ? BULK_THREADS : n;
 }
 
 /*

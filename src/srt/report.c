@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "core/csv.h"
 #include "core/jsonutil.h"
 #include "core/pyjson.h"
+#include "core/threads.h"
 
 /* ---- Python-style numbers as JSON values ---- */
 
@@ -481,12 +483,105 @@ out:
     return 0;
 }
 
+/*
+ * The windows' reports on several threads: each window's report is its own (read-only series,
+ * its own JSON values and percentile scratch), so they are made in any order and put in the list
+ * in source order. Threads take the windows in increasing order; the first window that fails
+ * (the lowest index) gives the error, as the one-thread loop would, and no window after it is
+ * started.
+ */
+struct build {
+    const struct srt_log *log;
+    enum series_edges edges;
+    json_t **one; /* per window: its report, or NULL */
+    pthread_mutex_t mu;
+    size_t next;   /* the next window to take */
+    size_t failed; /* the lowest window that failed (nwindows: none) */
+    struct carma_err e;
+};
+
+static void *build_main(void *arg)
+{
+    struct build *B = arg;
+    struct series_scratch sc = {0};
+    for (;;) {
+        pthread_mutex_lock(&B->mu);
+        size_t k = B->next;
+        if (k >= B->log->nwindows || k > B->failed) {
+            pthread_mutex_unlock(&B->mu);
+            break;
+        }
+        B->next++;
+        pthread_mutex_unlock(&B->mu);
+        struct carma_err e = {0};
+        json_t *one = NULL;
+        if (srt_report_window(B->log, &B->log->windows[k], B->edges, &sc, &one, &e) < 0) {
+            pthread_mutex_lock(&B->mu);
+            if (k < B->failed) {
+                B->failed = k;
+                B->e = e;
+            }
+            pthread_mutex_unlock(&B->mu);
+            continue;
+        }
+        B->one[k] = one;
+    }
+    series_scratch_done(&sc);
+    return NULL;
+}
+
+/* The threads for the windows: CARMA_REPORT_THREADS when set, else the CPUs this process may
+ * run on; at most SRT_REPORT_THREADS and one a window. */
+static size_t build_threads(size_t nwindows)
+{
+    size_t n = 0;
+    if (threads_env("CARMA_REPORT_THREADS", &n) < 0 || n == 0)
+        n = threads_usable();
+    if (n > SRT_REPORT_THREADS)
+        n = SRT_REPORT_THREADS;
+    return n < nwindows ? n : nwindows;
+}
+
 int srt_report_build(const struct srt_log *log, enum series_edges edges, json_t **ret,
                      struct carma_err *e)
 {
     json_t *list = json_array();
     if (!list)
         return carma_err_set(e, -ENOMEM, "out of memory");
+    size_t nth = build_threads(log->nwindows);
+    struct build B = {.log = log, .edges = edges, .failed = log->nwindows};
+    pthread_t th[SRT_REPORT_THREADS];
+    size_t started = 0;
+    if (nth > 1 && (B.one = calloc(log->nwindows, sizeof *B.one)) != NULL) {
+        /* jansson's hash seed is set once, before any thread makes an object */
+        json_object_seed(0);
+        pthread_mutex_init(&B.mu, NULL);
+        for (; started + 1 < nth; started++)
+            if (pthread_create(&th[started], NULL, build_main, &B) != 0)
+                break;
+        build_main(&B); /* this thread is one of them */
+        for (size_t i = 0; i < started; i++)
+            pthread_join(th[i], NULL);
+        pthread_mutex_destroy(&B.mu);
+        int r = 0;
+        if (B.failed < log->nwindows)
+            r = carma_err_set(e, B.e.code, "%s", B.e.msg);
+        for (size_t i = 0; i < log->nwindows; i++) {
+            if (r == 0 && json_array_append_new(list, B.one[i]) != 0)
+                r = carma_err_set(e, -ENOMEM, "out of memory");
+            else if (r < 0)
+                json_decref(B.one[i]);
+            B.one[i] = NULL;
+        }
+        free(B.one);
+        if (r < 0) {
+            json_decref(list);
+            return r;
+        }
+        *ret = list;
+        return 0;
+    }
+    /* one thread (or no memory for the table): window after window */
     struct series_scratch sc = {0};
     int r = 0;
     for (size_t i = 0; i < log->nwindows && r == 0; i++) {

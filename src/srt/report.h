@@ -39,7 +39,15 @@ int srt_report_window(const struct srt_log *log, const struct srt_log_window *w,
                       enum series_edges edges, struct series_scratch *sc, json_t **ret,
                       struct carma_err *e);
 
-/* Every window's report, in source order, as a JSON array. Stops at the first error. */
+/* The most threads srt_report_build makes the windows' reports on. */
+#define SRT_REPORT_THREADS 8
+
+/*
+ * Every window's report, in source order, as a JSON array; the first window's error (in source
+ * order) when one fails. The windows are reported on up to SRT_REPORT_THREADS threads
+ * (CARMA_REPORT_THREADS when set, else the CPUs the process may run on): the list is the one
+ * thread's, byte for byte.
+ */
 int srt_report_build(const struct srt_log *log, enum series_edges edges, json_t **ret,
                      struct carma_err *e);
 

@@ -73,6 +73,14 @@ rc=$(run_logged "$here/bad-edges" "$CARMA" report "$here/rand" --edges nearest)
 check_rc "$here/bad-edges" 2 "$rc"
 rc=$(run_logged "$here/no-dir" "$CARMA" report)
 check_rc "$here/no-dir" 2 "$rc"
+# a thread count that is not one: refused, not ignored
+for v in 0 two -1 257 "1.5"; do
+    rc=$(CARMA_REPORT_THREADS=$v run_logged "$here/threads-bad" "$CARMA" report "$here/rand")
+    check_rc "$here/threads-bad" 2 "$rc"
+    check_grep "$here/threads-bad.err" "CARMA_REPORT_THREADS='$v': a thread count from 1 to 256 is needed" "CARMA_REPORT_THREADS=$v"
+done
+rc=$(CARMA_REPORT_THREADS=' 3 ' run_logged "$here/threads-ok" "$CARMA" report "$here/rand")
+[ "$rc" = 0 ] || [ "$rc" = 1 ] || check_fail "CARMA_REPORT_THREADS=' 3 ': exit $rc"
 
 # --- 3. a flat run: --format json, both edges, exact figures
 flat=$here/flat

@@ -355,6 +355,101 @@ static void test_breakdown_error_aborts(void **state)
                                "coverage");
 }
 
+/* The report of the log in tu_dir with CARMA_REPORT_THREADS=threads: its JSON text (the
+ * caller frees), or NULL with *err the error's code and E its message. */
+static char *build_text(const char *threads, enum series_edges edges, int *err)
+{
+    setenv("CARMA_REPORT_THREADS", threads, 1);
+    srt_log_done(&L);
+    carma_err_clear(&E);
+    if (srt_log_open(&L, tu_dir, NULL, &E) < 0)
+        fail_msg("srt_log_open: %s", E.msg);
+    json_t *list = NULL;
+    *err = srt_report_build(&L, edges, &list, &E);
+    unsetenv("CARMA_REPORT_THREADS");
+    if (*err < 0) {
+        assert_null(list);
+        return NULL;
+    }
+    char *text = json_dumps(list, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(list);
+    assert_non_null(text);
+    return text;
+}
+
+/*
+ * Windows reported on several threads: the list is the one thread's byte for byte, whatever
+ * the thread count (more threads than windows included); with two windows that fail, the error
+ * is the first one's in source order, as the one-thread loop stops there.
+ */
+static void test_windows_on_threads(void **state)
+{
+    (void)state;
+    tu_put("benchmark.out", SA_OUT);
+    for (int c = 1; c <= 12; c++) {
+        char rel[96], body[256];
+        snprintf(rel, sizeof rel, "sa-bench_a/results_concurrency_%d_x.json", c);
+        snprintf(body, sizeof body,
+                 "{\"benchmark_start_time_unix\": %d.25, \"benchmark_end_time_unix\": %d.75, "
+                 "\"total_input_tokens\": %d, \"total_output_tokens\": %d}",
+                 100 + 15 * c, 110 + 15 * c, 1000 * c, 300 + c);
+        tu_put(rel, body);
+    }
+    /* a power that changes every second, on two GPUs, and a CPU leg */
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&csv, &len);
+    fputs(GPU_HDR, f);
+    for (int t = 100; t <= 300; t++)
+        for (int g = 0; g < 2; g++)
+            fprintf(f, "2,%d.0,%d,node-a,%d,GPU-a%d,%.3f,%d.0,\r\n", t, t - 100, g, g,
+                    200.0 + (t * 7 + g * 13) % 97 + 0.125 * g, (t + g) % 100);
+    fclose(f);
+    tu_put("power/samples.csv", csv);
+    free(csv);
+    put_flat_cpu(100, 300, 150.0);
+
+    int err;
+    char *one = build_text("1", SERIES_EDGES_SNAP, &err);
+    assert_int_equal(err, 0);
+    static const char *const counts[] = {"2", "3", "8", "64"};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        for (int edges = 0; edges < 2; edges++) {
+            enum series_edges ed = edges ? SERIES_EDGES_INTERPOLATE : SERIES_EDGES_SNAP;
+            char *a = build_text("1", ed, &err), *b = build_text(counts[i], ed, &err);
+            assert_int_equal(err, 0);
+            if (strcmp(a, b) != 0)
+                fail_msg("%s threads, edges %d: the list differs from one thread's", counts[i],
+                         edges);
+            free(a);
+            free(b);
+        }
+    assert_non_null(strstr(one, "\"concurrency\":12"));
+    free(one);
+
+    /* windows 2, 3 and 9 past the samples (2 and 3 are taken at once by the first threads):
+     * window 2's error, on any thread count */
+    static const int bad[] = {2, 3, 9};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char rel[96], body[256];
+        snprintf(rel, sizeof rel, "sa-bench_a/results_concurrency_%d_x.json", bad[i]);
+        snprintf(body, sizeof body,
+                 "{\"benchmark_start_time_unix\": %d, \"benchmark_end_time_unix\": %d, "
+                 "\"total_input_tokens\": 1, \"total_output_tokens\": 1}",
+                 300 + 100 * bad[i], 305 + 100 * bad[i]);
+        tu_put(rel, body);
+    }
+    const char *want = "cpu/node-a/socket0: nearest sample to window start is 200.000s away, no "
+                       "coverage";
+    static const char *const all[] = {"1", "2", "3", "8", "8", "8", "8", "8"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        assert_null(build_text(all[i], SERIES_EDGES_SNAP, &err));
+        assert_int_equal(err, -ENODATA);
+        if (strcmp(E.msg, want) != 0)
+            fail_msg("%s threads: '%s', want '%s'", all[i], E.msg, want);
+    }
+}
+
 /*
  * Edges: t=[0,1,2,10] w=[10,10,10,100], window [0,10]: snap integrates 460 J (no gap check);
  * interpolate refuses the 8 s gap. Window [0.5, 1.5] on a ramp: snap takes samples 0..1 or
@@ -454,6 +549,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cpu_utilization_window, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_breakdown_error_aborts, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_edges, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_windows_on_threads, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_key_order, tu_setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

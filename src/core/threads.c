@@ -1,0 +1,32 @@
+/* threads: how many threads parallel work may use (see threads.h). */
+#include "core/threads.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/parse.h"
+
+size_t threads_usable(void)
+{
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                         : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (size_t)n;
+}
+
+int threads_env(const char *name, size_t *ret)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        *ret = 0;
+        return 0;
+    }
+    uint64_t n;
+    if (parse_u64(v, &n) < 0 || n < 1 || n > THREADS_MAX)
+        return -EINVAL;
+    *ret = (size_t)n;
+    return 0;
+}
