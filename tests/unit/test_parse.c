@@ -63,11 +63,11 @@ static void test_digits_u64(void **state)
         "x",
         "0",
         "7 ",
-        "1234567890123456789",   /* 19 digits: taken unchecked */
-        "9999999999999999999",   /* the largest 19 */
-        "10000000000000000000",  /* 20: checked */
-        "18446744073709551615",  /* 2^64 - 1 */
-        "18446744073709551616",  /* 2^64 */
+        "1234567890123456789",  /* 19 digits: taken unchecked */
+        "9999999999999999999",  /* the largest 19 */
+        "10000000000000000000", /* 20: checked */
+        "18446744073709551615", /* 2^64 - 1 */
+        "18446744073709551616", /* 2^64 */
         "18446744073709551619",
         "18446744073709551620",
         "18446744073709551700",
@@ -87,8 +87,8 @@ static void test_digits_u64(void **state)
         const char *x = parse_digits_u64(cases[i], &a), *y = digits_ref(cases[i], &b);
         if (x != y || (x && a != b))
             fail_msg("parse_digits_u64(\"%s\"): end %td value %llu; want end %td value %llu",
-                     cases[i], x ? x - cases[i] : -1, (unsigned long long)a,
-                     y ? y - cases[i] : -1, (unsigned long long)b);
+                     cases[i], x ? x - cases[i] : -1, (unsigned long long)a, y ? y - cases[i] : -1,
+                     (unsigned long long)b);
     }
     /* every prefix of a long run of each digit, and 2^64 - 1 with each digit raised */
     char buf[64];
@@ -100,8 +100,7 @@ static void test_digits_u64(void **state)
             uint64_t a = 0, b = 0;
             const char *x = parse_digits_u64(buf, &a), *y = digits_ref(buf, &b);
             if (x != y || (x && a != b))
-                fail_msg("%d x '%d': end %td, want %td", n, d, x ? x - buf : -1,
-                         y ? y - buf : -1);
+                fail_msg("%d x '%d': end %td, want %td", n, d, x ? x - buf : -1, y ? y - buf : -1);
         }
     for (int i = 0; i < 20; i++)
         for (char c = '0'; c <= '9'; c++) {
@@ -354,11 +353,15 @@ static void test_duration_range(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_u64_valid),      cmocka_unit_test(test_u64_reject),
+        cmocka_unit_test(test_u64_valid),
+        cmocka_unit_test(test_u64_reject),
         cmocka_unit_test(test_digits_u64),
-        cmocka_unit_test(test_uint),           cmocka_unit_test(test_i64),
-        cmocka_unit_test(test_double_valid),   cmocka_unit_test(test_double_reject),
-        cmocka_unit_test(test_duration_valid), cmocka_unit_test(test_duration_reject),
+        cmocka_unit_test(test_uint),
+        cmocka_unit_test(test_i64),
+        cmocka_unit_test(test_double_valid),
+        cmocka_unit_test(test_double_reject),
+        cmocka_unit_test(test_duration_valid),
+        cmocka_unit_test(test_duration_reject),
         cmocka_unit_test(test_duration_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
