@@ -9,12 +9,16 @@
 
 #include "core/parse.h"
 
-size_t threads_usable(void)
+size_t threads_wanted(const char *name, size_t max_auto)
 {
+    size_t n = 0;
+    if (threads_env(name, &n) == 0 && n > 0)
+        return n;
     cpu_set_t set;
-    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
-                                                         : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (size_t)n;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                            : sysconf(_SC_NPROCESSORS_ONLN);
+    n = cpus < 1 ? 1 : (size_t)cpus;
+    return n > max_auto ? (max_auto ? max_auto : 1) : n;
 }
 
 int threads_env(const char *name, size_t *ret)

@@ -10,9 +10,12 @@
 /* The most threads a knob may ask for. */
 #define THREADS_MAX 256
 
-/* The CPUs this process may run on (its affinity: a Slurm step's or taskset's share, not the
- * machine's), else the CPUs online; at least 1. */
-size_t threads_usable(void);
+/*
+ * The threads parallel work asks for: the environment variable name's count when it holds one
+ * (threads_env), else the CPUs this process may run on (its affinity: a Slurm step's or
+ * taskset's share, not the machine's; else the CPUs online), at most max_auto; at least 1.
+ */
+size_t threads_wanted(const char *name, size_t max_auto);
 
 /*
  * The thread count the environment variable name asks for: 0 with *ret = 0 when it is unset or

@@ -2972,18 +2972,6 @@ static void *bulk_main(void *arg)
     return NULL;
 }
 
-/* The threads gpu_bulk reads with: CARMA_REPORT_THREADS when set (1: the sequential reader;
- * carma report refuses a value that is not a count), else the CPUs this process may run on, at
- * most BULK_THREADS. */
-static size_t bulk_threads(void)
-{
-    size_t n = 0;
-    if (threads_env("CARMA_REPORT_THREADS", &n) == 0 && n > 0)
-        return n;
-    n = threads_usable();
-    return n > BULK_THREADS ? BULK_THREADS : n;
-}
-
 /*
  * csv_each's bulk_fn for the GPU CSV: once the header is read, at the first plain line, the rows
  * of a regular file of at least two chunks read by the parallel reader (see above), then the
@@ -3445,7 +3433,9 @@ int srt_log_load_gpu(struct srt_log *log, const char *path, const char *manifest
     G.c.line_fn = gpu_line;
     G.c.line_ud = &G;
     G.c.bulk_fn = gpu_bulk;
-    G.threads = bulk_threads();
+    /* CARMA_REPORT_THREADS when set (1: the sequential reader; carma report refuses a value that
+     * is not a count), else the CPUs this process may run on, at most BULK_THREADS */
+    G.threads = threads_wanted("CARMA_REPORT_THREADS", BULK_THREADS);
     const char *chunk = getenv("CARMA_REPORT_CHUNK");
     uint64_t cb;
     G.bulk_chunk = chunk && *chunk && parse_u64(chunk, &cb) == 0 && cb > 0 && cb <= (1u << 30)

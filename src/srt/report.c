@@ -530,67 +530,41 @@ static void *build_main(void *arg)
     return NULL;
 }
 
-/* The threads for the windows: CARMA_REPORT_THREADS when set, else the CPUs this process may
- * run on; at most SRT_REPORT_THREADS and one a window. */
-static size_t build_threads(size_t nwindows)
-{
-    size_t n = 0;
-    if (threads_env("CARMA_REPORT_THREADS", &n) < 0 || n == 0)
-        n = threads_usable();
-    if (n > SRT_REPORT_THREADS)
-        n = SRT_REPORT_THREADS;
-    return n < nwindows ? n : nwindows;
-}
-
 int srt_report_build(const struct srt_log *log, enum series_edges edges, json_t **ret,
                      struct carma_err *e)
 {
+    const size_t n = log->nwindows;
+    struct build B = {.log = log, .edges = edges, .failed = n};
     json_t *list = json_array();
-    if (!list)
+    if (!list || !(B.one = calloc(n ? n : 1, sizeof *B.one))) {
+        json_decref(list);
         return carma_err_set(e, -ENOMEM, "out of memory");
-    size_t nth = build_threads(log->nwindows);
-    struct build B = {.log = log, .edges = edges, .failed = log->nwindows};
+    }
+    /* CARMA_REPORT_THREADS when set, else the CPUs this process may run on; at most
+     * SRT_REPORT_THREADS and one a window; this thread is one of them */
+    size_t nth = threads_wanted("CARMA_REPORT_THREADS", SRT_REPORT_THREADS), started = 0;
+    if (nth > SRT_REPORT_THREADS)
+        nth = SRT_REPORT_THREADS;
     pthread_t th[SRT_REPORT_THREADS];
-    size_t started = 0;
-    if (nth > 1 && (B.one = calloc(log->nwindows, sizeof *B.one)) != NULL) {
-        /* jansson's hash seed is set once, before any thread makes an object */
-        json_object_seed(0);
-        pthread_mutex_init(&B.mu, NULL);
-        for (; started + 1 < nth; started++)
-            if (pthread_create(&th[started], NULL, build_main, &B) != 0)
-                break;
-        build_main(&B); /* this thread is one of them */
-        for (size_t i = 0; i < started; i++)
-            pthread_join(th[i], NULL);
-        pthread_mutex_destroy(&B.mu);
-        int r = 0;
-        if (B.failed < log->nwindows)
-            r = carma_err_set(e, B.e.code, "%s", B.e.msg);
-        for (size_t i = 0; i < log->nwindows; i++) {
-            if (r == 0 && json_array_append_new(list, B.one[i]) != 0)
-                r = carma_err_set(e, -ENOMEM, "out of memory");
-            else if (r < 0)
-                json_decref(B.one[i]);
-            B.one[i] = NULL;
-        }
-        free(B.one);
-        if (r < 0) {
-            json_decref(list);
-            return r;
-        }
-        *ret = list;
-        return 0;
-    }
-    /* one thread (or no memory for the table): window after window */
-    struct series_scratch sc = {0};
-    int r = 0;
-    for (size_t i = 0; i < log->nwindows && r == 0; i++) {
-        json_t *one;
-        r = srt_report_window(log, &log->windows[i], edges, &sc, &one, e);
-        if (r == 0 && json_array_append_new(list, one) != 0)
+    pthread_mutex_init(&B.mu, NULL);
+    if (nth > 1 && n > 1)
+        json_object_seed(
+            0); /* jansson's hash seed is set once, before any thread makes an object */
+    for (; started + 1 < nth && started + 1 < n; started++)
+        if (pthread_create(&th[started], NULL, build_main, &B) != 0)
+            break;
+    build_main(&B);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&B.mu);
+    int r = B.failed < n ? carma_err_set(e, B.e.code, "%s", B.e.msg) : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r == 0 && json_array_append_new(list, B.one[i]) != 0)
             r = carma_err_set(e, -ENOMEM, "out of memory");
+        else if (r < 0)
+            json_decref(B.one[i]);
     }
-    series_scratch_done(&sc);
+    free(B.one);
     if (r < 0) {
         json_decref(list);
         return r;
