@@ -530,6 +530,10 @@ static double driven_energy_j(const struct nvml_device_st *d, double t)
 
 nvml_return_t nvmlDeviceGetTotalEnergyConsumption(nvml_device_t device, unsigned long long *mj)
 {
+    /* the counter's value at the call, as a device latches it: the clients' files are read
+     * after, so their I/O (slow under the sanitizers on a loaded machine) does not shift the
+     * time the caller stamped the read with */
+    double t = now_s();
     nvml_return_t r = check(device);
     if (r != NVML_SUCCESS)
         return r;
@@ -538,11 +542,11 @@ nvml_return_t nvmlDeviceGetTotalEnergyConsumption(nvml_device_t device, unsigned
     if (!mj)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!device->driven) {
-        *mj = (unsigned long long)(device->power_w * (now_s() - fake.t0) * 1000.0);
+        *mj = (unsigned long long)(device->power_w * (t - fake.t0) * 1000.0);
         return NVML_SUCCESS;
     }
     read_clients();
-    unsigned long long v = (unsigned long long)(driven_energy_j(device, now_s()) * 1000.0);
+    unsigned long long v = (unsigned long long)(driven_energy_j(device, t) * 1000.0);
     /* a client's end is written a few µs after its time: never let that step the counter back */
     if (v < device->last_mj)
         v = device->last_mj;
