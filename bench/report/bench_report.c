@@ -27,6 +27,7 @@
  * windows, plus the JSON and text): its phases show where the time goes.
  */
 #include "analysis/series.h"
+#include "core/threads.h"
 #include "srt/log.h"
 
 #include <errno.h>
@@ -308,8 +309,17 @@ int main(int argc, char **argv)
     if (argc >= 4 && !strcmp(argv[1], "gen"))
         return gen(argv[2], atol(argv[3]), argc > 4 ? atoi(argv[4]) : 2,
                    argc > 5 ? atoi(argv[5]) : 8);
-    if (argc == 4 && !strcmp(argv[1], "run"))
+    if (argc == 4 && !strcmp(argv[1], "run")) {
+        size_t n; /* refused as carma report refuses it, not timed with a count it ignored */
+        if (threads_env("CARMA_REPORT_THREADS", &n) < 0) {
+            fprintf(stderr,
+                    "bench_report: CARMA_REPORT_THREADS='%s': a thread count from 1 to %d is "
+                    "needed\n",
+                    getenv("CARMA_REPORT_THREADS"), THREADS_MAX);
+            return 2;
+        }
         return run(argv[2], argv[3]);
+    }
     if (argc == 3 && !strcmp(argv[1], "parse"))
         return bare_parse(argv[2]);
     fprintf(stderr, "usage: bench_report gen DIR ROWS [HOSTS] [GPUS]\n"
