@@ -541,15 +541,16 @@ int srt_report_build(const struct srt_log *log, enum series_edges edges, json_t 
         return carma_err_set(e, -ENOMEM, "out of memory");
     }
     /* CARMA_REPORT_THREADS when set, else the CPUs this process may run on; at most
-     * SRT_REPORT_THREADS and one a window; this thread is one of them */
+     * SRT_REPORT_THREADS (the variable may ask for more) and one a window; this thread is one
+     * of them */
     size_t nth = threads_wanted("CARMA_REPORT_THREADS", SRT_REPORT_THREADS), started = 0;
     if (nth > SRT_REPORT_THREADS)
         nth = SRT_REPORT_THREADS;
     pthread_t th[SRT_REPORT_THREADS];
     pthread_mutex_init(&B.mu, NULL);
+    /* jansson's hash seed is set once, before any thread makes an object */
     if (nth > 1 && n > 1)
-        json_object_seed(
-            0); /* jansson's hash seed is set once, before any thread makes an object */
+        json_object_seed(0);
     for (; started + 1 < nth && started + 1 < n; started++)
         if (pthread_create(&th[started], NULL, build_main, &B) != 0)
             break;
