@@ -19,6 +19,10 @@
 #include "core/jsonutil.h"
 #include "rundir/rundir.h"
 
+/* The longest run report.json's duration_s may give (1e9 s, 31 years): 1e18 ns, so that the
+ * run's start, its last row less its length, stays within 64-bit nanoseconds. */
+#define NSYS_RUN_DURATION_MAX_S 1e9
+
 /* every GPU of a report has a ledger account */
 _Static_assert(NSYS_GPUS_MAX <= LEDGER_GPUS_MAX, "a GPU without a ledger account");
 /* the bases are gpu_split's, the SM one measured by kernels */
@@ -609,7 +613,16 @@ int nsys_run_reattribute(const char *run_dir, struct nsys_reattr *out, struct ca
         r = carma_err_set(e, -EINVAL, "%s/report.json: unknown idle policy \"%s\"", run_dir, pol);
         goto out;
     }
+    /* the run's length, which dates its first period's start (absent: from the epoch); a
+     * negative one, or one past NSYS_RUN_DURATION_MAX_S, is no run's and would take the start
+     * out of 64-bit nanoseconds */
     double duration = jsonutil_get_num(rep, "duration_s");
+    if (isfinite(duration) && !(duration >= 0 && duration <= NSYS_RUN_DURATION_MAX_S)) {
+        r = carma_err_set(e, -EINVAL,
+                          "%s/report.json: duration_s: %g s is no run's length (0 to %g s)",
+                          run_dir, duration, NSYS_RUN_DURATION_MAX_S);
+        goto out;
+    }
     json_t *rws = json_object_get(rep, "workloads");
     if (json_array_size(rws) != ri.njobs) {
         r = carma_err_set(e, -EINVAL, "%s: report.json and workloads.json differ in workloads",

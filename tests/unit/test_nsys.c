@@ -503,6 +503,26 @@ static void test_reattribute_errors(void **state)
     assert_int_equal(nsys_run_info_load(dir, &ri, &e), -EINVAL);
     assert_non_null(strstr(e.msg, "samples.csv:3: watts: 'nan' is not a finite number"));
     tu_put("samples.csv", samples);
+    /* report.json's duration_s dates the first period: one that is no run's length is named
+     * (1e300 s took the start out of 64-bit nanoseconds: found by fuzz_rundir) */
+    static const double bad_duration[] = {-1.0, 1e9 + 1, 1e300};
+    json_t *good_rep = read_json("report.json");
+    for (size_t k = 0; k < sizeof bad_duration / sizeof *bad_duration; k++) {
+        json_t *rep = json_deep_copy(good_rep);
+        json_object_set_new(rep, "duration_s", json_real(bad_duration[k]));
+        char *text = json_dumps(rep, 0);
+        tu_put("report.json", text);
+        free(text);
+        json_decref(rep);
+        e = (struct carma_err){0};
+        assert_int_equal(nsys_run_reattribute(dir, &ra, &e), -EINVAL);
+        if (!strstr(e.msg, "report.json: duration_s: ") || !strstr(e.msg, "is no run's length"))
+            fail_msg("duration_s %g: '%s'", bad_duration[k], e.msg);
+    }
+    char *text = json_dumps(good_rep, 0);
+    tu_put("report.json", text);
+    free(text);
+    json_decref(good_rep);
     struct stat sb;
     path_in(p, sizeof p, "attribution_nvml.csv");
     assert_int_equal(stat(p, &sb), -1); /* nothing changed */
